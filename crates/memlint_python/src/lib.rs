@@ -1,0 +1,345 @@
+//! The Python frontend: parses with `ruff_python_parser` and lowers the AST
+//! into memlint's language-neutral IR ([`memlint_semantic::ir`]).
+//!
+//! This crate is the only one that names the parser's types, so a parser
+//! upgrade (its 0.0.x API moves) touches this crate alone.
+//!
+//! Parsing is error-tolerant: a file with syntax errors still yields the
+//! statements the parser recovered, plus the errors with their spans.
+//!
+//! ```
+//! let parsed = memlint_python::parse("import torch\nx = torch.zeros(3)\n");
+//! assert!(parsed.errors.is_empty());
+//! assert_eq!(parsed.module.body.len(), 2);
+//! ```
+
+use memlint_diagnostics::Span;
+use memlint_semantic::ir::{
+    BinOp, Expr, ExprKind, Function, ImportBinding, Keyword, Language, Literal, Module, Param, Stmt, StmtKind,
+    WithItem,
+};
+use ruff_python_ast as ast;
+use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
+use ruff_text_size::{Ranged, TextRange};
+
+/// A syntax error found while parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    /// Where the parser gave up on this construct.
+    pub span: Span,
+    /// The parser's message.
+    pub message: String,
+}
+
+/// The result of parsing one Python file.
+#[derive(Debug, Clone)]
+pub struct ParsedPython {
+    /// The lowered module (what the parser recovered, when there are errors).
+    pub module: Module,
+    /// Syntax errors, in source order.
+    pub errors: Vec<SyntaxError>,
+    /// Spans of every `#` comment, in source order (for suppressions).
+    pub comments: Vec<Span>,
+}
+
+/// Parses and lowers Python source.
+pub fn parse(source: &str) -> ParsedPython {
+    let parsed = parse_unchecked(source, ParseOptions::from(Mode::Module));
+    let errors = parsed
+        .errors()
+        .iter()
+        .map(|e| SyntaxError { span: span(e.location), message: e.error.to_string() })
+        .collect();
+    let comments = parsed
+        .tokens()
+        .iter()
+        .filter(|t| t.kind() == ast::token::TokenKind::Comment)
+        .map(|t| span(t.range()))
+        .collect();
+    let body = match parsed.syntax() {
+        ast::Mod::Module(m) => lower_body(&m.body),
+        ast::Mod::Expression(e) => vec![Stmt { span: span(e.range), kind: StmtKind::Expr(lower_expr(&e.body)) }],
+    };
+    ParsedPython { module: Module { language: Language::Python, body }, errors, comments }
+}
+
+fn span(r: TextRange) -> Span {
+    Span::new(r.start().to_u32(), r.end().to_u32())
+}
+
+fn lower_body(body: &[ast::Stmt]) -> Vec<Stmt> {
+    body.iter().map(lower_stmt).collect()
+}
+
+fn op(o: ast::Operator) -> BinOp {
+    match o {
+        ast::Operator::Add => BinOp::Add,
+        ast::Operator::Sub => BinOp::Sub,
+        ast::Operator::Mult => BinOp::Mult,
+        ast::Operator::Div => BinOp::Div,
+        ast::Operator::FloorDiv => BinOp::FloorDiv,
+        ast::Operator::Mod => BinOp::Mod,
+        ast::Operator::Pow => BinOp::Pow,
+        ast::Operator::MatMult => BinOp::MatMult,
+        _ => BinOp::Other,
+    }
+}
+
+fn params(p: &ast::Parameters) -> Vec<Param> {
+    let mut out = Vec::new();
+    for pd in p.posonlyargs.iter().chain(p.args.iter()).chain(p.kwonlyargs.iter()) {
+        out.push(Param {
+            name: pd.parameter.name.id.to_string(),
+            annotation: pd.parameter.annotation.as_deref().map(lower_expr),
+            default: pd.default.as_deref().map(lower_expr),
+        });
+    }
+    for v in p.vararg.iter().chain(p.kwarg.iter()) {
+        out.push(Param {
+            name: v.name.id.to_string(),
+            annotation: v.annotation.as_deref().map(lower_expr),
+            default: None,
+        });
+    }
+    out
+}
+
+fn lower_stmt(s: &ast::Stmt) -> Stmt {
+    let kind = match s {
+        ast::Stmt::FunctionDef(f) => StmtKind::Function(Box::new(Function {
+            name: f.name.id.to_string(),
+            name_span: span(f.name.range),
+            decorators: f.decorator_list.iter().map(|d| lower_expr(&d.expression)).collect(),
+            params: params(&f.parameters),
+            body: lower_body(&f.body),
+        })),
+        ast::Stmt::ClassDef(c) => StmtKind::Class {
+            name: c.name.id.to_string(),
+            bases: c.arguments.as_ref().map(|a| a.args.iter().map(lower_expr).collect()).unwrap_or_default(),
+            decorators: c.decorator_list.iter().map(|d| lower_expr(&d.expression)).collect(),
+            body: lower_body(&c.body),
+        },
+        ast::Stmt::Return(r) => StmtKind::Return(r.value.as_deref().map(lower_expr)),
+        ast::Stmt::Delete(d) => StmtKind::Delete(d.targets.iter().map(lower_expr).collect()),
+        ast::Stmt::Assign(a) => {
+            StmtKind::Assign { targets: a.targets.iter().map(lower_expr).collect(), value: lower_expr(&a.value) }
+        }
+        ast::Stmt::AugAssign(a) => {
+            StmtKind::AugAssign { target: lower_expr(&a.target), op: op(a.op), value: lower_expr(&a.value) }
+        }
+        ast::Stmt::AnnAssign(a) => match &a.value {
+            Some(v) => StmtKind::Assign { targets: vec![lower_expr(&a.target)], value: lower_expr(v) },
+            None => StmtKind::Other(vec![]),
+        },
+        ast::Stmt::TypeAlias(_) => StmtKind::Other(vec![]),
+        ast::Stmt::For(f) => StmtKind::For {
+            target: lower_expr(&f.target),
+            iter: lower_expr(&f.iter),
+            body: lower_body(&f.body),
+            orelse: lower_body(&f.orelse),
+        },
+        ast::Stmt::While(w) => {
+            StmtKind::While { test: lower_expr(&w.test), body: lower_body(&w.body), orelse: lower_body(&w.orelse) }
+        }
+        ast::Stmt::If(i) => lower_if(&i.test, &i.body, &i.elif_else_clauses),
+        ast::Stmt::With(w) => StmtKind::With {
+            items: w
+                .items
+                .iter()
+                .map(|it| WithItem {
+                    context: lower_expr(&it.context_expr),
+                    target: it.optional_vars.as_deref().map(lower_expr),
+                })
+                .collect(),
+            body: lower_body(&w.body),
+        },
+        ast::Stmt::Match(m) => {
+            let mut blocks = Vec::new();
+            for case in &m.cases {
+                blocks.push(Stmt { span: span(case.range), kind: StmtKind::Block(lower_body(&case.body)) });
+            }
+            let subject = Stmt { span: span(m.subject.range()), kind: StmtKind::Expr(lower_expr(&m.subject)) };
+            blocks.insert(0, subject);
+            StmtKind::Block(blocks)
+        }
+        ast::Stmt::Raise(r) => {
+            StmtKind::Other(r.exc.iter().chain(r.cause.iter()).map(|e| lower_expr(e)).collect())
+        }
+        ast::Stmt::Try(t) => {
+            let mut stmts = lower_body(&t.body);
+            for h in &t.handlers {
+                let ast::ExceptHandler::ExceptHandler(h) = h;
+                stmts.push(Stmt { span: span(h.range), kind: StmtKind::Block(lower_body(&h.body)) });
+            }
+            stmts.extend(lower_body(&t.orelse));
+            stmts.extend(lower_body(&t.finalbody));
+            StmtKind::Block(stmts)
+        }
+        ast::Stmt::Assert(a) => {
+            StmtKind::Other(std::iter::once(&*a.test).chain(a.msg.as_deref()).map(lower_expr).collect())
+        }
+        ast::Stmt::Import(i) => StmtKind::Import(
+            i.names
+                .iter()
+                .map(|a| {
+                    let full = a.name.id.to_string();
+                    match &a.asname {
+                        Some(asname) => ImportBinding { local: asname.id.to_string(), qualified: full, span: span(a.range) },
+                        None => {
+                            // `import a.b` binds `a`, which refers to module `a`.
+                            let root = full.split('.').next().unwrap_or(&full).to_string();
+                            ImportBinding { local: root.clone(), qualified: root, span: span(a.range) }
+                        }
+                    }
+                })
+                .collect(),
+        ),
+        ast::Stmt::ImportFrom(i) => {
+            // Relative imports name the project's own modules, never torch.
+            let module = if i.level > 0 {
+                format!("{}{}", ".".repeat(i.level as usize), i.module.as_ref().map(|m| m.id.as_str()).unwrap_or(""))
+            } else {
+                i.module.as_ref().map(|m| m.id.to_string()).unwrap_or_default()
+            };
+            StmtKind::Import(
+                i.names
+                    .iter()
+                    .filter(|a| a.name.id.as_str() != "*")
+                    .map(|a| ImportBinding {
+                        local: a.asname.as_ref().unwrap_or(&a.name).id.to_string(),
+                        qualified: format!("{module}.{}", a.name.id),
+                        span: span(a.range),
+                    })
+                    .collect(),
+            )
+        }
+        ast::Stmt::Expr(e) => StmtKind::Expr(lower_expr(&e.value)),
+        ast::Stmt::Global(_)
+        | ast::Stmt::Nonlocal(_)
+        | ast::Stmt::Pass(_)
+        | ast::Stmt::Break(_)
+        | ast::Stmt::Continue(_)
+        | ast::Stmt::IpyEscapeCommand(_) => StmtKind::Other(vec![]),
+    };
+    Stmt { span: span(s.range()), kind }
+}
+
+fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause]) -> StmtKind {
+    let orelse = match clauses.split_first() {
+        None => vec![],
+        Some((first, rest)) => match &first.test {
+            Some(t) => vec![Stmt { span: span(first.range), kind: lower_if(t, &first.body, rest) }],
+            None => lower_body(&first.body),
+        },
+    };
+    StmtKind::If { test: lower_expr(test), body: lower_body(body), orelse }
+}
+
+fn boxed(e: &ast::Expr) -> Box<Expr> {
+    Box::new(lower_expr(e))
+}
+
+fn lower_expr(e: &ast::Expr) -> Expr {
+    let kind = match e {
+        ast::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
+        ast::Expr::Attribute(a) => {
+            ExprKind::Attribute { value: boxed(&a.value), attr: a.attr.id.to_string(), attr_span: span(a.attr.range) }
+        }
+        ast::Expr::Call(c) => ExprKind::Call {
+            func: boxed(&c.func),
+            args: c.arguments.args.iter().map(lower_expr).collect(),
+            keywords: c
+                .arguments
+                .keywords
+                .iter()
+                .map(|k| Keyword { name: k.arg.as_ref().map(|a| a.id.to_string()), value: lower_expr(&k.value) })
+                .collect(),
+            args_span: span(c.arguments.range),
+        },
+        ast::Expr::Subscript(s) => ExprKind::Subscript { value: boxed(&s.value), index: boxed(&s.slice) },
+        ast::Expr::Slice(s) => ExprKind::Slice {
+            lower: s.lower.as_deref().map(boxed),
+            upper: s.upper.as_deref().map(boxed),
+            step: s.step.as_deref().map(boxed),
+        },
+        ast::Expr::BinOp(b) => ExprKind::BinOp { left: boxed(&b.left), op: op(b.op), right: boxed(&b.right) },
+        ast::Expr::UnaryOp(u) => ExprKind::Unary(boxed(&u.operand)),
+        ast::Expr::NumberLiteral(n) => ExprKind::Literal(match &n.value {
+            ast::Number::Int(i) => i.as_i64().map(Literal::Int).unwrap_or(Literal::Other),
+            ast::Number::Float(f) => Literal::Float(*f),
+            ast::Number::Complex { .. } => Literal::Other,
+        }),
+        ast::Expr::StringLiteral(s) => ExprKind::Literal(Literal::Str(s.value.to_str().to_string())),
+        ast::Expr::BooleanLiteral(b) => ExprKind::Literal(Literal::Bool(b.value)),
+        ast::Expr::NoneLiteral(_) => ExprKind::Literal(Literal::None),
+        ast::Expr::BytesLiteral(_) | ast::Expr::EllipsisLiteral(_) => ExprKind::Literal(Literal::Other),
+        ast::Expr::Tuple(t) => ExprKind::Sequence(t.elts.iter().map(lower_expr).collect()),
+        ast::Expr::List(l) => ExprKind::Sequence(l.elts.iter().map(lower_expr).collect()),
+        ast::Expr::Set(s) => ExprKind::Sequence(s.elts.iter().map(lower_expr).collect()),
+        ast::Expr::Dict(d) => {
+            ExprKind::Dict(d.items.iter().map(|it| (it.key.as_ref().map(lower_expr), lower_expr(&it.value))).collect())
+        }
+        ast::Expr::Starred(s) => ExprKind::Starred(boxed(&s.value)),
+        ast::Expr::Lambda(l) => ExprKind::Nested(vec![lower_expr(&l.body)]),
+        ast::Expr::ListComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
+        ast::Expr::SetComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
+        ast::Expr::Generator(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
+        ast::Expr::DictComp(c) => ExprKind::Nested(comprehension(&c.value, c.key.as_deref(), &c.generators)),
+        ast::Expr::BoolOp(b) => ExprKind::Other(b.values.iter().map(lower_expr).collect()),
+        ast::Expr::Named(n) => ExprKind::Other(vec![lower_expr(&n.value)]),
+        ast::Expr::If(i) => ExprKind::Other(vec![lower_expr(&i.test), lower_expr(&i.body), lower_expr(&i.orelse)]),
+        ast::Expr::Await(a) => ExprKind::Other(vec![lower_expr(&a.value)]),
+        ast::Expr::Yield(y) => ExprKind::Other(y.value.as_deref().map(lower_expr).into_iter().collect()),
+        ast::Expr::YieldFrom(y) => ExprKind::Other(vec![lower_expr(&y.value)]),
+        ast::Expr::Compare(c) => {
+            ExprKind::Other(std::iter::once(&*c.left).chain(c.comparators.iter()).map(lower_expr).collect())
+        }
+        ast::Expr::FString(_) | ast::Expr::TString(_) | ast::Expr::IpyEscapeCommand(_) => ExprKind::Other(vec![]),
+    };
+    Expr { span: span(e.range()), kind }
+}
+
+fn comprehension(elt: &ast::Expr, key: Option<&ast::Expr>, gens: &[ast::Comprehension]) -> Vec<Expr> {
+    let mut out = Vec::new();
+    for g in gens {
+        out.push(lower_expr(&g.iter));
+        out.extend(g.ifs.iter().map(lower_expr));
+    }
+    if let Some(k) = key {
+        out.push(lower_expr(k));
+    }
+    out.push(lower_expr(elt));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowers_imports_with_aliases() {
+        let p = parse("import torch.nn as nn\nimport torch.cuda.amp\nfrom torch.cuda.amp import autocast as ac\n");
+        let StmtKind::Import(b) = &p.module.body[0].kind else { panic!("not an import") };
+        assert_eq!((b[0].local.as_str(), b[0].qualified.as_str()), ("nn", "torch.nn"));
+        let StmtKind::Import(b) = &p.module.body[1].kind else { panic!("not an import") };
+        assert_eq!((b[0].local.as_str(), b[0].qualified.as_str()), ("torch", "torch"));
+        let StmtKind::Import(b) = &p.module.body[2].kind else { panic!("not an import") };
+        assert_eq!((b[0].local.as_str(), b[0].qualified.as_str()), ("ac", "torch.cuda.amp.autocast"));
+    }
+
+    #[test]
+    fn recovers_after_syntax_error() {
+        let p = parse("import torch\ndef f(:\n    pass\nx = torch.zeros(3)\n");
+        assert!(!p.errors.is_empty());
+        assert!(p.module.body.iter().any(|s| matches!(s.kind, StmtKind::Assign { .. })));
+    }
+
+    #[test]
+    fn collects_comments() {
+        let src = "x = 1  # noqa: ML201\ns = '# not a comment'\n";
+        let p = parse(src);
+        assert_eq!(p.comments.len(), 1);
+        let c = p.comments[0];
+        assert_eq!(&src[c.start as usize..c.end as usize], "# noqa: ML201");
+    }
+}

@@ -1,0 +1,1211 @@
+//! The statement-order walk that maintains the semantic facts.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ir::{
+    for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Function, Language, Module, Param, Stmt,
+    StmtKind,
+};
+use crate::names::{words, QualifiedName};
+
+/// What kind of value a binding is known to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A tensor.
+    Tensor,
+    /// A parameter (a leaf tensor that requires grad).
+    Parameter,
+    /// An `nn.Module` (a model or a loss module).
+    Module,
+    /// A `DataLoader`.
+    DataLoader,
+    /// An optimizer.
+    Optimizer,
+    /// Known not to be a tensor (an argparse namespace, a number, a string...).
+    NonTensor,
+}
+
+/// Classification of a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    /// The loop body reaches `backward()`.
+    Train,
+    /// The loop iterates a validation/test loader.
+    Eval,
+    /// Any other loop.
+    Other,
+}
+
+/// Callbacks a linter implements to see every statement and expression with
+/// the facts in force at that point.
+pub trait Visitor {
+    /// Called for each statement before its effects are applied.
+    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context<'_>);
+    /// Called for each expression (pre-order) of a statement, before the
+    /// statement's effects are applied.
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context<'_>);
+}
+
+/// Facts about the file that the walk cannot see in the source.
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// The file is a test module (`test_*.py`, `*_test.py`, under `tests/`):
+    /// its `test_*` functions are unit tests, not evaluation code.
+    pub is_test_file: bool,
+}
+
+#[derive(Debug, Default)]
+struct LoopFrame {
+    kind: LoopKind,
+    /// Dotted names (re)assigned in the body from a value that does not read
+    /// them: they are per-iteration values.
+    resets: HashSet<String>,
+    /// Names that `backward()` is called on (or through) in the body.
+    backward_roots: HashSet<String>,
+}
+
+impl Default for LoopKind {
+    fn default() -> Self {
+        LoopKind::Other
+    }
+}
+
+#[derive(Debug, Default)]
+struct Frame {
+    name: Option<String>,
+    eval_named: bool,
+    calls_backward: bool,
+    /// Grad disabled by a decorator of the function.
+    decorator_no_grad: bool,
+    /// Grad disabled/enabled by a bare `torch.set_grad_enabled(...)` call.
+    set_grad: Option<bool>,
+    /// Grad state pushed by `with` blocks (`None`: unknown, treated as off).
+    with_grad: Vec<Option<bool>>,
+    /// `model.eval()` was seen (and no `model.train()` since).
+    eval_mode: bool,
+    loops: Vec<LoopFrame>,
+    kinds: HashMap<String, ValueKind>,
+    params: HashSet<String>,
+    requires_grad: HashSet<String>,
+    graph: HashSet<String>,
+    kept_alive: HashSet<String>,
+    class_params: HashSet<String>,
+    /// Local names shadowing imports in this function.
+    imports: HashMap<String, Option<String>>,
+}
+
+/// The semantic state at one point of the walk. Rules read it through its
+/// query methods.
+pub struct Context<'a> {
+    language: Language,
+    options: ContextOptions,
+    module_imports: HashMap<String, Option<String>>,
+    frames: Vec<Frame>,
+    torch_imported: bool,
+    module_classes: HashSet<String>,
+    /// Classes' `self.<attr>` assigned an `nn.Parameter`, by class name.
+    class_params: HashMap<String, HashSet<String>>,
+    class_stack: Vec<String>,
+    _marker: std::marker::PhantomData<&'a ()>,
+}
+
+const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
+const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
+const MODEL_SUFFIXES: &[&str] =
+    &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];
+const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
+/// Tensor methods whose result carries no autograd history.
+const DETACHING_METHODS: &[&str] = &[
+    "item", "detach", "tolist", "numpy", "size", "dim", "numel", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
+    "ge", "long", "int", "bool", "nelement", "element_size", "data_ptr", "is_contiguous", "isnan", "isinf",
+    "isfinite", "__float__", "__int__", "sign", "topk_indices",
+];
+/// Builtins whose result is a Python scalar or non-tensor.
+const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
+
+impl<'a> Context<'a> {
+    /// Walks `module`, calling `visitor` on every statement and expression.
+    pub fn walk(module: &'a Module, options: ContextOptions, visitor: &mut dyn Visitor) {
+        let mut cx = Context {
+            language: module.language,
+            options,
+            module_imports: HashMap::new(),
+            frames: vec![Frame::default()],
+            torch_imported: false,
+            module_classes: HashSet::new(),
+            class_params: HashMap::new(),
+            class_stack: Vec::new(),
+            _marker: std::marker::PhantomData,
+        };
+        cx.prescan_module(&module.body);
+        if let Some(f) = cx.frames.last_mut() {
+            f.calls_backward = calls_backward(&module.body);
+            f.kept_alive = kept_alive(&module.body);
+        }
+        cx.walk_body(&module.body, visitor);
+    }
+
+    // ----- queries -------------------------------------------------------
+
+    /// Source language of the file.
+    pub fn language(&self) -> Language {
+        self.language
+    }
+
+    /// Whether `torch` (or any `torch.*` module) is imported anywhere in the
+    /// file: rules about PyTorch return early when it is not.
+    pub fn torch_imported(&self) -> bool {
+        self.torch_imported
+    }
+
+    fn frame(&self) -> &Frame {
+        // The module frame is pushed first and never popped.
+        &self.frames[self.frames.len() - 1]
+    }
+
+    fn frame_mut(&mut self) -> &mut Frame {
+        let n = self.frames.len() - 1;
+        &mut self.frames[n]
+    }
+
+    fn lookup_import(&self, name: &str) -> Option<&str> {
+        for f in self.frames.iter().rev() {
+            if let Some(b) = f.imports.get(name) {
+                return b.as_deref();
+            }
+        }
+        self.module_imports.get(name).and_then(|b| b.as_deref())
+    }
+
+    /// The local name (or alias) under which module `qualified` is imported,
+    /// e.g. `"t"` after `import torch as t`.
+    pub fn import_alias_of(&self, qualified: &str) -> Option<&str> {
+        self.module_imports
+            .iter()
+            .find(|(_, q)| q.as_deref() == Some(qualified))
+            .map(|(local, _)| local.as_str())
+    }
+
+    /// Resolves a name or attribute chain to the qualified name of the
+    /// imported object it refers to, through import aliases. `None` for
+    /// local values (`model.eval`) and anything not rooted in an import.
+    pub fn qualified_name(&self, expr: &Expr) -> Option<QualifiedName> {
+        match &expr.kind {
+            ExprKind::Name(n) => self.lookup_import(n).map(|q| QualifiedName(q.to_string())),
+            ExprKind::Attribute { value, attr, .. } => {
+                let base = self.qualified_name(value)?;
+                Some(QualifiedName(format!("{}.{}", base.0, attr)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Qualified name of a call's callee.
+    pub fn callee_name(&self, call: &Expr) -> Option<QualifiedName> {
+        let (func, _, _) = call.as_call()?;
+        self.qualified_name(func)
+    }
+
+    /// Whether autograd records operations at this point: not inside
+    /// `torch.no_grad()`/`torch.inference_mode()` (as a `with` block or a
+    /// decorator of the current function) nor after `torch.set_grad_enabled(False)`.
+    /// A grad mode that cannot be decided (`set_grad_enabled(flag)`) counts as off.
+    pub fn grad_enabled(&self) -> bool {
+        let f = self.frame();
+        if let Some(top) = f.with_grad.last() {
+            return top.unwrap_or(false);
+        }
+        if let Some(g) = f.set_grad {
+            return g;
+        }
+        !f.decorator_no_grad
+    }
+
+    /// Whether the current point is evaluation code: after `model.eval()` in
+    /// the same function, in a function named like validate/evaluate/test/
+    /// predict/inference, or in a loop over a validation/test loader.
+    pub fn in_eval_code(&self) -> bool {
+        let f = self.frame();
+        f.eval_mode || f.eval_named || f.loops.iter().any(|l| l.kind == LoopKind::Eval)
+    }
+
+    /// Whether the current function (or module top level) calls `backward()`
+    /// or `torch.autograd.grad` anywhere: it is then training code.
+    pub fn function_calls_backward(&self) -> bool {
+        self.frame().calls_backward
+    }
+
+    /// The name of the innermost function, `None` at module level.
+    pub fn function_name(&self) -> Option<&str> {
+        self.frame().name.as_deref()
+    }
+
+    /// Whether the current point is inside a training loop (one whose body
+    /// reaches `backward()`), within the current function.
+    pub fn in_training_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.kind == LoopKind::Train)
+    }
+
+    /// Whether the current point is inside any loop of the current function.
+    pub fn in_loop(&self) -> bool {
+        !self.frame().loops.is_empty()
+    }
+
+    /// Whether `dotted` (a name or `self.attr`) keeps its value across the
+    /// iterations of the innermost training loop: it is not reassigned (from
+    /// a value that does not read it) in that loop or any loop inside it.
+    pub fn outlives_training_iteration(&self, dotted: &str) -> bool {
+        let loops = &self.frame().loops;
+        let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
+            return false;
+        };
+        loops[train..].iter().all(|l| !l.resets.contains(dotted))
+    }
+
+    /// Whether `dotted` keeps its value across iterations of the innermost loop.
+    pub fn outlives_iteration(&self, dotted: &str) -> bool {
+        match self.frame().loops.last() {
+            Some(l) => !l.resets.contains(dotted),
+            None => false,
+        }
+    }
+
+    /// Whether `dotted` is a per-iteration value of the innermost loop
+    /// (assigned in its body, or its loop variable).
+    pub fn is_iteration_local(&self, dotted: &str) -> bool {
+        match self.frame().loops.last() {
+            Some(l) => l.resets.contains(dotted),
+            None => false,
+        }
+    }
+
+    /// The known kind of a binding (`x`, `self.w`) in the current function.
+    pub fn kind_of_binding(&self, dotted: &str) -> Option<ValueKind> {
+        self.frame().kinds.get(dotted).copied()
+    }
+
+    /// Whether `dotted` is a parameter of the current function.
+    pub fn is_function_param(&self, dotted: &str) -> bool {
+        self.frame().params.contains(dotted)
+    }
+
+    /// Whether `dotted` is stored or returned somewhere in the current
+    /// function (so it stays alive whatever else holds a view of it).
+    pub fn is_kept_alive(&self, dotted: &str) -> bool {
+        self.frame().kept_alive.contains(dotted)
+    }
+
+    /// Whether `dotted` is a leaf tensor that requires grad at this point:
+    /// created with `requires_grad=True`, an `nn.Parameter`, marked with
+    /// `requires_grad_()`, or a loop variable over `.parameters()`.
+    pub fn is_requires_grad_leaf(&self, dotted: &str) -> bool {
+        let f = self.frame();
+        if f.requires_grad.contains(dotted) {
+            return true;
+        }
+        if let Some(attr) = dotted.strip_prefix("self.") {
+            return f.class_params.contains(attr);
+        }
+        false
+    }
+
+    /// Whether the expression is known to evaluate to a tensor.
+    pub fn is_tensor(&self, expr: &Expr) -> bool {
+        matches!(self.kind_of(expr), Some(ValueKind::Tensor | ValueKind::Parameter))
+    }
+
+    /// Whether `expr` is a model-like module (called for a forward pass):
+    /// bound to an `nn.Module` constructor that is not a loss, or named like
+    /// a model (`model`, `net`, `self.encoder`, `resnet`...).
+    pub fn is_model(&self, expr: &Expr) -> bool {
+        let Some(dotted) = expr.dotted() else { return false };
+        if self.qualified_name(expr).is_some() {
+            return false;
+        }
+        if self.is_loss_module(expr) {
+            return false;
+        }
+        if self.kind_of_binding(&dotted) == Some(ValueKind::Module) {
+            return true;
+        }
+        if matches!(self.kind_of_binding(&dotted), Some(_)) {
+            return false;
+        }
+        let last = dotted.rsplit('.').next().unwrap_or(&dotted);
+        let lower = last.to_ascii_lowercase();
+        MODEL_SUFFIXES.iter().any(|s| lower == *s || lower.ends_with(s)) && !lower.ends_with("subnet")
+            || lower == "net_g"
+            || lower == "net_d"
+    }
+
+    /// Whether `expr` is a loss module (`criterion`, `loss_fn`, an
+    /// `nn.*Loss()` instance).
+    pub fn is_loss_module(&self, expr: &Expr) -> bool {
+        let Some(dotted) = expr.dotted() else { return false };
+        let last = dotted.rsplit('.').next().unwrap_or(&dotted).to_ascii_lowercase();
+        LOSS_NAMES.contains(&last.as_str()) || self.frame().kinds.get(&format!("{dotted}#loss")).is_some()
+    }
+
+    /// Whether evaluating `expr` yields a value that carries autograd
+    /// history (a model output, a loss, arithmetic on those), judged at this
+    /// point of the walk. Always false while grad is disabled.
+    pub fn carries_graph(&self, expr: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        self.carries_graph_inner(expr)
+    }
+
+    fn carries_graph_inner(&self, expr: &Expr) -> bool {
+        match &expr.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let Some(d) = expr.dotted() else { return false };
+                if self.frame().graph.contains(&d) {
+                    return true;
+                }
+                // `out.logits` of a graph-carrying `out`.
+                if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
+                    return attr != "data" && attr != "shape" && attr != "grad" && self.carries_graph_inner(value);
+                }
+                false
+            }
+            ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
+            ExprKind::BinOp { left, right, .. } => self.carries_graph_inner(left) || self.carries_graph_inner(right),
+            ExprKind::Unary(e) => self.carries_graph_inner(e),
+            ExprKind::Call { func, args, keywords, .. } => {
+                if let ExprKind::Attribute { value, attr, .. } = &func.kind {
+                    if self.qualified_name(func).is_none() {
+                        if DETACHING_METHODS.contains(&attr.as_str()) {
+                            return false;
+                        }
+                        if attr == "forward" && self.is_model(value) {
+                            return true;
+                        }
+                        return self.carries_graph_inner(value);
+                    }
+                }
+                if let ExprKind::Name(n) = &func.kind {
+                    if self.lookup_import(n).is_none() && SCALAR_BUILTINS.contains(&n.as_str()) {
+                        return false;
+                    }
+                }
+                if let Some(q) = self.qualified_name(func) {
+                    if q.starts_with_module("torch") {
+                        return args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| self.carries_graph_inner(a));
+                    }
+                    return false;
+                }
+                self.is_model(func) || self.is_loss_module(func)
+            }
+            _ => false,
+        }
+    }
+
+    /// The known kind of an expression's value.
+    pub fn kind_of(&self, expr: &Expr) -> Option<ValueKind> {
+        match &expr.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let d = expr.dotted()?;
+                if let Some(k) = self.frame().kinds.get(&d) {
+                    return Some(*k);
+                }
+                if self.is_requires_grad_leaf(&d) {
+                    return Some(ValueKind::Parameter);
+                }
+                if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
+                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none() {
+                        if self.is_model(value) || self.kind_of(value) == Some(ValueKind::Module) {
+                            return Some(ValueKind::Parameter);
+                        }
+                    }
+                    if attr == "grad" && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                    if matches!(attr.as_str(), "T" | "mT" | "H" | "real" | "imag") && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                }
+                None
+            }
+            ExprKind::Literal(_) => Some(ValueKind::NonTensor),
+            ExprKind::Subscript { value, .. } => match self.kind_of(value) {
+                Some(ValueKind::Tensor | ValueKind::Parameter) => Some(ValueKind::Tensor),
+                _ => None,
+            },
+            ExprKind::BinOp { left, right, .. } => {
+                if self.is_tensor(left) || self.is_tensor(right) {
+                    Some(ValueKind::Tensor)
+                } else {
+                    None
+                }
+            }
+            ExprKind::Call { func, .. } => self.kind_of_call(expr, func),
+            _ => None,
+        }
+    }
+
+    fn kind_of_call(&self, call: &Expr, func: &Expr) -> Option<ValueKind> {
+        if let Some(q) = self.qualified_name(func) {
+            let s = q.as_str();
+            if q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]) {
+                return Some(ValueKind::Parameter);
+            }
+            if q.starts_with_module("torch.utils.data") && q.last() == "DataLoader" {
+                return Some(ValueKind::DataLoader);
+            }
+            if q.starts_with_module("torch.optim") && q.last().starts_with(|c: char| c.is_ascii_uppercase()) {
+                return Some(ValueKind::Optimizer);
+            }
+            if q.starts_with_module("torch.nn") && !q.starts_with_module("torch.nn.functional") {
+                if q.last().starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Some(ValueKind::Module);
+                }
+                return None;
+            }
+            if q.starts_with_module("torchvision.models") || s == "timm.create_model" {
+                return Some(ValueKind::Module);
+            }
+            if q.starts_with_module("torch") {
+                let last = q.last();
+                if last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !matches!(last, "is_tensor" | "numel" | "is_grad_enabled" | "device" | "dtype" | "no_grad" | "manual_seed")
+                    && !q.starts_with_module("torch.cuda")
+                    && !q.starts_with_module("torch.backends")
+                    && !q.starts_with_module("torch.distributed")
+                {
+                    return Some(ValueKind::Tensor);
+                }
+                return None;
+            }
+            if s == "argparse.ArgumentParser" {
+                return Some(ValueKind::NonTensor);
+            }
+            return None;
+        }
+        match &func.kind {
+            ExprKind::Name(n) if self.module_classes.contains(n) => Some(ValueKind::Module),
+            ExprKind::Name(n) if SCALAR_BUILTINS.contains(&n.as_str()) => Some(ValueKind::NonTensor),
+            ExprKind::Attribute { value, attr, .. } => {
+                if attr == "parse_args" || attr == "parse_known_args" {
+                    return Some(ValueKind::NonTensor);
+                }
+                match self.kind_of(value) {
+                    Some(ValueKind::Tensor | ValueKind::Parameter) => {
+                        if DETACHING_METHODS.contains(&attr.as_str())
+                            && matches!(attr.as_str(), "item" | "tolist" | "size" | "dim" | "numel" | "nelement")
+                        {
+                            Some(ValueKind::NonTensor)
+                        } else {
+                            Some(ValueKind::Tensor)
+                        }
+                    }
+                    Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Tensor),
+                    _ => {
+                        if attr == "forward" && self.is_model(value) {
+                            Some(ValueKind::Tensor)
+                        } else {
+                            None
+                        }
+                    }
+                }
+            }
+            _ => {
+                if self.is_model(func) || self.is_loss_module(func) {
+                    Some(ValueKind::Tensor)
+                } else {
+                    let _ = call;
+                    None
+                }
+            }
+        }
+    }
+
+    /// Whether a `with` context expression disables grad (`Some(false)`),
+    /// enables it (`Some(true)`), or is unrelated (`None`). An undecidable
+    /// mode (`set_grad_enabled(flag)`) yields `Some(false)`.
+    fn grad_mode_of_context(&self, ctx: &Expr) -> Option<Option<bool>> {
+        let (q, args) = match &ctx.kind {
+            ExprKind::Call { func, args, .. } => (self.qualified_name(func)?, Some(args)),
+            _ => (self.qualified_name(ctx)?, None),
+        };
+        let first_arg = || args.and_then(|a| a.first()).or_else(|| ctx.keyword("mode"));
+        match q.as_str() {
+            "torch.no_grad" | "torch.autograd.no_grad" | "torch.autograd.grad_mode.no_grad" => Some(Some(false)),
+            "torch.inference_mode" | "torch.autograd.inference_mode" | "torch.autograd.grad_mode.inference_mode" => {
+                match first_arg() {
+                    Some(a) if a.is_false() => None,
+                    _ => Some(Some(false)),
+                }
+            }
+            "torch.enable_grad" | "torch.autograd.enable_grad" => Some(Some(true)),
+            "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => match first_arg() {
+                Some(a) if a.is_true() => Some(Some(true)),
+                Some(a) if a.is_false() => Some(Some(false)),
+                _ => Some(None),
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether a decorator disables grad for the whole function.
+    pub fn is_no_grad_decorator(&self, dec: &Expr) -> bool {
+        matches!(self.grad_mode_of_context(dec), Some(Some(false)) | Some(None))
+    }
+
+    // ----- walk ----------------------------------------------------------
+
+    fn prescan_module(&mut self, body: &[Stmt]) {
+        // Classes deriving (transitively, within the file) from nn.Module.
+        let mut classes: Vec<(&str, &[Expr])> = Vec::new();
+        fn collect<'b>(body: &'b [Stmt], out: &mut Vec<(&'b str, &'b [Expr])>, imports: &mut Vec<(String, Option<String>)>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::Class { name, bases, body, .. } => {
+                        out.push((name, bases));
+                        collect(body, out, imports);
+                    }
+                    StmtKind::Import(bindings) => {
+                        for b in bindings {
+                            imports.push((b.local.clone(), Some(b.qualified.clone())));
+                        }
+                    }
+                    StmtKind::Function(f) => collect(&f.body, out, imports),
+                    _ => {
+                        for block in s.child_blocks() {
+                            collect(block, out, imports);
+                        }
+                    }
+                }
+            }
+        }
+        let mut imports = Vec::new();
+        collect(body, &mut classes, &mut imports);
+        self.torch_imported = imports.iter().any(|(_, q)| {
+            q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
+        });
+        // Module-level imports are visible to classes defined before them in
+        // the file only at run time; resolve bases with all imports seen.
+        let mut all = HashMap::new();
+        for (l, q) in imports {
+            all.entry(l).or_insert(q);
+        }
+        let saved = std::mem::replace(&mut self.module_imports, all);
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (name, bases) in &classes {
+                if self.module_classes.contains(*name) {
+                    continue;
+                }
+                let is_module = bases.iter().any(|b| {
+                    if let Some(q) = self.qualified_name(b) {
+                        return q.is_any(&["torch.nn.Module", "torch.nn.modules.module.Module"])
+                            || (q.starts_with_module("torch.nn") && q.last().starts_with(|c: char| c.is_ascii_uppercase()))
+                            || q.as_str().contains("LightningModule");
+                    }
+                    b.as_name().is_some_and(|n| self.module_classes.contains(n))
+                });
+                if is_module {
+                    self.module_classes.insert((*name).to_string());
+                    changed = true;
+                }
+            }
+        }
+        self.module_imports = saved;
+    }
+
+    fn walk_body(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
+        for stmt in body {
+            self.walk_stmt(stmt, visitor);
+        }
+    }
+
+    fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        fn rec(e: &Expr, cx: &Context<'_>, v: &mut dyn Visitor) {
+            v.visit_expr(e, cx);
+            e.for_each_child(|c| rec(c, cx, v));
+        }
+        stmt.for_each_expr(|e| rec(e, self, visitor));
+    }
+
+    fn walk_stmt(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        visitor.visit_stmt(stmt, self);
+        self.visit_exprs(stmt, visitor);
+        match &stmt.kind {
+            StmtKind::Import(bindings) => {
+                for b in bindings {
+                    if b.qualified == "torch" || b.qualified.starts_with("torch.") {
+                        self.torch_imported = true;
+                    }
+                    if self.frames.len() == 1 {
+                        self.module_imports.insert(b.local.clone(), Some(b.qualified.clone()));
+                    } else {
+                        self.frame_mut().imports.insert(b.local.clone(), Some(b.qualified.clone()));
+                    }
+                }
+            }
+            StmtKind::Expr(e) => self.apply_call_effects(e),
+            StmtKind::Assign { targets, value } => {
+                self.apply_call_effects(value);
+                for t in targets {
+                    if let ExprKind::Attribute { value: obj, attr, .. } = &t.kind {
+                        if attr == "requires_grad" {
+                            if let Some(d) = obj.dotted() {
+                                if value.is_true() {
+                                    self.frame_mut().requires_grad.insert(d);
+                                } else {
+                                    self.frame_mut().requires_grad.remove(&d);
+                                }
+                            }
+                            continue;
+                        }
+                    }
+                    self.bind(t, Some(value));
+                }
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                if let Some(d) = target.dotted() {
+                    if self.carries_graph(value) {
+                        self.frame_mut().graph.insert(d.clone());
+                    }
+                    let f = self.frame_mut();
+                    f.requires_grad.remove(&d);
+                }
+            }
+            StmtKind::For { target, iter, body, orelse } => {
+                let kind = self.classify_loop(iter, body);
+                let mut frame = LoopFrame { kind, resets: assigned_names(body), backward_roots: backward_roots(body) };
+                let mut targets = Vec::new();
+                collect_target_names(target, &mut targets);
+                frame.resets.extend(targets.iter().cloned());
+                self.bind_loop_target(target, iter);
+                self.frame_mut().loops.push(frame);
+                self.walk_body(body, visitor);
+                self.frame_mut().loops.pop();
+                self.walk_body(orelse, visitor);
+            }
+            StmtKind::While { test: _, body, orelse } => {
+                let kind = if calls_backward(body) { LoopKind::Train } else { LoopKind::Other };
+                let frame = LoopFrame { kind, resets: assigned_names(body), backward_roots: backward_roots(body) };
+                self.frame_mut().loops.push(frame);
+                self.walk_body(body, visitor);
+                self.frame_mut().loops.pop();
+                self.walk_body(orelse, visitor);
+            }
+            StmtKind::If { body, orelse, .. } => {
+                self.walk_body(body, visitor);
+                self.walk_body(orelse, visitor);
+            }
+            StmtKind::Block(body) => self.walk_body(body, visitor),
+            StmtKind::With { items, body } => {
+                let mut pushed = 0;
+                for it in items {
+                    if let Some(mode) = self.grad_mode_of_context(&it.context) {
+                        self.frame_mut().with_grad.push(mode);
+                        pushed += 1;
+                    }
+                    if let Some(t) = &it.target {
+                        self.bind(t, None);
+                    }
+                }
+                self.walk_body(body, visitor);
+                for _ in 0..pushed {
+                    self.frame_mut().with_grad.pop();
+                }
+            }
+            StmtKind::Function(func) => {
+                self.enter_function(func);
+                self.walk_body(&func.body, visitor);
+                self.frames.pop();
+                // The function name now binds a function, not an import.
+                self.shadow(&func.name);
+            }
+            StmtKind::Class { name, body, .. } => {
+                self.class_stack.push(name.clone());
+                let params = class_parameter_attrs(body, self);
+                self.class_params.insert(name.clone(), params);
+                self.walk_body(body, visitor);
+                self.class_stack.pop();
+                self.shadow(name);
+            }
+            StmtKind::Delete(targets) => {
+                for t in targets {
+                    if let Some(d) = t.dotted() {
+                        let f = self.frame_mut();
+                        f.kinds.remove(&d);
+                        f.graph.remove(&d);
+                        f.requires_grad.remove(&d);
+                    }
+                }
+            }
+            StmtKind::Return(_) | StmtKind::Other(_) => {}
+        }
+    }
+
+    fn shadow(&mut self, name: &str) {
+        if self.frames.len() == 1 {
+            if self.module_imports.contains_key(name) {
+                self.module_imports.insert(name.to_string(), None);
+            }
+        } else {
+            self.frame_mut().imports.insert(name.to_string(), None);
+        }
+    }
+
+    fn enter_function(&mut self, func: &Function) {
+        let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
+        let name_words = words(&func.name);
+        let unit_test = self.options.is_test_file && func.name.starts_with("test");
+        // Lightning runs these hooks under no_grad itself.
+        let lightning_hook = matches!(func.name.as_str(), "validation_step" | "test_step" | "predict_step")
+            && !self.class_stack.is_empty();
+        frame.eval_named =
+            !unit_test && !lightning_hook && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
+        frame.calls_backward = calls_backward(&func.body);
+        frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d));
+        frame.kept_alive = kept_alive(&func.body);
+        if let Some(class) = self.class_stack.last() {
+            if let Some(p) = self.class_params.get(class) {
+                frame.class_params = p.clone();
+            }
+        }
+        for p in &func.params {
+            frame.params.insert(p.name.clone());
+            if let Some(k) = self.param_kind(p) {
+                frame.kinds.insert(p.name.clone(), k);
+            }
+        }
+        self.frames.push(frame);
+        for p in &func.params {
+            self.frame_mut().imports.insert(p.name.clone(), None);
+        }
+    }
+
+    fn param_kind(&self, p: &Param) -> Option<ValueKind> {
+        let ann = p.annotation.as_ref()?;
+        let q = self.qualified_name(ann)?;
+        match q.as_str() {
+            "torch.Tensor" | "torch.FloatTensor" | "torch.LongTensor" => Some(ValueKind::Tensor),
+            "torch.nn.Parameter" => Some(ValueKind::Parameter),
+            "torch.nn.Module" => Some(ValueKind::Module),
+            "torch.utils.data.DataLoader" => Some(ValueKind::DataLoader),
+            _ => None,
+        }
+    }
+
+    fn classify_loop(&self, iter: &Expr, body: &[Stmt]) -> LoopKind {
+        if calls_backward(body) {
+            return LoopKind::Train;
+        }
+        let mut names = Vec::new();
+        loader_names(iter, &mut names);
+        let is_eval = names.iter().any(|n| {
+            words(n).iter().any(|w| {
+                LOADER_EVAL_WORDS.contains(&w.as_str())
+                    || LOADER_EVAL_WORDS.iter().any(|e| {
+                        w.strip_prefix(e).is_some_and(|rest| {
+                            matches!(rest, "loader" | "dataloader" | "dl" | "set" | "data" | "dataset" | "iter" | "batches")
+                        })
+                    })
+            })
+        });
+        if is_eval {
+            LoopKind::Eval
+        } else {
+            LoopKind::Other
+        }
+    }
+
+    fn bind_loop_target(&mut self, target: &Expr, iter: &Expr) {
+        let mut names = Vec::new();
+        collect_target_names(target, &mut names);
+        for n in &names {
+            self.forget(n);
+        }
+        // `for p in model.parameters()` / `for name, p in model.named_parameters()`.
+        let inner = unwrap_iter_call(iter);
+        if let Some((_, method)) = inner.as_method_call() {
+            if method == "parameters" {
+                if let Some(n) = target.as_name() {
+                    self.frame_mut().requires_grad.insert(n.to_string());
+                    self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+                }
+                return;
+            }
+            if method == "named_parameters" {
+                if let ExprKind::Sequence(elts) = &target.kind {
+                    if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
+                        self.frame_mut().requires_grad.insert(n.to_string());
+                        self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+                    }
+                }
+                return;
+            }
+        }
+        // Batches of a data loader: the tuple elements are tensors.
+        let is_loader = match inner.dotted() {
+            Some(d) => {
+                self.kind_of_binding(&d) == Some(ValueKind::DataLoader)
+                    || words(&d).iter().any(|w| w.ends_with("loader") || w == "dl")
+            }
+            None => false,
+        };
+        if is_loader {
+            let mut flat = Vec::new();
+            flatten_tuple_names(target, &mut flat);
+            if flat.len() > 1 {
+                for n in flat {
+                    self.frame_mut().kinds.insert(n, ValueKind::Tensor);
+                }
+            }
+        }
+    }
+
+    fn forget(&mut self, dotted: &str) {
+        let f = self.frame_mut();
+        f.kinds.remove(dotted);
+        f.graph.remove(dotted);
+        f.requires_grad.remove(dotted);
+        if !dotted.contains('.') {
+            f.imports.insert(dotted.to_string(), None);
+        }
+    }
+
+    /// Applies an assignment to `target` from `value` (`None`: unknown value).
+    fn bind(&mut self, target: &Expr, value: Option<&Expr>) {
+        match &target.kind {
+            ExprKind::Sequence(elts) => {
+                let carries = value.is_some_and(|v| self.carries_graph(v));
+                let values: Option<&Vec<Expr>> = match value.map(|v| &v.kind) {
+                    Some(ExprKind::Sequence(vs)) if vs.len() == elts.len() => Some(vs),
+                    _ => None,
+                };
+                for (i, e) in elts.iter().enumerate() {
+                    match values {
+                        Some(vs) => self.bind(e, vs.get(i)),
+                        None => {
+                            self.bind(e, None);
+                            if carries {
+                                if let Some(d) = e.dotted() {
+                                    self.frame_mut().graph.insert(d);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            ExprKind::Starred(inner) => self.bind(inner, None),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let Some(d) = target.dotted() else { return };
+                let (kind, carries, leaf) = match value {
+                    Some(v) => (self.kind_of(v), self.carries_graph(v) || self.seeded_by_backward(&d, v), self.makes_leaf(v)),
+                    None => (None, false, false),
+                };
+                let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
+                self.forget(&d);
+                let f = self.frame_mut();
+                if let Some(k) = kind {
+                    f.kinds.insert(d.clone(), k);
+                }
+                if is_loss {
+                    f.kinds.insert(format!("{d}#loss"), ValueKind::Module);
+                }
+                if carries {
+                    f.graph.insert(d.clone());
+                }
+                if leaf {
+                    f.requires_grad.insert(d);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn is_loss_constructor(&self, v: &Expr) -> bool {
+        self.callee_name(v).is_some_and(|q| q.starts_with_module("torch.nn") && q.last().ends_with("Loss"))
+    }
+
+    /// A name that `backward()` is later called on in this training loop holds
+    /// a loss even when its producer is not recognised (a user function).
+    fn seeded_by_backward(&self, dotted: &str, value: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        let in_roots = self.frame().loops.iter().any(|l| l.kind == LoopKind::Train && l.backward_roots.contains(dotted));
+        in_roots && matches!(value.kind, ExprKind::Call { .. } | ExprKind::BinOp { .. }) && !is_detached(value)
+    }
+
+    /// Whether assigning `v` creates a leaf tensor that requires grad.
+    fn makes_leaf(&self, v: &Expr) -> bool {
+        if self.kind_of(v) == Some(ValueKind::Parameter) {
+            if let ExprKind::Call { .. } = v.kind {
+                return true;
+            }
+        }
+        if let Some(q) = self.callee_name(v) {
+            if q.starts_with_module("torch") && v.keyword("requires_grad").is_some_and(Expr::is_true) {
+                return true;
+            }
+        }
+        if let Some((recv, "requires_grad_")) = v.as_method_call() {
+            let (_, args, _) = v.as_call().unwrap_or((v, &[], &[]));
+            let on = args.first().map(|a| !a.is_false()).unwrap_or(true) && v.keyword("requires_grad").map(|a| !a.is_false()).unwrap_or(true);
+            let _ = recv;
+            return on;
+        }
+        false
+    }
+
+    /// Effects of a call statement: `x.requires_grad_()`, `model.eval()`,
+    /// `torch.set_grad_enabled(False)`, `x.requires_grad = ...` handled in bind.
+    fn apply_call_effects(&mut self, e: &Expr) {
+        if let Some((recv, method)) = e.as_method_call() {
+            if self.qualified_name(recv).is_none() {
+                let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
+                match method {
+                    "requires_grad_" => {
+                        if let Some(d) = recv.dotted() {
+                            let on = args.first().map(|a| !a.is_false()).unwrap_or(true);
+                            let f = self.frame_mut();
+                            if on {
+                                f.requires_grad.insert(d);
+                            } else {
+                                f.requires_grad.remove(&d);
+                            }
+                        }
+                    }
+                    "eval" if args.is_empty() && recv.dotted().is_some() => self.frame_mut().eval_mode = true,
+                    "train" if recv.dotted().is_some() => {
+                        let off = args.first().is_some_and(Expr::is_false);
+                        self.frame_mut().eval_mode = off;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(q) = self.callee_name(e) {
+            if q.is_any(&["torch.set_grad_enabled", "torch.autograd.set_grad_enabled"]) {
+                let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
+                let mode = match args.first() {
+                    Some(a) if a.is_true() => Some(true),
+                    _ => Some(false),
+                };
+                self.frame_mut().set_grad = mode;
+            }
+        }
+    }
+}
+
+/// `x.requires_grad = True` is an attribute assignment; handled here so the
+/// walk sees it as a leaf mark.
+fn assigned_names(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, value } => {
+            for t in targets {
+                let mut names = Vec::new();
+                collect_target_names(t, &mut names);
+                for n in names {
+                    if !reads(value, &n) {
+                        out.insert(n);
+                    }
+                }
+            }
+        }
+        StmtKind::For { target, .. } => {
+            let mut names = Vec::new();
+            collect_target_names(target, &mut names);
+            out.extend(names);
+        }
+        StmtKind::With { items, .. } => {
+            for it in items {
+                if let Some(t) = &it.target {
+                    let mut names = Vec::new();
+                    collect_target_names(t, &mut names);
+                    out.extend(names);
+                }
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+fn reads(value: &Expr, dotted: &str) -> bool {
+    value.any(&mut |e| e.dotted().as_deref() == Some(dotted))
+}
+
+fn collect_target_names(target: &Expr, out: &mut Vec<String>) {
+    match &target.kind {
+        ExprKind::Sequence(elts) => elts.iter().for_each(|e| collect_target_names(e, out)),
+        ExprKind::Starred(e) => collect_target_names(e, out),
+        _ => {
+            if let Some(d) = target.dotted() {
+                out.push(d);
+            }
+        }
+    }
+}
+
+fn flatten_tuple_names(target: &Expr, out: &mut Vec<String>) {
+    match &target.kind {
+        ExprKind::Sequence(elts) => elts.iter().for_each(|e| flatten_tuple_names(e, out)),
+        ExprKind::Name(n) => out.push(n.clone()),
+        _ => {}
+    }
+}
+
+/// `enumerate(x)`, `tqdm(x)`, `iter(x)`, `zip(x, ...)` -> `x`.
+fn unwrap_iter_call(iter: &Expr) -> &Expr {
+    if let Some((func, args, _)) = iter.as_call() {
+        if let ExprKind::Name(n) = &func.kind {
+            if matches!(n.as_str(), "enumerate" | "tqdm" | "iter" | "zip" | "list" | "sorted" | "reversed") {
+                if let Some(a) = args.first() {
+                    return unwrap_iter_call(a);
+                }
+            }
+        }
+    }
+    iter
+}
+
+/// Dotted names that name the iterated collection: arguments and the
+/// method name of a call, never a plain function's name.
+fn loader_names(iter: &Expr, out: &mut Vec<String>) {
+    match &iter.kind {
+        ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+            if let Some(d) = iter.dotted() {
+                out.push(d.rsplit('.').next().unwrap_or(&d).to_string());
+            }
+        }
+        ExprKind::Call { func, args, .. } => {
+            if let ExprKind::Attribute { attr, .. } = &func.kind {
+                out.push(attr.clone());
+            }
+            args.iter().for_each(|a| loader_names(a, out));
+        }
+        ExprKind::Subscript { value, .. } => loader_names(value, out),
+        _ => {}
+    }
+}
+
+fn is_backward_call(e: &Expr) -> bool {
+    matches!(e.as_method_call(), Some((_, "backward")))
+}
+
+/// Whether the body calls `.backward()` (or `torch.autograd.backward/grad`).
+fn calls_backward(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        if is_backward_call(e) {
+            found = true;
+        }
+        if let Some((func, _, _)) = e.as_call() {
+            if let Some(d) = func.dotted() {
+                if d.ends_with("autograd.grad") || d.ends_with("autograd.backward") {
+                    found = true;
+                }
+            }
+        }
+    });
+    found
+}
+
+/// Names whose value `backward()` is called on: `loss.backward()`,
+/// `(loss / n).backward()`, `scaler.scale(loss).backward()`.
+fn backward_roots(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for_each_expr_in_function(body, &mut |e| {
+        if let Some((recv, "backward")) = e.as_method_call() {
+            let mut rec = |x: &Expr| -> bool {
+                if let Some(d) = x.dotted() {
+                    out.insert(d);
+                }
+                false
+            };
+            recv.any(&mut rec);
+        }
+    });
+    out
+}
+
+fn is_detached(v: &Expr) -> bool {
+    if let Some((_, m)) = v.as_method_call() {
+        return DETACHING_METHODS.contains(&m);
+    }
+    if let Some((func, _, _)) = v.as_call() {
+        if let Some(n) = func.as_name() {
+            return SCALAR_BUILTINS.contains(&n);
+        }
+    }
+    false
+}
+
+/// Names stored where they outlive the function: returned, yielded, assigned
+/// to an attribute or item, appended to a container.
+fn kept_alive(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let add_names = |e: &Expr, out: &mut HashSet<String>| {
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            match &x.kind {
+                ExprKind::Sequence(es) => stack.extend(es.iter()),
+                ExprKind::Dict(items) => stack.extend(items.iter().map(|(_, v)| v)),
+                _ => {
+                    if let Some(d) = x.dotted() {
+                        out.insert(d);
+                    }
+                }
+            }
+        }
+    };
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Return(Some(v)) => add_names(v, &mut out),
+        StmtKind::Assign { targets, value } => {
+            if targets.iter().any(|t| matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Subscript { .. })) {
+                add_names(value, &mut out);
+            }
+        }
+        _ => {}
+    });
+    for_each_expr_in_function(body, &mut |e| {
+        if let Some((_, m)) = e.as_method_call() {
+            if matches!(m, "append" | "extend" | "insert" | "add" | "setdefault" | "put") {
+                if let Some((_, args, _)) = e.as_call() {
+                    for a in args {
+                        add_names(a, &mut out);
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// `self.<attr>` assigned an `nn.Parameter` anywhere in a class body.
+fn class_parameter_attrs(body: &[Stmt], cx: &Context<'_>) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let mut visit = |stmts: &[Stmt]| {
+        for_each_stmt_in_function(stmts, &mut |s| {
+            if let StmtKind::Assign { targets, value } = &s.kind {
+                let is_param = cx
+                    .callee_name(value)
+                    .is_some_and(|q| q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]));
+                if is_param {
+                    for t in targets {
+                        if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                            out.insert(attr.to_string());
+                        }
+                    }
+                }
+            }
+        });
+    };
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            visit(&f.body);
+        }
+    }
+    out
+}
+

@@ -1,0 +1,488 @@
+//! The language-neutral intermediate representation that frontends lower
+//! into. It keeps only what training-code rules need: statements with their
+//! control structure, calls, attribute chains, subscripts, operators and
+//! literals. Every node carries the byte [`Span`] of its source.
+
+use memlint_diagnostics::Span;
+
+/// Source language of a module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Language {
+    /// Python using PyTorch.
+    Python,
+    /// Rust using the `tch` crate.
+    Rust,
+}
+
+impl Language {
+    /// Short name used in rule metadata (`py`, `rs`).
+    pub fn short(self) -> &'static str {
+        match self {
+            Language::Python => "py",
+            Language::Rust => "rs",
+        }
+    }
+}
+
+/// A lowered source file.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// Source language.
+    pub language: Language,
+    /// Top-level statements.
+    pub body: Vec<Stmt>,
+}
+
+/// A statement.
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    /// Source span of the whole statement.
+    pub span: Span,
+    /// What the statement is.
+    pub kind: StmtKind,
+}
+
+/// Binary operators that matter for dataflow; the rest are `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mult,
+    /// `/`
+    Div,
+    /// `//`
+    FloorDiv,
+    /// `%`
+    Mod,
+    /// `**`
+    Pow,
+    /// `@`
+    MatMult,
+    /// Bitwise and shift operators.
+    Other,
+}
+
+/// One `import` binding: `import a.b as c` or `from a.b import c as d`.
+#[derive(Debug, Clone)]
+pub struct ImportBinding {
+    /// The name bound in the scope (`c` / `d`; `a` for a plain `import a.b`).
+    pub local: String,
+    /// The qualified name the binding refers to (`a.b`, `a.b.c`; `a` for a plain `import a.b`).
+    pub qualified: String,
+    /// Span of the alias in the import statement.
+    pub span: Span,
+}
+
+/// A function parameter.
+#[derive(Debug, Clone)]
+pub struct Param {
+    /// Parameter name.
+    pub name: String,
+    /// Type annotation, when written.
+    pub annotation: Option<Expr>,
+    /// Default value, when written.
+    pub default: Option<Expr>,
+}
+
+/// A function (or method) definition.
+#[derive(Debug, Clone)]
+pub struct Function {
+    /// Function name.
+    pub name: String,
+    /// Span of the name.
+    pub name_span: Span,
+    /// Decorator expressions (Python) or attributes (Rust), outermost first.
+    pub decorators: Vec<Expr>,
+    /// Parameters in order.
+    pub params: Vec<Param>,
+    /// Body statements.
+    pub body: Vec<Stmt>,
+}
+
+/// A context manager in a `with` statement.
+#[derive(Debug, Clone)]
+pub struct WithItem {
+    /// The context expression.
+    pub context: Expr,
+    /// The `as` target.
+    pub target: Option<Expr>,
+}
+
+/// The statement kinds.
+#[derive(Debug, Clone)]
+pub enum StmtKind {
+    /// An expression evaluated for its effect.
+    Expr(Expr),
+    /// `targets... = value` (chained targets all receive `value`).
+    Assign {
+        /// Assignment targets.
+        targets: Vec<Expr>,
+        /// Assigned value.
+        value: Expr,
+    },
+    /// `target op= value`.
+    AugAssign {
+        /// Target.
+        target: Expr,
+        /// Operator.
+        op: BinOp,
+        /// Right-hand side.
+        value: Expr,
+    },
+    /// `for target in iter: body else: orelse`.
+    For {
+        /// Loop variable(s).
+        target: Expr,
+        /// Iterated expression.
+        iter: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+        /// `else` block.
+        orelse: Vec<Stmt>,
+    },
+    /// `while test: body else: orelse`.
+    While {
+        /// Condition.
+        test: Expr,
+        /// Loop body.
+        body: Vec<Stmt>,
+        /// `else` block.
+        orelse: Vec<Stmt>,
+    },
+    /// `if test: body else: orelse` (an `elif` chain nests in `orelse`).
+    If {
+        /// Condition.
+        test: Expr,
+        /// Then block.
+        body: Vec<Stmt>,
+        /// Else block.
+        orelse: Vec<Stmt>,
+    },
+    /// `with items: body`.
+    With {
+        /// Context managers in order.
+        items: Vec<WithItem>,
+        /// Body.
+        body: Vec<Stmt>,
+    },
+    /// A function definition.
+    Function(Box<Function>),
+    /// A class definition.
+    Class {
+        /// Class name.
+        name: String,
+        /// Base classes.
+        bases: Vec<Expr>,
+        /// Decorators.
+        decorators: Vec<Expr>,
+        /// Body.
+        body: Vec<Stmt>,
+    },
+    /// `return value`.
+    Return(Option<Expr>),
+    /// `del targets`.
+    Delete(Vec<Expr>),
+    /// `import ...` / `from ... import ...`.
+    Import(Vec<ImportBinding>),
+    /// A block that runs in sequence (e.g. the parts of a `try`).
+    Block(Vec<Stmt>),
+    /// Anything else; its sub-expressions are still visited.
+    Other(Vec<Expr>),
+}
+
+/// Literal values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// An integer that fits in i64.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// `True` / `False`.
+    Bool(bool),
+    /// `None`.
+    None,
+    /// Any other literal (bytes, ellipsis, big ints, f-strings).
+    Other,
+}
+
+/// A keyword argument.
+#[derive(Debug, Clone)]
+pub struct Keyword {
+    /// The name; `None` for `**kwargs`.
+    pub name: Option<String>,
+    /// The value.
+    pub value: Expr,
+}
+
+/// An expression.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    /// Source span.
+    pub span: Span,
+    /// What the expression is.
+    pub kind: ExprKind,
+}
+
+/// The expression kinds.
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    /// A bare name.
+    Name(String),
+    /// `value.attr`.
+    Attribute {
+        /// The object.
+        value: Box<Expr>,
+        /// Attribute name.
+        attr: String,
+        /// Span of the attribute name.
+        attr_span: Span,
+    },
+    /// `func(args..., keywords...)`.
+    Call {
+        /// Callee.
+        func: Box<Expr>,
+        /// Positional arguments.
+        args: Vec<Expr>,
+        /// Keyword arguments.
+        keywords: Vec<Keyword>,
+        /// Span of the argument list including its parentheses.
+        args_span: Span,
+    },
+    /// `value[index]`.
+    Subscript {
+        /// The subscripted object.
+        value: Box<Expr>,
+        /// The index expression (a `Tuple` for `a[i, j]`).
+        index: Box<Expr>,
+    },
+    /// `lower:upper:step` inside a subscript.
+    Slice {
+        /// Lower bound.
+        lower: Option<Box<Expr>>,
+        /// Upper bound.
+        upper: Option<Box<Expr>>,
+        /// Step.
+        step: Option<Box<Expr>>,
+    },
+    /// `left op right`.
+    BinOp {
+        /// Left operand.
+        left: Box<Expr>,
+        /// Operator.
+        op: BinOp,
+        /// Right operand.
+        right: Box<Expr>,
+    },
+    /// A unary operator (`-x`, `not x`).
+    Unary(Box<Expr>),
+    /// A literal.
+    Literal(Literal),
+    /// A tuple, list or set display.
+    Sequence(Vec<Expr>),
+    /// A dict display.
+    Dict(Vec<(Option<Expr>, Expr)>),
+    /// `*value` / `**value`.
+    Starred(Box<Expr>),
+    /// A lambda, comprehension or other construct with its own scope; its
+    /// sub-expressions are visited but bind nothing outside.
+    Nested(Vec<Expr>),
+    /// Any other expression (comparisons, boolean operators, conditional
+    /// expressions, await, f-strings); sub-expressions are kept.
+    Other(Vec<Expr>),
+}
+
+impl Expr {
+    /// The name if this is a bare name.
+    pub fn as_name(&self) -> Option<&str> {
+        match &self.kind {
+            ExprKind::Name(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The callee, positional args and keywords if this is a call.
+    pub fn as_call(&self) -> Option<(&Expr, &[Expr], &[Keyword])> {
+        match &self.kind {
+            ExprKind::Call { func, args, keywords, .. } => Some((func, args, keywords)),
+            _ => None,
+        }
+    }
+
+    /// `(receiver, method)` if this is a call of `receiver.method(...)`.
+    pub fn as_method_call(&self) -> Option<(&Expr, &str)> {
+        let (func, _, _) = self.as_call()?;
+        match &func.kind {
+            ExprKind::Attribute { value, attr, .. } => Some((value, attr)),
+            _ => None,
+        }
+    }
+
+    /// The dotted path of a name or attribute chain: `self.model.fc` -> `"self.model.fc"`.
+    pub fn dotted(&self) -> Option<String> {
+        match &self.kind {
+            ExprKind::Name(n) => Some(n.clone()),
+            ExprKind::Attribute { value, attr, .. } => {
+                let mut base = value.dotted()?;
+                base.push('.');
+                base.push_str(attr);
+                Some(base)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of a keyword argument of this call, if present.
+    pub fn keyword(&self, name: &str) -> Option<&Expr> {
+        let (_, _, kws) = self.as_call()?;
+        kws.iter().find(|k| k.name.as_deref() == Some(name)).map(|k| &k.value)
+    }
+
+    /// Whether this is the literal `True`.
+    pub fn is_true(&self) -> bool {
+        matches!(self.kind, ExprKind::Literal(Literal::Bool(true)))
+    }
+
+    /// Whether this is the literal `False`.
+    pub fn is_false(&self) -> bool {
+        matches!(self.kind, ExprKind::Literal(Literal::Bool(false)))
+    }
+
+    /// Calls `f` on each direct sub-expression.
+    pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match &self.kind {
+            ExprKind::Name(_) | ExprKind::Literal(_) => {}
+            ExprKind::Attribute { value, .. } => f(value),
+            ExprKind::Call { func, args, keywords, .. } => {
+                f(func);
+                args.iter().for_each(&mut f);
+                keywords.iter().for_each(|k| f(&k.value));
+            }
+            ExprKind::Subscript { value, index } => {
+                f(value);
+                f(index);
+            }
+            ExprKind::Slice { lower, upper, step } => {
+                for e in [lower, upper, step].into_iter().flatten() {
+                    f(e);
+                }
+            }
+            ExprKind::BinOp { left, right, .. } => {
+                f(left);
+                f(right);
+            }
+            ExprKind::Unary(e) | ExprKind::Starred(e) => f(e),
+            ExprKind::Sequence(es) | ExprKind::Nested(es) | ExprKind::Other(es) => es.iter().for_each(f),
+            ExprKind::Dict(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        f(k);
+                    }
+                    f(v);
+                }
+            }
+        }
+    }
+
+    /// Whether `pred` holds for this expression or any sub-expression.
+    pub fn any(&self, pred: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        if pred(self) {
+            return true;
+        }
+        let mut found = false;
+        self.for_each_child(|c| {
+            if !found && c.any(pred) {
+                found = true;
+            }
+        });
+        found
+    }
+}
+
+impl Stmt {
+    /// Calls `f` on each expression directly owned by this statement (not
+    /// those of nested statements).
+    pub fn for_each_expr<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
+        match &self.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { targets, value } => {
+                targets.iter().for_each(&mut f);
+                f(value);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::For { target, iter, .. } => {
+                f(target);
+                f(iter);
+            }
+            StmtKind::While { test, .. } | StmtKind::If { test, .. } => f(test),
+            StmtKind::With { items, .. } => {
+                for it in items {
+                    f(&it.context);
+                    if let Some(t) = &it.target {
+                        f(t);
+                    }
+                }
+            }
+            StmtKind::Function(func) => {
+                func.decorators.iter().for_each(&mut f);
+                for p in &func.params {
+                    if let Some(d) = &p.default {
+                        f(d);
+                    }
+                }
+            }
+            StmtKind::Class { bases, decorators, .. } => {
+                decorators.iter().for_each(&mut f);
+                bases.iter().for_each(&mut f);
+            }
+            StmtKind::Return(Some(e)) => f(e),
+            StmtKind::Delete(es) | StmtKind::Other(es) => es.iter().for_each(f),
+            StmtKind::Return(None) | StmtKind::Import(_) | StmtKind::Block(_) => {}
+        }
+    }
+
+    /// The nested statement blocks of this statement that run in the same
+    /// function (function and class bodies are excluded).
+    pub fn child_blocks(&self) -> Vec<&[Stmt]> {
+        match &self.kind {
+            StmtKind::For { body, orelse, .. }
+            | StmtKind::While { body, orelse, .. }
+            | StmtKind::If { body, orelse, .. } => vec![body, orelse],
+            StmtKind::With { body, .. } => vec![body],
+            StmtKind::Block(body) => vec![body],
+            _ => vec![],
+        }
+    }
+}
+
+/// Calls `f` on every statement of `body`, recursively through control flow
+/// but not into nested function or class definitions.
+pub fn for_each_stmt_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        for block in s.child_blocks() {
+            for_each_stmt_in_function(block, f);
+        }
+    }
+}
+
+/// Calls `f` on every expression (recursively) of the statements in `body`,
+/// not descending into nested function or class definitions.
+pub fn for_each_expr_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {
+    fn rec<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+        f(e);
+        e.for_each_child(|c| rec(c, f));
+    }
+    for_each_stmt_in_function(body, &mut |s| {
+        if !matches!(s.kind, StmtKind::Function(_) | StmtKind::Class { .. }) {
+            s.for_each_expr(|e| rec(e, f));
+        }
+    });
+}

@@ -1,0 +1,29 @@
+//! The language-neutral semantic model of a training program.
+//!
+//! Frontends (Python via `ruff_python_parser`, later Rust via `syn`) lower
+//! source into the [`ir`] and the [`Context`] walks it in statement order,
+//! maintaining the facts rules read:
+//!
+//! - qualified names through import aliases ([`Context::qualified_name`]),
+//!   so `import torch as t; t.cuda.amp.autocast` resolves to
+//!   `torch.cuda.amp.autocast` and rules never match bare identifier text;
+//! - scopes (module, class, function) and what kind of value a binding holds
+//!   (tensor, parameter, module, data loader, ...);
+//! - loops, and which are training loops (they reach `backward()`) or
+//!   evaluation loops (they iterate a validation/test loader);
+//! - grad-mode regions (`with torch.no_grad()`, `@torch.inference_mode()`,
+//!   `torch.set_grad_enabled(False)`), and evaluation code after
+//!   `model.eval()`;
+//! - tensors known to require grad (leaves), values that carry an autograd
+//!   graph, view-of relations, and values that outlive an iteration.
+//!
+//! Invariant: the facts a rule sees at a statement describe the program state
+//! *before* that statement runs; the statement's own effects are applied after
+//! every rule has seen it.
+
+pub mod ir;
+mod context;
+mod names;
+
+pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
+pub use names::QualifiedName;
