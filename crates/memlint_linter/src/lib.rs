@@ -1,0 +1,89 @@
+//! memlint's rules and the machinery that runs them.
+//!
+//! - [`registry`]: every rule's metadata (code, name, severity, default,
+//!   languages, documentation) in one list; the rule's `///` doc comment is
+//!   the single source of its documentation.
+//! - [`rules`]: one file per rule; a rule reads the semantic model
+//!   ([`memlint_semantic::Context`]) and reports [`Diagnostic`]s.
+//! - [`selection`]: `--select`/`--ignore`/`--extend-select` by code, prefix
+//!   (`ML2`), name or `ALL`.
+//! - [`suppression`]: `# memlint: ignore[...]`, `# noqa: ...` and
+//!   `# memlint: ignore-file[...]` comments.
+//!
+//! [`lint_source`] is the per-file entry point. It never panics on any input
+//! text: a file that does not parse yields the findings of the recovered
+//! parts plus one `ML000` diagnostic.
+//!
+//! ```
+//! use memlint_linter::{lint_source, LintOptions, RuleSet};
+//! let src = "import torch\nx = torch.zeros(3, requires_grad=True)\nx.add_(1)\n";
+//! let diags = lint_source(src, &LintOptions { rules: RuleSet::defaults(), is_test_file: false });
+//! assert_eq!(diags[0].code, "ML101");
+//! ```
+
+pub mod docs;
+pub mod registry;
+pub mod rules;
+pub mod selection;
+pub mod suppression;
+
+mod checker;
+
+pub use checker::Checker;
+pub use registry::{all_rules, rule_by_code, Rule, RuleMeta, PARSE_ERROR};
+pub use selection::{RuleSet, Selector, SelectorError};
+
+use memlint_diagnostics::{Diagnostic, Span};
+use memlint_semantic::{Context, ContextOptions};
+
+/// What to check in one file.
+#[derive(Debug, Clone)]
+pub struct LintOptions {
+    /// The enabled rules.
+    pub rules: RuleSet,
+    /// The file is a test module (see [`ContextOptions::is_test_file`]).
+    pub is_test_file: bool,
+}
+
+/// Whether a path looks like a test module: `test_*.py`, `*_test.py`,
+/// `conftest.py`, or anything under a `tests`/`test` directory.
+pub fn is_test_path(path: &std::path::Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.starts_with("test_")
+        || name.ends_with("_test.py")
+        || name == "conftest.py"
+        || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+}
+
+/// Lints Python source text and returns its diagnostics, sorted by position,
+/// with suppression comments applied.
+pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
+    let parsed = memlint_python::parse(source);
+    let mut diagnostics = Vec::new();
+    if let Some(first) = parsed.errors.first() {
+        if options.rules.contains(PARSE_ERROR.code) {
+            let more = parsed.errors.len() - 1;
+            let mut message = format!("syntax error: {}", first.message);
+            if more > 0 {
+                message.push_str(&format!(" (and {more} more)"));
+            }
+            let span = if first.span.end > first.span.start { first.span } else { Span::new(first.span.start, first.span.start) };
+            diagnostics.push(
+                PARSE_ERROR.diagnostic(span, message).with_help(
+                    "fix the syntax error; findings for the rest of the file come from what the parser recovered",
+                ),
+            );
+        }
+    }
+    let rules: Vec<&'static dyn Rule> =
+        all_rules().iter().copied().filter(|r| options.rules.contains(r.meta().code)).collect();
+    if !rules.is_empty() {
+        let mut visitor = checker::RuleVisitor::new(&rules, source, &mut diagnostics);
+        Context::walk(&parsed.module, ContextOptions { is_test_file: options.is_test_file }, &mut visitor);
+    }
+    let suppressions = suppression::Suppressions::from_comments(source, &parsed.comments);
+    diagnostics.retain(|d| !suppressions.is_suppressed(source, d));
+    diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
+    diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
+    diagnostics
+}

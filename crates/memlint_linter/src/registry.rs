@@ -1,0 +1,150 @@
+//! The rule registry: every rule's metadata and checks, in code order.
+
+use memlint_diagnostics::{Diagnostic, Severity, Span};
+use memlint_semantic::ir::{Expr, Language, Stmt};
+
+use crate::checker::Checker;
+use crate::rules;
+
+/// A rule's identity and documentation.
+#[derive(Debug)]
+pub struct RuleMeta {
+    /// Code, e.g. `ML201`; never changes, never reused.
+    pub code: &'static str,
+    /// Kebab-case name describing the hazard, e.g. `eval-without-no-grad`.
+    pub name: &'static str,
+    /// Severity of every finding.
+    pub severity: Severity,
+    /// Whether the rule runs without being selected.
+    pub default_enabled: bool,
+    /// Languages the rule applies to.
+    pub languages: &'static [Language],
+    /// The rule's documentation (markdown), from its doc comment.
+    pub doc: &'static str,
+}
+
+impl RuleMeta {
+    /// A diagnostic of this rule.
+    pub fn diagnostic(&self, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(self.code, self.name, self.severity, span, message)
+    }
+
+    /// The CamelCase form of the name (`EvalWithoutNoGrad`).
+    pub fn camel_name(&self) -> String {
+        self.name
+            .split('-')
+            .map(|w| {
+                let mut c = w.chars();
+                match c.next() {
+                    Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+                    None => String::new(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A rule: metadata plus checks called for every statement and expression.
+pub trait Rule: Sync + Send {
+    /// The rule's metadata.
+    fn meta(&self) -> &'static RuleMeta;
+    /// Checks one statement (before its effects apply).
+    fn check_stmt(&self, _stmt: &Stmt, _checker: &mut Checker<'_, '_>) {}
+    /// Checks one expression.
+    fn check_expr(&self, _expr: &Expr, _checker: &mut Checker<'_, '_>) {}
+}
+
+/// Declares a rule struct whose `///` doc comment becomes its documentation.
+#[macro_export]
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        $vis:vis struct $ty:ident {
+            code: $code:literal,
+            name: $name:literal,
+            severity: $sev:ident,
+            default: $default:literal,
+            languages: [$($lang:ident),* $(,)?] $(,)?
+        }
+    ) => {
+        $(#[doc = $doc])*
+        #[derive(Debug, Default)]
+        $vis struct $ty;
+
+        impl $ty {
+            /// This rule's metadata.
+            pub const META: $crate::RuleMeta = $crate::RuleMeta {
+                code: $code,
+                name: $name,
+                severity: memlint_diagnostics::Severity::$sev,
+                default_enabled: $default,
+                languages: &[$(memlint_semantic::ir::Language::$lang),*],
+                doc: concat!($($doc, "\n"),*),
+            };
+        }
+    };
+}
+
+declare_rule! {
+    /// ## What it does
+    /// Reports a file that cannot be checked: it does not parse as Python, or
+    /// it cannot be read (permissions, not UTF-8, binary).
+    ///
+    /// ## Why is this bad?
+    /// Findings in the rest of a file that does not parse come only from the
+    /// parts the parser recovered, so some hazards may be missed; a file that
+    /// cannot be read is not checked at all.
+    ///
+    /// ## Example
+    /// ```python
+    /// def train(model:
+    ///     ...
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// def train(model):
+    ///     ...
+    /// ```
+    ///
+    /// ## Known false positives
+    /// Syntax newer than the parser understands is reported as an error.
+    ///
+    /// ## References
+    /// - [Python grammar](https://docs.python.org/3/reference/grammar.html)
+    pub struct ParseError {
+        code: "ML000",
+        name: "parse-error",
+        severity: Error,
+        default: true,
+        languages: [Python, Rust],
+    }
+}
+
+/// Metadata of `ML000 parse-error`, reported by the driver, not by a check.
+pub static PARSE_ERROR: RuleMeta = ParseError::META;
+
+static RULES: &[&dyn Rule] = &[
+    &rules::inplace_on_leaf::InplaceOnLeaf,
+    &rules::data_attribute::DataAttribute,
+    &rules::eval_without_no_grad::EvalWithoutNoGrad,
+    &rules::loss_accumulated_with_graph::LossAccumulatedWithGraph,
+    &rules::view_retains_base::ViewRetainsBase,
+    &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
+];
+
+/// Every rule with checks, in code order (`ML000` is not among them: see
+/// [`all_metas`]).
+pub fn all_rules() -> &'static [&'static dyn Rule] {
+    RULES
+}
+
+/// Metadata of every code, `ML000` first.
+pub fn all_metas() -> Vec<&'static RuleMeta> {
+    std::iter::once(&PARSE_ERROR).chain(RULES.iter().map(|r| r.meta())).collect()
+}
+
+/// Looks up a code (case-insensitive) or kebab-case name.
+pub fn rule_by_code(code: &str) -> Option<&'static RuleMeta> {
+    all_metas().into_iter().find(|m| m.code.eq_ignore_ascii_case(code) || m.name == code)
+}

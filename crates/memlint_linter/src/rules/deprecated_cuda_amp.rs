@@ -1,0 +1,193 @@
+use memlint_diagnostics::{Applicability, Edit, Fix, Span};
+use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags the AMP APIs deprecated since PyTorch 2.4:
+    /// `torch.cuda.amp.autocast(...)`, `torch.cuda.amp.GradScaler(...)`,
+    /// `torch.cuda.amp.custom_fwd`/`custom_bwd`, and their `torch.cpu.amp`
+    /// twins, however they are imported (`from torch.cuda.amp import
+    /// autocast`, `from torch.cuda import amp`).
+    ///
+    /// ## Why is this bad?
+    /// Each call emits a `FutureWarning` and the APIs are scheduled for
+    /// removal; the device-generic `torch.amp` API also covers bf16 on CPU
+    /// and other accelerators.
+    ///
+    /// ## Example
+    /// ```python
+    /// scaler = torch.cuda.amp.GradScaler()
+    /// with torch.cuda.amp.autocast(dtype=torch.float16):
+    ///     loss = model(x)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// scaler = torch.amp.GradScaler("cuda")
+    /// with torch.amp.autocast("cuda", dtype=torch.float16):
+    ///     loss = model(x)
+    /// ```
+    ///
+    /// A safe fix is attached when the call can be rewritten mechanically:
+    /// `autocast` and `custom_fwd`/`custom_bwd` called with keyword arguments
+    /// only, `GradScaler` with any arguments, and the file imports `torch`.
+    ///
+    /// ## Known false positives
+    /// None known: only these exact qualified names are matched. Positional
+    /// arguments to `torch.cuda.amp.autocast` (`autocast(True)`) get no fix,
+    /// because `torch.amp.autocast`'s second positional parameter is `dtype`.
+    ///
+    /// ## References
+    /// - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
+    /// - [PyTorch 2.4 release notes: deprecation of torch.cuda.amp](https://github.com/pytorch/pytorch/releases/tag/v2.4.0)
+    pub struct DeprecatedCudaAmp {
+        code: "ML401",
+        name: "deprecated-cuda-amp",
+        severity: Warning,
+        default: true,
+        languages: [Python],
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Replacement {
+    /// `torch.amp.<name>("<device>", ...)`.
+    DeviceFirst(&'static str, &'static str),
+    /// `torch.amp.<name>(..., device_type="<device>")`.
+    DeviceKeyword(&'static str, &'static str),
+}
+
+fn replacement(qualified: &str) -> Option<Replacement> {
+    Some(match qualified {
+        "torch.cuda.amp.autocast" | "torch.cuda.amp.autocast_mode.autocast" => Replacement::DeviceFirst("autocast", "cuda"),
+        "torch.cuda.amp.GradScaler" | "torch.cuda.amp.grad_scaler.GradScaler" => Replacement::DeviceFirst("GradScaler", "cuda"),
+        "torch.cuda.amp.custom_fwd" => Replacement::DeviceKeyword("custom_fwd", "cuda"),
+        "torch.cuda.amp.custom_bwd" => Replacement::DeviceKeyword("custom_bwd", "cuda"),
+        "torch.cpu.amp.autocast" => Replacement::DeviceFirst("autocast", "cpu"),
+        "torch.cpu.amp.GradScaler" => Replacement::DeviceFirst("GradScaler", "cpu"),
+        _ => return None,
+    })
+}
+
+impl Replacement {
+    fn text(self) -> (&'static str, &'static str) {
+        match self {
+            Replacement::DeviceFirst(n, d) | Replacement::DeviceKeyword(n, d) => (n, d),
+        }
+    }
+
+    fn suggestion(self) -> String {
+        match self {
+            Replacement::DeviceFirst(n, d) => format!("torch.amp.{n}(\"{d}\", ...)"),
+            Replacement::DeviceKeyword(n, d) => format!("torch.amp.{n}(device_type=\"{d}\")"),
+        }
+    }
+}
+
+impl DeprecatedCudaAmp {
+    fn resolve(checker: &Checker<'_, '_>, e: &Expr) -> Option<(String, Replacement)> {
+        if !matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
+            return None;
+        }
+        let q = checker.cx.qualified_name(e)?;
+        Some((q.as_str().to_string(), replacement(q.as_str())?))
+    }
+
+    fn report(checker: &mut Checker<'_, '_>, reference: &Expr, qualified: &str, rep: Replacement, fix: Option<Fix>) {
+        let mut d = Self::META
+            .diagnostic(reference.span, format!("`{qualified}` is deprecated since PyTorch 2.4"))
+            .with_help(format!("use `{}`", rep.suggestion()));
+        if let Some(f) = fix {
+            d = d.with_fix(f);
+        }
+        checker.report(d);
+    }
+
+    /// The fix for a call `callee(args)` (or a bare decorator when `call` is None).
+    fn fix(checker: &Checker<'_, '_>, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Fix> {
+        let torch = checker.cx.import_alias_of("torch")?;
+        let (name, device) = rep.text();
+        let new_callee = format!("{torch}.amp.{name}");
+        let mut edits = vec![Edit { span: callee.span, content: new_callee.clone() }];
+        match (rep, call) {
+            (Replacement::DeviceFirst(..), Some(call)) => {
+                let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+                if name == "autocast" && !args.is_empty() {
+                    return None;
+                }
+                let sep = if args.is_empty() && keywords.is_empty() { "" } else { ", " };
+                edits.push(Edit { span: Span::new(args_span.start + 1, args_span.start + 1), content: format!("\"{device}\"{sep}") });
+            }
+            (Replacement::DeviceFirst(..), None) => return None,
+            (Replacement::DeviceKeyword(..), Some(call)) => {
+                let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+                if !args.is_empty() || keywords.iter().any(|k| k.name.is_none()) {
+                    return None;
+                }
+                let inner = checker.text(Span::new(args_span.start + 1, args_span.end.saturating_sub(1)));
+                let sep = if inner.trim().is_empty() || inner.trim_end().ends_with(',') { "" } else { ", " };
+                let at = args_span.end.saturating_sub(1);
+                edits.push(Edit { span: Span::new(at, at), content: format!("{sep}device_type=\"{device}\"") });
+            }
+            (Replacement::DeviceKeyword(..), None) => {
+                edits[0].content = format!("{new_callee}(device_type=\"{device}\")");
+            }
+        }
+        Some(Fix { applicability: Applicability::Safe, message: format!("use `{}`", rep.suggestion()), edits })
+    }
+}
+
+impl Rule for DeprecatedCudaAmp {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+            return;
+        }
+        // Bare references owned directly by the statement: decorators and
+        // right-hand sides (`ac = torch.cuda.amp.autocast`).
+        let bare: Vec<&Expr> = match &stmt.kind {
+            StmtKind::Function(f) => f.decorators.iter().collect(),
+            StmtKind::Class { decorators, .. } => decorators.iter().collect(),
+            StmtKind::Assign { value, .. } => vec![value],
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => vec![e],
+            _ => vec![],
+        };
+        let is_decorator = matches!(stmt.kind, StmtKind::Function(_));
+        for e in bare {
+            if let Some((q, rep)) = Self::resolve(checker, e) {
+                let fix = if is_decorator { Self::fix(checker, e, None, rep) } else { None };
+                Self::report(checker, e, &q, rep, fix);
+            }
+        }
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+            return;
+        }
+        if let ExprKind::Call { func, .. } = &expr.kind {
+            if let Some((q, rep)) = Self::resolve(checker, func) {
+                let fix = Self::fix(checker, func, Some(expr), rep);
+                Self::report(checker, func, &q, rep, fix);
+            }
+        }
+        // References passed around as values (`partial(torch.cuda.amp.autocast)`).
+        let func_span = expr.as_call().map(|(f, _, _)| f.span);
+        let mut refs = Vec::new();
+        expr.for_each_child(|c| {
+            if Some(c.span) != func_span && !matches!(expr.kind, ExprKind::Attribute { .. }) {
+                refs.push(c);
+            }
+        });
+        for c in refs {
+            if let Some((q, rep)) = Self::resolve(checker, c) {
+                Self::report(checker, c, &q, rep, None);
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+use memlint_semantic::ir::{Expr, ExprKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags forward passes (`model(x)`, `model.forward(x)`) in evaluation
+    /// code that runs with autograd enabled. Evaluation code is: what follows
+    /// `model.eval()` in the same function, a function named like
+    /// validate/validation/evaluate/eval/test/predict/inference, or a loop over
+    /// a loader whose name says val/valid/test/eval. A function that also
+    /// calls `backward()` or `torch.autograd.grad` is training code and is not
+    /// reported.
+    ///
+    /// ## Why is this bad?
+    /// With grad enabled, every forward pass records the autograd graph and
+    /// keeps the activations that backward would need, although evaluation
+    /// never calls backward: activation memory of a whole forward pass stays
+    /// allocated for each batch, and the recording itself costs time.
+    /// `model.eval()` does not turn autograd off; it only switches dropout and
+    /// batch-norm behaviour. memprobe's `--no-grad-eval` variant measures the
+    /// difference on a real model.
+    ///
+    /// ## Example
+    /// ```python
+    /// def evaluate(model, val_loader):
+    ///     model.eval()
+    ///     for x, y in val_loader:
+    ///         out = model(x)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// @torch.no_grad()
+    /// def evaluate(model, val_loader):
+    ///     model.eval()
+    ///     for x, y in val_loader:
+    ///         out = model(x)
+    /// ```
+    ///
+    /// ## Known false positives
+    /// An evaluation function called only from inside a `torch.no_grad()`
+    /// block elsewhere is reported (the caller's grad mode is not followed
+    /// across functions). Models are recognised by their constructor
+    /// (`nn.*`, a class deriving from `nn.Module` in the same file,
+    /// `torchvision.models.*`) or by a model-like name (`model`, `net`,
+    /// `encoder`, `self.backbone`...). In test modules (`test_*.py`), `test_*`
+    /// functions are unit tests and are not taken as evaluation code;
+    /// Lightning's `validation_step`/`test_step`/`predict_step` methods run
+    /// under no_grad already and are skipped.
+    ///
+    /// ## References
+    /// - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    /// - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
+    /// - [Autograd mechanics: locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    pub struct EvalWithoutNoGrad {
+        code: "ML201",
+        name: "eval-without-no-grad",
+        severity: Warning,
+        default: true,
+        languages: [Python, Rust],
+    }
+}
+
+impl Rule for EvalWithoutNoGrad {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+        let cx = checker.cx;
+        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.function_calls_backward() {
+            return;
+        }
+        let ExprKind::Call { func, .. } = &expr.kind else { return };
+        let model = match &func.kind {
+            ExprKind::Attribute { value, attr, .. } if attr == "forward" && cx.is_model(value) => value,
+            _ if cx.is_model(func) => func,
+            _ => return,
+        };
+        let name = checker.text(model.span).to_string();
+        let place = match cx.function_name() {
+            Some(f) => format!(" in `{f}`"),
+            None => String::new(),
+        };
+        checker.report(
+            Self::META
+                .diagnostic(expr.span, format!("forward pass of `{name}` in evaluation code{place} runs with autograd enabled"))
+                .with_help(
+                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`",
+                ),
+        );
+    }
+}

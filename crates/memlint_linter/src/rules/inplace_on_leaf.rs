@@ -1,0 +1,148 @@
+use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags an in-place operation (`w.add_(...)`, `w += ...`, `w[i] = v`,
+    /// `w.zero_()`, `out=w`) on a leaf tensor that requires grad, outside
+    /// `torch.no_grad()`. Leaves are tensors created with
+    /// `requires_grad=True`, `nn.Parameter`s, tensors marked with
+    /// `requires_grad_()` or `.requires_grad = True`, and the loop variable of
+    /// `for p in model.parameters()`.
+    ///
+    /// ## Why is this bad?
+    /// PyTorch raises `RuntimeError: a leaf Variable that requires grad is
+    /// being used in an in-place operation` as soon as the line runs: a
+    /// manual SGD update or a weight re-initialisation written this way
+    /// crashes the training run.
+    ///
+    /// ## Example
+    /// ```python
+    /// w = torch.randn(10, requires_grad=True)
+    /// for p in model.parameters():
+    ///     p -= lr * p.grad
+    /// w.zero_()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// w = torch.randn(10, requires_grad=True)
+    /// with torch.no_grad():
+    ///     for p in model.parameters():
+    ///         p -= lr * p.grad
+    ///     w.zero_()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A parameter frozen with `requires_grad_(False)` in another function is
+    /// still taken as requiring grad when iterated from `model.parameters()`.
+    /// Updates inside a function that is only ever called under
+    /// `torch.no_grad()` from elsewhere are reported. Tensors that are not
+    /// in-place operands of a known leaf (e.g. `w.data.add_()`, see ML103) are
+    /// not reported.
+    ///
+    /// ## References
+    /// - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    /// - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    pub struct InplaceOnLeaf {
+        code: "ML101",
+        name: "inplace-on-leaf",
+        severity: Error,
+        default: true,
+        languages: [Python, Rust],
+    }
+}
+
+/// In-place tensor methods end in one `_`; these do not touch the values.
+fn is_inplace_method(name: &str) -> bool {
+    name.ends_with('_')
+        && !name.ends_with("__")
+        && !name.starts_with('_')
+        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_")
+}
+
+const HELP: &str = "do the update inside `with torch.no_grad():`, or use an out-of-place op if the tensor should not stay a leaf";
+
+impl InplaceOnLeaf {
+    fn report(checker: &mut Checker<'_, '_>, span: memlint_diagnostics::Span, what: &str, target: &str) {
+        checker.report(
+            Self::META
+                .diagnostic(
+                    span,
+                    format!("in-place {what} on `{target}`, a leaf tensor that requires grad: PyTorch raises at run time"),
+                )
+                .with_help(HELP),
+        );
+    }
+
+    fn target_leaf(checker: &Checker<'_, '_>, target: &Expr) -> Option<String> {
+        let d = target.dotted()?;
+        if checker.cx.qualified_name(target).is_some() {
+            return None;
+        }
+        checker.cx.is_requires_grad_leaf(&d).then_some(d)
+    }
+}
+
+impl Rule for InplaceOnLeaf {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
+            return;
+        }
+        match &stmt.kind {
+            StmtKind::AugAssign { target, .. } => {
+                if let Some(d) = Self::target_leaf(checker, target) {
+                    Self::report(checker, stmt.span, "augmented assignment", &d);
+                }
+            }
+            StmtKind::Assign { targets, .. } => {
+                for t in targets {
+                    if let ExprKind::Subscript { value, .. } = &t.kind {
+                        if let Some(d) = Self::target_leaf(checker, value) {
+                            Self::report(checker, t.span, "item assignment", &d);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
+            return;
+        }
+        let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
+        if let ExprKind::Attribute { value, attr, attr_span } = &func.kind {
+            if is_inplace_method(attr) {
+                if let Some(d) = Self::target_leaf(checker, value) {
+                    let span = attr_span.cover(memlint_diagnostics::Span::new(expr.span.end, expr.span.end));
+                    Self::report(checker, span, &format!("`{attr}()`"), &d);
+                }
+                return;
+            }
+        }
+        let Some(q) = checker.cx.qualified_name(func) else { return };
+        if !q.starts_with_module("torch") {
+            return;
+        }
+        for k in keywords {
+            if k.name.as_deref() == Some("out") {
+                if let Some(d) = Self::target_leaf(checker, &k.value) {
+                    Self::report(checker, k.value.span, "`out=` write", &d);
+                }
+            }
+        }
+        // `F.relu(w, inplace=True)` modifies its first argument.
+        if q.starts_with_module("torch.nn.functional") && expr.keyword("inplace").is_some_and(Expr::is_true) {
+            if let Some(d) = args.first().and_then(|a| Self::target_leaf(checker, a)) {
+                Self::report(checker, expr.span, &format!("`{}(..., inplace=True)`", q.last()), &d);
+            }
+        }
+    }
+}

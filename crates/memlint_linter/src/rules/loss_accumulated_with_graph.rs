@@ -1,0 +1,125 @@
+use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a value that carries autograd history (a loss, a model output,
+    /// arithmetic on them) accumulated across the iterations of a training
+    /// loop without `.item()`, `.detach()` or `float()`:
+    /// `total_loss += loss`, `total = total + loss`, `losses.append(loss)`,
+    /// `outputs.append(model(x))`. A training loop is one whose body reaches
+    /// `backward()`; the accumulator must outlive the iteration (not be
+    /// re-created in the loop body).
+    ///
+    /// ## Why is this bad?
+    /// The accumulated tensor references each iteration's graph, so no
+    /// step's activations and graph can be freed: memory grows every step
+    /// until the run dies out of memory, usually hours in. The `total` is also
+    /// a tensor, so logging it later forces a device sync.
+    ///
+    /// ## Example
+    /// ```python
+    /// total_loss = 0
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     total_loss += loss
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// total_loss = 0.0
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     total_loss += loss.item()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// Accumulating on purpose to call `backward()` once on the sum after the
+    /// loop is reported when the loop itself also calls `backward()`. Values
+    /// produced by the project's own functions are only known to carry a graph
+    /// when `backward()` is called on them in the loop. Accumulation into a
+    /// dict item (`stats["loss"] += loss`) is not reported.
+    ///
+    /// ## References
+    /// - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
+    /// - [torch.Tensor.item](https://pytorch.org/docs/stable/generated/torch.Tensor.item.html)
+    pub struct LossAccumulatedWithGraph {
+        code: "ML202",
+        name: "loss-accumulated-with-graph",
+        severity: Warning,
+        default: true,
+        languages: [Python, Rust],
+    }
+}
+
+impl LossAccumulatedWithGraph {
+    fn check(checker: &mut Checker<'_, '_>, acc: &Expr, value: &Expr, span: memlint_diagnostics::Span) {
+        let cx = checker.cx;
+        let Some(acc_name) = acc.dotted() else { return };
+        if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+            return;
+        }
+        let value_text = checker.text(value.span).to_string();
+        let suggestion = if value.dotted().is_some() {
+            format!("accumulate `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed")
+        } else {
+            "accumulate `.item()` (or `.detach()`) of the value so each step's graph can be freed".to_string()
+        };
+        checker.report(
+            Self::META
+                .diagnostic(
+                    span,
+                    format!("`{acc_name}` accumulates `{value_text}` with its autograd graph across training iterations"),
+                )
+                .with_help(suggestion),
+        );
+    }
+}
+
+impl Rule for LossAccumulatedWithGraph {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
+            return;
+        }
+        match &stmt.kind {
+            StmtKind::AugAssign { target, op: BinOp::Add | BinOp::Sub, value } => {
+                Self::check(checker, target, value, stmt.span);
+            }
+            StmtKind::Assign { targets, value } if targets.len() == 1 => {
+                let target = &targets[0];
+                let Some(t) = target.dotted() else { return };
+                if let ExprKind::BinOp { left, op: BinOp::Add, right } = &value.kind {
+                    let other = if left.dotted().as_deref() == Some(&t) {
+                        right
+                    } else if right.dotted().as_deref() == Some(&t) {
+                        left
+                    } else {
+                        return;
+                    };
+                    Self::check(checker, target, other, stmt.span);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
+            return;
+        }
+        let Some((list, "append")) = expr.as_method_call() else { return };
+        let Some((_, args, _)) = expr.as_call() else { return };
+        if let [value] = args {
+            Self::check(checker, list, value, expr.span);
+        }
+    }
+}

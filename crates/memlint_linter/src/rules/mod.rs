@@ -1,0 +1,15 @@
+//! One module per rule. Adding a rule touches its file, one line in
+//! [`crate::registry`], its fixtures and its accepted snapshot.
+
+/// ML103 data-attribute.
+pub mod data_attribute;
+/// ML401 deprecated-cuda-amp.
+pub mod deprecated_cuda_amp;
+/// ML201 eval-without-no-grad.
+pub mod eval_without_no_grad;
+/// ML101 inplace-on-leaf.
+pub mod inplace_on_leaf;
+/// ML202 loss-accumulated-with-graph.
+pub mod loss_accumulated_with_graph;
+/// ML203 view-retains-base.
+pub mod view_retains_base;

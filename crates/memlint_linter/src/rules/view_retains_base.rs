@@ -1,0 +1,210 @@
+use memlint_diagnostics::Span;
+use memlint_semantic::ir::{Expr, ExprKind, Literal, Stmt, StmtKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a small view of a tensor (basic slicing `x[:, 0]`, `x[0]`,
+    /// `narrow`, `select`, `diagonal`, a piece of `chunk`/`split`/`unbind`,
+    /// possibly followed by `view`/`reshape`/`transpose`/`permute`/`squeeze`/
+    /// `unsqueeze`/`expand`/`detach`) that is stored where it outlives the
+    /// statement's scope, while its base would otherwise be freed: appended
+    /// to a list or put in a dict that lives across loop iterations or on
+    /// `self`, assigned to `self.attr`, or returned from the function that
+    /// created the base.
+    ///
+    /// ## Why is this bad?
+    /// A view shares its base's storage. Keeping a one-row view of a
+    /// `[batch, seq, hidden]` activation keeps the whole activation allocated:
+    /// a cache of "small" per-step features silently holds every step's full
+    /// tensors.
+    ///
+    /// ## Example
+    /// ```python
+    /// feats = []
+    /// for x in loader:
+    ///     out = model(x)
+    ///     feats.append(out[:, 0])
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// feats = []
+    /// for x in loader:
+    ///     out = model(x)
+    ///     feats.append(out[:, 0].clone())
+    ///     del out
+    /// ```
+    ///
+    /// ## Known false positives
+    /// Sizes are not known statically: a view of a base that is itself small
+    /// is reported too. The rule stays quiet when the base stays alive anyway
+    /// (it is itself stored, returned or an attribute), when the base's tensor
+    /// type is not visible in the file (an unannotated parameter), and for
+    /// indexing with a variable (`x[i]` may be advanced indexing, which copies).
+    /// `reshape` of a non-contiguous tensor copies, but is still treated as a
+    /// view.
+    ///
+    /// ## References
+    /// - [Tensor views](https://pytorch.org/docs/stable/tensor_view.html)
+    /// - [torch.Tensor.clone](https://pytorch.org/docs/stable/generated/torch.Tensor.clone.html)
+    pub struct ViewRetainsBase {
+        code: "ML203",
+        name: "view-retains-base",
+        severity: Warning,
+        default: true,
+        languages: [Python, Rust],
+    }
+}
+
+/// Methods returning a view with as many or more elements.
+const SHAPE_VIEWS: &[&str] = &[
+    "view", "view_as", "reshape", "reshape_as", "expand", "expand_as", "transpose", "t", "permute", "squeeze",
+    "unsqueeze", "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims", "detach", "as_strided",
+];
+/// Methods returning a view of part of the base.
+const PART_VIEWS: &[&str] = &["narrow", "select", "diagonal"];
+/// Methods returning a tuple of views.
+const PIECE_VIEWS: &[&str] = &["chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"];
+
+fn is_basic_index(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Slice { .. } => true,
+        ExprKind::Literal(Literal::Int(_) | Literal::None | Literal::Other) => true,
+        ExprKind::Unary(inner) => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
+        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(is_basic_index),
+        _ => false,
+    }
+}
+
+/// If `e` is a view chain, its base and whether the chain selects part of it.
+fn view_chain(e: &Expr) -> Option<(&Expr, bool)> {
+    match &e.kind {
+        ExprKind::Subscript { value, index } => {
+            if let Some((recv, m)) = value.as_method_call() {
+                if PIECE_VIEWS.contains(&m) && is_basic_index(index) {
+                    return Some(base_of(recv, true));
+                }
+            }
+            if is_basic_index(index) {
+                return Some(base_of(value, true));
+            }
+            None
+        }
+        ExprKind::Call { .. } => {
+            let (recv, m) = e.as_method_call()?;
+            if PART_VIEWS.contains(&m) {
+                Some(base_of(recv, true))
+            } else if SHAPE_VIEWS.contains(&m) {
+                Some(base_of(recv, false))
+            } else {
+                None
+            }
+        }
+        ExprKind::Attribute { value, attr, .. } if matches!(attr.as_str(), "T" | "mT" | "real" | "imag") => {
+            Some(base_of(value, false))
+        }
+        _ => None,
+    }
+}
+
+fn base_of(e: &Expr, part: bool) -> (&Expr, bool) {
+    match view_chain(e) {
+        Some((b, p)) => (b, p || part),
+        None => (e, part),
+    }
+}
+
+impl ViewRetainsBase {
+    /// Reports `value` if it is a partial view of a tensor that would
+    /// otherwise be freed.
+    fn check_stored(checker: &mut Checker<'_, '_>, value: &Expr, where_: &str, report_span: Span, returned: bool) {
+        let cx = checker.cx;
+        let Some((base, partial)) = view_chain(value) else { return };
+        if !partial {
+            return;
+        }
+        let Some(b) = base.dotted() else { return };
+        if b.starts_with("self.") || cx.is_kept_alive(&b) || cx.qualified_name(base).is_some() || !cx.is_tensor(base) {
+            return;
+        }
+        let freed_otherwise = if cx.in_loop() && !returned {
+            cx.is_iteration_local(&b)
+        } else {
+            !cx.is_function_param(&b) && cx.function_name().is_some()
+        };
+        if !freed_otherwise {
+            return;
+        }
+        let view_text = checker.text(value.span).to_string();
+        checker.report(
+            ViewRetainsBase::META
+                .diagnostic(report_span, format!("{where_} keeps `{view_text}`, a view that pins all of `{b}`'s storage"))
+                .with_help(format!("store `{view_text}.clone()` instead, so `{b}` can be freed")),
+        );
+    }
+
+    fn container_outlives(checker: &Checker<'_, '_>, container: &Expr) -> bool {
+        let Some(c) = container.dotted() else { return false };
+        if checker.cx.qualified_name(container).is_some() {
+            return false;
+        }
+        c.starts_with("self.") || (checker.cx.in_loop() && checker.cx.outlives_iteration(&c))
+    }
+}
+
+impl Rule for ViewRetainsBase {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() {
+            return;
+        }
+        match &stmt.kind {
+            StmtKind::Assign { targets, value } => {
+                for t in targets {
+                    match &t.kind {
+                        ExprKind::Attribute { .. } if t.dotted().is_some_and(|d| d.starts_with("self.")) => {
+                            let name = checker.text(t.span).to_string();
+                            Self::check_stored(checker, value, &format!("`{name}`"), stmt.span, false);
+                        }
+                        ExprKind::Subscript { value: container, .. } if Self::container_outlives(checker, container) => {
+                            let name = checker.text(container.span).to_string();
+                            Self::check_stored(checker, value, &format!("`{name}`"), stmt.span, false);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            StmtKind::Return(Some(value)) => {
+                let items: Vec<&Expr> = match &value.kind {
+                    ExprKind::Sequence(items) => items.iter().collect(),
+                    _ => vec![value],
+                };
+                for v in items {
+                    Self::check_stored(checker, v, "the returned value", v.span, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+        if !checker.cx.torch_imported() {
+            return;
+        }
+        let Some((container, method)) = expr.as_method_call() else { return };
+        let Some((_, args, _)) = expr.as_call() else { return };
+        let value = match (method, args) {
+            ("append", [v]) | ("insert", [_, v]) => v,
+            _ => return,
+        };
+        if Self::container_outlives(checker, container) {
+            let name = checker.text(container.span).to_string();
+            Self::check_stored(checker, value, &format!("`{name}`"), expr.span, false);
+        }
+    }
+}
