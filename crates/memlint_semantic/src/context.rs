@@ -103,8 +103,8 @@ pub struct Context<'a> {
     frames: Vec<Frame>,
     torch_imported: bool,
     module_classes: HashSet<String>,
-    /// Classes' `self.<attr>` assigned an `nn.Parameter`, by class name.
-    class_params: HashMap<String, HashSet<String>>,
+    /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
+    class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
     _marker: std::marker::PhantomData<&'a ()>,
 }
@@ -439,12 +439,12 @@ impl<'a> Context<'a> {
                     None
                 }
             }
-            ExprKind::Call { func, .. } => self.kind_of_call(expr, func),
+            ExprKind::Call { func, .. } => self.kind_of_call(func),
             _ => None,
         }
     }
 
-    fn kind_of_call(&self, call: &Expr, func: &Expr) -> Option<ValueKind> {
+    fn kind_of_call(&self, func: &Expr) -> Option<ValueKind> {
         if let Some(q) = self.qualified_name(func) {
             let s = q.as_str();
             if q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]) {
@@ -500,24 +500,12 @@ impl<'a> Context<'a> {
                         }
                     }
                     Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Tensor),
-                    _ => {
-                        if attr == "forward" && self.is_model(value) {
-                            Some(ValueKind::Tensor)
-                        } else {
-                            None
-                        }
-                    }
+                    _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Tensor),
                 }
             }
-            _ => {
-                if self.is_model(func) || self.is_loss_module(func) {
-                    Some(ValueKind::Tensor)
-                } else {
-                    let _ = call;
-                    None
-                }
-            }
+            _ => None,
         }
+        .or_else(|| (self.is_model(func) || self.is_loss_module(func)).then_some(ValueKind::Tensor))
     }
 
     /// Whether a `with` context expression disables grad (`Some(false)`),
@@ -666,10 +654,8 @@ impl<'a> Context<'a> {
             StmtKind::AugAssign { target, value, .. } => {
                 if let Some(d) = target.dotted() {
                     if self.carries_graph(value) {
-                        self.frame_mut().graph.insert(d.clone());
+                        self.frame_mut().graph.insert(d);
                     }
-                    let f = self.frame_mut();
-                    f.requires_grad.remove(&d);
                 }
             }
             StmtKind::For { target, iter, body, orelse } => {
@@ -722,8 +708,8 @@ impl<'a> Context<'a> {
             }
             StmtKind::Class { name, body, .. } => {
                 self.class_stack.push(name.clone());
-                let params = class_parameter_attrs(body, self);
-                self.class_params.insert(name.clone(), params);
+                let attrs = class_attr_kinds(body, self);
+                self.class_params.insert(name.clone(), attrs);
                 self.walk_body(body, visitor);
                 self.class_stack.pop();
                 self.shadow(name);
@@ -765,8 +751,13 @@ impl<'a> Context<'a> {
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d));
         frame.kept_alive = kept_alive(&func.body);
         if let Some(class) = self.class_stack.last() {
-            if let Some(p) = self.class_params.get(class) {
-                frame.class_params = p.clone();
+            if let Some(attrs) = self.class_params.get(class) {
+                for (attr, kind) in attrs {
+                    if *kind == ValueKind::Parameter {
+                        frame.class_params.insert(attr.clone());
+                    }
+                    frame.kinds.insert(format!("self.{attr}"), *kind);
+                }
             }
         }
         for p in &func.params {
@@ -1182,30 +1173,28 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
     out
 }
 
-/// `self.<attr>` assigned an `nn.Parameter` anywhere in a class body.
-fn class_parameter_attrs(body: &[Stmt], cx: &Context<'_>) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut visit = |stmts: &[Stmt]| {
-        for_each_stmt_in_function(stmts, &mut |s| {
-            if let StmtKind::Assign { targets, value } = &s.kind {
-                let is_param = cx
-                    .callee_name(value)
-                    .is_some_and(|q| q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]));
-                if is_param {
-                    for t in targets {
-                        if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
-                            out.insert(attr.to_string());
+/// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
+/// body, with that kind.
+fn class_attr_kinds(body: &[Stmt], cx: &Context<'_>) -> HashMap<String, ValueKind> {
+    let mut out = HashMap::new();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| {
+                if let StmtKind::Assign { targets, value } = &s.kind {
+                    let kind = match value.kind {
+                        ExprKind::Call { .. } => cx.kind_of(value),
+                        _ => None,
+                    };
+                    if let Some(k @ (ValueKind::Parameter | ValueKind::Module)) = kind {
+                        for t in targets {
+                            if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                out.insert(attr.to_string(), k);
+                            }
                         }
                     }
                 }
-            }
-        });
-    };
-    for s in body {
-        if let StmtKind::Function(f) = &s.kind {
-            visit(&f.body);
+            });
         }
     }
     out
 }
-
