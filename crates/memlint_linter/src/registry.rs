@@ -117,7 +117,7 @@ declare_rule! {
         name: "parse-error",
         severity: Error,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

@@ -26,15 +26,15 @@ fn level(sev: Severity) -> Level {
 impl FullRenderer {
     fn render_one(&self, file: &SourceFile, d: &Diagnostic) -> String {
         let renderer = if self.color { SnippetRenderer::styled() } else { SnippetRenderer::plain() };
-        let title = format!("{} {}", d.name, d.message);
+        let title = format!("{}: {}", d.name, d.message);
         let lvl = level(d.severity);
         let index = file.line_index();
         let text = file.text();
-        let (line, col) = file.location(d.span.start);
-        let origin = format!("{}:{}:{}", file.path(), line, col);
+        // The frame's header adds `:line:col` itself.
+        let origin = file.path().to_string();
         let mut message = lvl.title(&title).id(d.code);
         if text.is_empty() {
-            // Nothing to frame (unreadable file): the location alone.
+            // Nothing to frame (unreadable file): the path alone.
             message = message.footer(Level::Note.title(&origin));
         } else {
             // Frame only the lines the span covers, so the cost does not grow

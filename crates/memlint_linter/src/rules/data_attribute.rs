@@ -45,7 +45,7 @@ declare_rule! {
         name: "data-attribute",
         severity: Warning,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

@@ -58,7 +58,7 @@ declare_rule! {
         name: "eval-without-no-grad",
         severity: Warning,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

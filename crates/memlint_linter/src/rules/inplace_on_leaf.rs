@@ -50,7 +50,7 @@ declare_rule! {
         name: "inplace-on-leaf",
         severity: Error,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

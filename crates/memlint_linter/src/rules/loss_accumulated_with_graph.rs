@@ -53,7 +53,7 @@ declare_rule! {
         name: "loss-accumulated-with-graph",
         severity: Warning,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

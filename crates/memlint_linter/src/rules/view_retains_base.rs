@@ -54,7 +54,7 @@ declare_rule! {
         name: "view-retains-base",
         severity: Warning,
         default: true,
-        languages: [Python, Rust],
+        languages: [Python],
     }
 }
 

@@ -1,0 +1,95 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Finds GPU memory and throughput hazards in PyTorch training code.
+#[derive(Debug, Parser)]
+#[command(name = "memlint", version, about, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check files and directories (default: the current directory).
+    ///
+    /// Directories are walked in parallel, honouring .gitignore and skipping
+    /// hidden directories, virtualenvs and build directories unless they are
+    /// given explicitly. Configuration comes from the closest `memlint.toml`
+    /// or `[tool.memlint]` in `pyproject.toml` above each file; flags override it.
+    ///
+    /// Exit status: 0 when nothing at or above the fail level was found,
+    /// 1 when something was, 2 on a usage or configuration error.
+    Check(CheckArgs),
+    /// Print the documentation of one rule (by code or name, e.g. ML201).
+    Rule {
+        /// Rule code (`ML201`) or name (`eval-without-no-grad`).
+        code: String,
+    },
+    /// List every rule: code, name, severity, whether it is on by default, languages.
+    Rules,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Source frames with the span underlined, help lines and a summary.
+    Full,
+    /// One line per finding.
+    Concise,
+    /// The machine-readable contract (schema_version 1).
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Fail only on errors.
+    Error,
+    /// Fail on warnings and errors.
+    Warning,
+    /// Fail on any finding.
+    Info,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always colour.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files or directories to check.
+    #[arg(default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// Rules to enable instead of the defaults: codes, prefixes (ML2), names or ALL. Comma-separated or repeated.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub select: Option<Vec<String>>,
+    /// Rules to disable: codes, prefixes, names or ALL.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub ignore: Vec<String>,
+    /// Rules to enable on top of the selection (e.g. off-by-default info rules).
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub extend_select: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Full)]
+    pub format: OutputFormat,
+    /// Lowest severity that makes the exit status 1 [default: warning, or `fail-on` from the configuration].
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Exit with status 0 even when findings were reported.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Print the findings only, no summary line.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// When to use colour in the full format.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}

@@ -1,0 +1,140 @@
+//! `memlint check`.
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
+use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
+use memlint_linter::{is_test_path, lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
+use rayon::prelude::*;
+
+use crate::args::{CheckArgs, FailOn, OutputFormat};
+use crate::config::{Config, Discovery};
+use crate::walk::{collect, Candidate};
+
+fn parse_selectors(flag: &str, list: &[String]) -> Result<Vec<Selector>> {
+    list.iter().map(|s| Selector::parse(s).with_context(|| format!("invalid `{flag}`"))).collect()
+}
+
+/// One file with the rules that apply to it.
+struct Job {
+    candidate: Candidate,
+    rules: RuleSet,
+}
+
+pub fn run(args: &CheckArgs) -> Result<u8> {
+    let cli_select = match &args.select {
+        Some(s) => Some(parse_selectors("--select", s)?),
+        None => None,
+    };
+    let cli_ignore = parse_selectors("--ignore", &args.ignore)?;
+    let cli_extend = parse_selectors("--extend-select", &args.extend_select)?;
+
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let discovery = Discovery::default();
+    let candidates = collect(&args.paths)?;
+
+    // Resolve each file's configuration first, so a broken config stops the
+    // run before any output is written.
+    let mut rule_sets: HashMap<Option<PathBuf>, RuleSet> = HashMap::new();
+    let mut jobs = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let abs = cwd.join(&c.path);
+        let dir = abs.parent().unwrap_or(&cwd);
+        let config = discovery.for_dir(dir)?;
+        if let Some(cfg) = &config {
+            if !c.explicit && cfg.is_excluded(&abs) {
+                continue;
+            }
+        }
+        let key = config.as_ref().map(|c| c.path.clone());
+        let base = rule_sets
+            .entry(key)
+            .or_insert_with(|| selection(config.as_deref(), cli_select.as_deref(), &cli_extend, &cli_ignore))
+            .clone();
+        let rules = match &config {
+            Some(cfg) => base.without(&cfg.ignores_for(&abs)),
+            None => base,
+        };
+        jobs.push(Job { candidate: c, rules });
+    }
+
+    let fail_on = match args.fail_on {
+        Some(FailOn::Error) => Severity::Error,
+        Some(FailOn::Warning) => Severity::Warning,
+        Some(FailOn::Info) => Severity::Info,
+        None => {
+            let first_dir = args.paths.first().map(|p| cwd.join(p)).map(|p| if p.is_dir() { p } else { p.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone()) });
+            discovery.for_dir(&first_dir.unwrap_or_else(|| cwd.clone()))?.and_then(|c| c.fail_on).unwrap_or(Severity::Warning)
+        }
+    };
+
+    let mut files: Vec<FileReport> = jobs.par_iter().map(check_file).filter(|f| !f.diagnostics.is_empty()).collect();
+    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
+    let report = Report { files, files_checked: jobs.len() };
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let renderer: Box<dyn Renderer> = match args.format {
+        OutputFormat::Full => Box::new(FullRenderer { color: crate::use_color(args.color), quiet: args.quiet }),
+        OutputFormat::Concise => Box::new(ConciseRenderer { quiet: args.quiet }),
+        OutputFormat::Json => Box::new(JsonRenderer { tool_version: env!("CARGO_PKG_VERSION").to_string() }),
+    };
+    renderer.render(&report, &mut out)?;
+    out.flush()?;
+
+    let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
+    Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+fn selection(config: Option<&Config>, cli_select: Option<&[Selector]>, cli_extend: &[Selector], cli_ignore: &[Selector]) -> RuleSet {
+    let select = cli_select.map(<[Selector]>::to_vec).or_else(|| config.and_then(|c| c.select.clone()));
+    let mut extend: Vec<Selector> = config.map(|c| c.extend_select.clone()).unwrap_or_default();
+    extend.extend(cli_extend.iter().cloned());
+    let mut ignore: Vec<Selector> = config.map(|c| c.ignore.clone()).unwrap_or_default();
+    ignore.extend(cli_ignore.iter().cloned());
+    RuleSet::from_selection(select.as_deref(), &extend, &ignore)
+}
+
+/// Why a file's bytes cannot be checked as source text.
+fn decode(bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.contains(&0) {
+        return Err("binary file (contains NUL bytes)".to_string());
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut s) => {
+            if s.starts_with('\u{feff}') {
+                s.drain(..3);
+            }
+            Ok(s)
+        }
+        Err(e) => Err(format!("not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())),
+    }
+}
+
+fn check_file(job: &Job) -> FileReport {
+    let path = &job.candidate.path;
+    let display = path.display().to_string();
+    let text = std::fs::read(path).map_err(|e| format!("cannot read file: {e}")).and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
+    match text {
+        Ok(text) => {
+            let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
+            let diagnostics = lint_source(&text, &options);
+            FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics }
+        }
+        Err(reason) => {
+            let mut diagnostics = Vec::new();
+            if job.rules.contains(PARSE_ERROR.code) {
+                diagnostics.push(
+                    PARSE_ERROR
+                        .diagnostic(Span::new(0, 0), reason)
+                        .with_help("make the file readable UTF-8 text, or exclude it in the configuration"),
+                );
+            }
+            FileReport { file: Arc::new(SourceFile::new(display, String::new())), diagnostics }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The `memlint` command line: argument parsing, configuration discovery,
+//! the file walk, the choice of renderer and the exit code. All analysis
+//! lives in `memlint_linter`.
+
+mod args;
+mod check;
+mod config;
+mod walk;
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use memlint_linter::docs::rule_doc;
+use memlint_linter::registry::{all_metas, rule_by_code};
+
+use args::{Cli, ColorChoice, Command};
+
+/// Exit status for findings at or above the fail level.
+pub(crate) const EXIT_FINDINGS: u8 = 1;
+/// Exit status for usage and configuration errors.
+const EXIT_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Rule { code } => print_rule(&code),
+        Command::Rules => print_rules(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            // A closed pipe (`memlint check | head`) is not an error.
+            if err.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("memlint: error: {err:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Whether to colour output written to stdout.
+pub(crate) fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && io::stdout().is_terminal()
+        }
+    }
+}
+
+fn print_rule(code: &str) -> anyhow::Result<u8> {
+    let Some(meta) = rule_by_code(code) else {
+        anyhow::bail!("unknown rule `{code}` (see `memlint rules`)");
+    };
+    let langs: Vec<&str> = meta.languages.iter().map(|l| l.short()).collect();
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "# {} {}\n\nSeverity: {} · Default: {} · Languages: {}\n\n{}",
+        meta.code,
+        meta.name,
+        meta.severity,
+        if meta.default_enabled { "on" } else { "off" },
+        langs.join(", "),
+        rule_doc(meta)
+    )?;
+    Ok(0)
+}
+
+fn print_rules() -> anyhow::Result<u8> {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(vec!["code", "name", "severity", "default", "languages"]);
+    for m in all_metas() {
+        let langs: Vec<&str> = m.languages.iter().map(|l| l.short()).collect();
+        table.add_row(vec![
+            m.code.to_string(),
+            m.name.to_string(),
+            m.severity.to_string(),
+            if m.default_enabled { "on".into() } else { "off".into() },
+            langs.join(" "),
+        ]);
+    }
+    writeln!(io::stdout().lock(), "{table}")?;
+    Ok(0)
+}

@@ -1,0 +1,78 @@
+//! Finding the files to check.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+use ignore::{DirEntry, WalkBuilder, WalkState};
+
+/// A file to check.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Candidate {
+    /// The path as shown to the user: the argument joined with the file's
+    /// path below it.
+    pub path: PathBuf,
+    /// The file was named on the command line (never excluded).
+    pub explicit: bool,
+}
+
+/// Directory names never descended into unless given explicitly.
+const SKIPPED_DIRS: &[&str] = &[
+    "venv", "site-packages", "__pycache__", "__pypackages__", "node_modules", "build", "dist", "_build", "buck-out",
+];
+
+fn skip_dir(entry: &DirEntry) -> bool {
+    if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_dir()) {
+        return false;
+    }
+    let name = entry.file_name().to_string_lossy();
+    SKIPPED_DIRS.contains(&name.as_ref())
+        || name.ends_with(".egg-info")
+        // Any virtualenv, whatever its name.
+        || entry.path().join("pyvenv.cfg").is_file()
+}
+
+fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py" || e == "pyi")
+}
+
+/// Expands the command-line paths into the files to check, sorted.
+pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for p in paths {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => dirs.push(p.clone()),
+            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("path `{}` does not exist", p.display()),
+            // Unreadable but present: reported per file as ML000.
+            Err(_) => files.push(Candidate { path: p.clone(), explicit: true }),
+        }
+    }
+    if let Some((first, rest)) = dirs.split_first() {
+        let mut builder = WalkBuilder::new(first);
+        for d in rest {
+            builder.add(d);
+        }
+        builder.hidden(true).git_ignore(true).git_exclude(true).require_git(false).filter_entry(|e| !skip_dir(e));
+        let found = Mutex::new(Vec::new());
+        builder.build_parallel().run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                if let Ok(entry) = entry {
+                    if entry.file_type().is_some_and(|t| t.is_file()) && is_python(entry.path()) {
+                        if let Ok(mut f) = found.lock() {
+                            f.push(Candidate { path: entry.into_path(), explicit: false });
+                        }
+                    }
+                }
+                // An unreadable directory is skipped; its files cannot be listed.
+                WalkState::Continue
+            })
+        });
+        files.extend(found.into_inner().unwrap_or_default());
+    }
+    files.sort();
+    files.dedup_by(|a, b| a.path == b.path);
+    Ok(files)
+}
