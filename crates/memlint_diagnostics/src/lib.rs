@@ -13,7 +13,7 @@
 //! ```
 //! use memlint_diagnostics::{Diagnostic, Severity, Span, SourceFile};
 //! let file = SourceFile::new("train.py", "x = 1\ny = x.data\n");
-//! let d = Diagnostic::new("ML103", "data-attribute", Severity::Warning, Span::new(12, 18), "`.data` bypasses autograd");
+//! let d = Diagnostic::new("ML103", "data-attribute", Severity::Warning, Span::new(10, 16), "`.data` bypasses autograd");
 //! assert_eq!(file.line_index().location(d.span.start), (2, 5));
 //! ```
 
