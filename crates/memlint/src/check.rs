@@ -90,13 +90,18 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
 }
 
+/// The file's rules: the configuration's selection, then the command line's
+/// on top. `--select` replaces the configuration's whole selection;
+/// `--extend-select` and `--ignore` refine it.
 fn selection(config: Option<&Config>, cli_select: Option<&[Selector]>, cli_extend: &[Selector], cli_ignore: &[Selector]) -> RuleSet {
-    let select = cli_select.map(<[Selector]>::to_vec).or_else(|| config.and_then(|c| c.select.clone()));
-    let mut extend: Vec<Selector> = config.map(|c| c.extend_select.clone()).unwrap_or_default();
-    extend.extend(cli_extend.iter().cloned());
-    let mut ignore: Vec<Selector> = config.map(|c| c.ignore.clone()).unwrap_or_default();
-    ignore.extend(cli_ignore.iter().cloned());
-    RuleSet::from_selection(select.as_deref(), &extend, &ignore)
+    if let Some(select) = cli_select {
+        return RuleSet::from_selection(Some(select), cli_extend, cli_ignore);
+    }
+    let base = match config {
+        Some(c) => RuleSet::from_selection(c.select.as_deref(), &c.extend_select, &c.ignore),
+        None => RuleSet::defaults(),
+    };
+    base.refine(cli_extend, cli_ignore)
 }
 
 /// Why a file's bytes cannot be checked as source text.

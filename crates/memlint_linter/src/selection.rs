@@ -76,12 +76,30 @@ impl RuleSet {
     /// ignore that both match a rule, the more specific selector wins
     /// (`--select ML2 --ignore ML203` keeps ML201, drops ML203).
     pub fn from_selection(select: Option<&[Selector]>, extend_select: &[Selector], ignore: &[Selector]) -> RuleSet {
+        let base = match select {
+            Some(sel) => {
+                RuleSet { codes: all_metas().iter().filter(|m| sel.iter().any(|s| s.matches(m))).map(|m| m.code).collect() }
+            }
+            None => RuleSet::defaults(),
+        };
+        let spec = |m: &RuleMeta| match select {
+            Some(sel) => sel.iter().filter(|s| s.matches(m)).map(Selector::specificity).max(),
+            None => m.default_enabled.then_some(0),
+        };
+        base.refine_with(spec, extend_select, ignore)
+    }
+
+    /// Adds `extend_select` and removes `ignore` on top of this set (a later
+    /// layer, e.g. command-line flags over a configuration file). Rules
+    /// already in the set count as selected at the lowest specificity.
+    pub fn refine(&self, extend_select: &[Selector], ignore: &[Selector]) -> RuleSet {
+        self.refine_with(|m: &RuleMeta| self.contains(m.code).then_some(0), extend_select, ignore)
+    }
+
+    fn refine_with(&self, spec: impl Fn(&RuleMeta) -> Option<usize>, extend_select: &[Selector], ignore: &[Selector]) -> RuleSet {
         let mut codes = BTreeSet::new();
         for m in all_metas() {
-            let selected = match select {
-                Some(sel) => sel.iter().filter(|s| s.matches(m)).map(Selector::specificity).max(),
-                None => m.default_enabled.then_some(0),
-            };
+            let selected = spec(m);
             let extended = extend_select.iter().filter(|s| s.matches(m)).map(Selector::specificity).max();
             let on = selected.max(extended);
             let off = ignore.iter().filter(|s| s.matches(m)).map(Selector::specificity).max();

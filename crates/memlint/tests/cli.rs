@@ -1,0 +1,312 @@
+//! End-to-end tests of the `memlint` binary on temporary trees.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+const TRAIN: &str = r#"import torch
+from torch import nn
+
+
+def evaluate(model, val_loader):
+    model.eval()
+    for x, y in val_loader:
+        out = model(x)
+    return out
+
+
+def train(model, loader, optimizer):
+    total = 0
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        total += loss
+    return total
+"#;
+
+const CLEAN: &str = "import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n";
+
+fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn memlint(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("memlint runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn tree() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/train.py", TRAIN);
+    write(dir.path(), "src/clean.py", CLEAN);
+    dir
+}
+
+fn codes(o: &Output) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json output");
+    v["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn exit_codes() {
+    let dir = tree();
+    assert_eq!(memlint(dir.path(), &["check", "src/clean.py"]).status.code(), Some(0));
+    assert_eq!(memlint(dir.path(), &["check", "src"]).status.code(), Some(1));
+    assert_eq!(memlint(dir.path(), &["check", "src", "--exit-zero"]).status.code(), Some(0));
+    assert_eq!(memlint(dir.path(), &["check", "src", "--fail-on", "error"]).status.code(), Some(0));
+    assert_eq!(memlint(dir.path(), &["check", "src", "--fail-on", "info"]).status.code(), Some(1));
+    let bad_flag = memlint(dir.path(), &["check", "--no-such-flag"]);
+    assert_eq!(bad_flag.status.code(), Some(2));
+    let bad_code = memlint(dir.path(), &["check", "src", "--select", "ML999"]);
+    assert_eq!(bad_code.status.code(), Some(2));
+    assert!(stderr(&bad_code).contains("ML999"), "{}", stderr(&bad_code));
+    let missing = memlint(dir.path(), &["check", "nope"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("`nope` does not exist"));
+}
+
+#[test]
+fn full_format_snapshot() {
+    let dir = tree();
+    let o = memlint(dir.path(), &["check", "src"]);
+    insta::assert_snapshot!("full", stdout(&o));
+}
+
+#[test]
+fn concise_format_snapshot() {
+    let dir = tree();
+    let o = memlint(dir.path(), &["check", "src", "--format", "concise"]);
+    insta::assert_snapshot!("concise", stdout(&o));
+    let q = memlint(dir.path(), &["check", "src", "--format", "concise", "--quiet"]);
+    assert!(!stdout(&q).contains("Found"));
+}
+
+#[test]
+fn json_format_snapshot() {
+    let dir = tree();
+    let o = memlint(dir.path(), &["check", "src", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["tool"]["name"], "memlint");
+    assert_eq!(v["summary"]["files"], 2);
+    assert_eq!(v["summary"]["diagnostics"], 2);
+    insta::assert_snapshot!("json", stdout(&o));
+}
+
+#[test]
+fn json_fix_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "amp.py", "import torch\nscaler = torch.cuda.amp.GradScaler()\n");
+    let o = memlint(dir.path(), &["check", "amp.py", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fix = &v["diagnostics"][0]["fix"];
+    assert_eq!(fix["applicability"], "safe");
+    assert_eq!(fix["edits"][0]["content"], "torch.amp.GradScaler");
+    assert_eq!(fix["edits"][1]["content"], "\"cuda\"");
+}
+
+#[test]
+fn selection_flags() {
+    let dir = tree();
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--select", "ML201"])), ["ML201"]);
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--ignore", "ML2"])), Vec::<String>::new());
+    assert_eq!(
+        codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--ignore", "ML2", "--extend-select", "ML202"])),
+        ["ML202"]
+    );
+    assert_eq!(
+        codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--select", "eval-without-no-grad"])),
+        ["ML201"]
+    );
+}
+
+#[test]
+fn config_discovery_closest_wins() {
+    let dir = tree();
+    write(dir.path(), "pyproject.toml", "[project]\nname = \"x\"\n\n[tool.memlint]\nignore = [\"ML201\"]\n");
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json"])), ["ML202"]);
+    // A closer memlint.toml replaces the pyproject's settings for files below it.
+    write(dir.path(), "src/memlint.toml", "ignore = [\"ML202\"]\n");
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json"])), ["ML201"]);
+    // CLI flags override the configuration.
+    assert_eq!(
+        codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--select", "ML202"])),
+        ["ML202"]
+    );
+    // pyproject.toml without [tool.memlint] is skipped on the way up.
+    std::fs::remove_file(dir.path().join("src/memlint.toml")).unwrap();
+    write(dir.path(), "src/pyproject.toml", "[project]\nname = \"inner\"\n");
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json"])), ["ML202"]);
+}
+
+#[test]
+fn config_per_file_ignores_exclude_and_fail_on() {
+    let dir = tree();
+    write(dir.path(), "src/legacy/old.py", TRAIN);
+    write(
+        dir.path(),
+        "memlint.toml",
+        "exclude = [\"legacy\"]\nfail-on = \"error\"\n\n[per-file-ignores]\n\"train.py\" = [\"ML202\"]\n",
+    );
+    let o = memlint(dir.path(), &["check", "src", "--format", "json"]);
+    assert_eq!(codes(&o), ["ML201"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], 2, "legacy/ is excluded");
+    assert_eq!(o.status.code(), Some(0), "fail-on = error: warnings do not fail");
+    // An explicitly named file is checked even when excluded.
+    assert_eq!(codes(&memlint(dir.path(), &["check", "src/legacy/old.py", "--format", "json"])).len(), 2);
+}
+
+#[test]
+fn config_errors_name_file_and_line() {
+    let dir = tree();
+    write(dir.path(), "memlint.toml", "select = [\"ML2\"]\nunknown-key = 1\n");
+    let o = memlint(dir.path(), &["check", "src"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("memlint.toml") && err.contains("unknown-key") && err.contains("line 2"), "{err}");
+    assert!(o.stdout.is_empty(), "nothing is reported before a configuration error");
+
+    write(dir.path(), "memlint.toml", "select = [\"ML2\", \"ML977\"]\n");
+    let o = memlint(dir.path(), &["check", "src"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("memlint.toml:1:") && err.contains("ML977"), "{err}");
+
+    write(dir.path(), "memlint.toml", "select = [\n");
+    let o = memlint(dir.path(), &["check", "src"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("memlint.toml"));
+}
+
+#[test]
+fn suppression_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = TRAIN
+        .replace("out = model(x)", "out = model(x)  # memlint: ignore[ML201]")
+        .replace("total += loss", "total += loss  # noqa: ML202");
+    write(dir.path(), "a.py", &text);
+    assert_eq!(codes(&memlint(dir.path(), &["check", "a.py", "--format", "json"])), Vec::<String>::new());
+    let other = TRAIN.replace("out = model(x)", "out = model(x)  # memlint: ignore[ML202]");
+    write(dir.path(), "b.py", &other);
+    assert_eq!(codes(&memlint(dir.path(), &["check", "b.py", "--format", "json"])), ["ML201", "ML202"]);
+    write(dir.path(), "c.py", format!("# memlint: ignore-file[ML2]\n{TRAIN}"));
+    assert_eq!(codes(&memlint(dir.path(), &["check", "c.py", "--format", "json"])), Vec::<String>::new());
+}
+
+#[test]
+fn syntax_error_still_reports_recovered_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "broken.py", format!("{TRAIN}\ndef oops(:\n    pass\n"));
+    let o = memlint(dir.path(), &["check", "broken.py", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let diags = v["diagnostics"].as_array().unwrap();
+    let parse: Vec<_> = diags.iter().filter(|d| d["code"] == "ML000").collect();
+    assert_eq!(parse.len(), 1);
+    assert_eq!(parse[0]["severity"], "error");
+    assert_eq!(parse[0]["line"], 21);
+    assert!(diags.iter().any(|d| d["code"] == "ML201") && diags.iter().any(|d| d["code"] == "ML202"));
+}
+
+#[test]
+fn non_utf8_and_unreadable_files_are_reported_and_the_run_continues() {
+    let dir = tree();
+    write(dir.path(), "src/latin1.py", b"# caf\xe9\nimport torch\n");
+    write(dir.path(), "src/blob.py", b"\x00\x01\x02");
+    let o = memlint(dir.path(), &["check", "src", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let by_path = |p: &str| -> Vec<String> {
+        v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["path"] == p)
+            .map(|d| format!("{} {}", d["code"].as_str().unwrap(), d["message"].as_str().unwrap()))
+            .collect()
+    };
+    assert_eq!(by_path("src/latin1.py"), ["ML000 cannot check file: not valid UTF-8 (invalid byte at offset 5)"]);
+    assert_eq!(by_path("src/blob.py"), ["ML000 cannot check file: binary file (contains NUL bytes)"]);
+    assert_eq!(by_path("src/train.py").len(), 2, "the other files are still checked");
+
+    // A file that exists but cannot be read: /proc/self/mem fails to read
+    // at offset 0 for every user, root included.
+    #[cfg(target_os = "linux")]
+    {
+        let o = memlint(dir.path(), &["check", "/proc/self/mem", "src/train.py", "--format", "json"]);
+        assert_eq!(o.status.code(), Some(1));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let first = &v["diagnostics"][0];
+        assert_eq!(first["code"], "ML000");
+        assert!(first["message"].as_str().unwrap().starts_with("cannot read file:"), "{first}");
+        assert_eq!(v["summary"]["diagnostics"], 3);
+    }
+}
+
+#[test]
+fn walk_honours_gitignore_and_skips_virtualenvs() {
+    let dir = tree();
+    write(dir.path(), ".gitignore", "generated/\n");
+    write(dir.path(), "generated/gen.py", TRAIN);
+    write(dir.path(), ".venv/lib/site.py", TRAIN);
+    write(dir.path(), "myenv/pyvenv.cfg", "home = /usr\n");
+    write(dir.path(), "myenv/lib/x.py", TRAIN);
+    write(dir.path(), "build/lib/y.py", TRAIN);
+    let o = memlint(dir.path(), &["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], 2, "{}", stdout(&o));
+    // Given explicitly, a virtualenv is checked.
+    let o = memlint(dir.path(), &["check", "myenv", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], 1);
+}
+
+#[test]
+fn rule_and_rules_commands() {
+    let dir = tree();
+    let o = memlint(dir.path(), &["rule", "ML201"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    for h in ["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Known false positives", "## References"] {
+        assert!(text.contains(h), "missing {h}");
+    }
+    let o = memlint(dir.path(), &["rule", "ML999"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = memlint(dir.path(), &["rules"]);
+    let text = stdout(&o);
+    for code in ["ML000", "ML101", "ML103", "ML201", "ML202", "ML203", "ML401"] {
+        assert!(text.contains(code), "rules lists {code}");
+    }
+}
+
+#[test]
+fn broken_pipe_exits_quietly() {
+    let dir = tree();
+    for i in 0..50 {
+        write(dir.path(), &format!("many/t{i}.py"), TRAIN);
+    }
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{} check many | head -n 1", env!("CARGO_BIN_EXE_memlint")))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+}
