@@ -1,0 +1,307 @@
+//! `memprobe`: measure what each PyTorch training optimization buys on this
+//! machine. Thin binary: argument parsing, progress bar, rendering, exit codes.
+//! The work is in `memprobe_engine`; the report format in `memprobe_report`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use memprobe_engine::bench::{self, BenchOptions, Observer};
+use memprobe_engine::plan::{AmpDtype, BuiltinWorkload, DeviceChoice, LossKind, SizePreset, WorkloadSpec};
+use memprobe_engine::variants::Flags;
+use memprobe_engine::{env as probe_env, worker, EngineError};
+use memprobe_report::export::{Exporter, JsonExporter, MarkdownExporter, TableExporter};
+use memprobe_report::write_atomic;
+
+#[derive(Parser)]
+#[command(name = "memprobe", version, about = "Measure what each PyTorch training optimization buys on this machine")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run real training steps and print an A/B table of optimizations vs a plain baseline.
+    Bench(Box<BenchArgs>),
+    /// Internal: run one worker plan read from stdin.
+    #[command(name = "__worker", hide = true)]
+    Worker,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeviceArg {
+    /// CUDA when available, else CPU.
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WorkloadArg {
+    Mlp,
+    Convnet,
+    Transformer,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SizeArg {
+    Small,
+    Medium,
+    Large,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AmpArg {
+    Bf16,
+    Fp16,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LossArg {
+    Mse,
+    CrossEntropy,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Built-in workload.
+    #[arg(long, value_enum, default_value = "mlp", conflicts_with = "model")]
+    workload: WorkloadArg,
+    /// Size preset of the built-in workload (small finishes in seconds on 2 CPU cores).
+    #[arg(long, value_enum, default_value = "small")]
+    size: SizeArg,
+    /// Override the preset's batch size.
+    #[arg(long)]
+    batch_size: Option<i64>,
+    /// TorchScript model saved from Python (torch.jit.script(m).save(PATH)).
+    #[arg(long, value_name = "PATH.pt", requires = "input_shape")]
+    model: Option<PathBuf>,
+    /// Input shape for --model, batch first, e.g. 64,3,32,32.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    input_shape: Option<Vec<i64>>,
+    /// Loss for --model.
+    #[arg(long, value_enum, default_value = "mse")]
+    loss: LossArg,
+    /// Device.
+    #[arg(long, value_enum, default_value = "auto")]
+    device: DeviceArg,
+    /// Autocast (mixed precision); fp16 uses a GradScaler.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "bf16")]
+    amp: Option<AmpArg>,
+    /// Gradient accumulation over N micro-batches (same effective batch).
+    #[arg(long, value_name = "N")]
+    accum: Option<usize>,
+    /// cuDNN benchmark mode.
+    #[arg(long)]
+    cudnn_benchmark: bool,
+    /// With --cudnn-benchmark: also compare with an input size changing every step.
+    #[arg(long)]
+    dynamic_shapes: bool,
+    /// Channels-last input and weights.
+    #[arg(long)]
+    channels_last: bool,
+    /// Activation checkpointing (recompute segments in backward).
+    #[arg(long)]
+    checkpoint: bool,
+    /// In-place activations.
+    #[arg(long)]
+    inplace: bool,
+    /// Evaluation forward with grad vs under no_grad.
+    #[arg(long)]
+    no_grad_eval: bool,
+    /// Batch copied from pinned memory, non_blocking.
+    #[arg(long)]
+    pin_memory: bool,
+    /// Gradients set to none instead of zero-filled.
+    #[arg(long)]
+    set_to_none: bool,
+    /// Freeze the first K blocks.
+    #[arg(long, value_name = "K")]
+    freeze: Option<usize>,
+    /// Every optimization (bf16 autocast, accum 4, freeze 1 unless given).
+    #[arg(long)]
+    all: bool,
+    /// Repeats per variant (fresh worker process each, interleaved).
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
+    /// Warm-up steps per run (not measured).
+    #[arg(long, default_value_t = 2)]
+    warmup: u32,
+    /// Measured steps per run.
+    #[arg(long, default_value_t = 5)]
+    steps: u32,
+    /// Seed for weights and synthetic data.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// libtorch intra-op threads in workers (default: libtorch's choice).
+    #[arg(long)]
+    threads: Option<i32>,
+    /// NVML sampling period in milliseconds (CUDA).
+    #[arg(long, default_value_t = 10)]
+    sample_interval_ms: u64,
+    /// Write the JSON report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write a markdown report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Observer for Progress {
+    fn planned(&mut self, total: usize) {
+        if let Some(b) = &self.bar {
+            b.set_length(total as u64);
+        }
+    }
+    fn starting(&mut self, label: &str, what: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(format!("{label}: {what}"));
+        }
+    }
+    fn finished(&mut self, label: &str, outcome: &str) {
+        if let Some(b) = &self.bar {
+            if outcome != "ok" && outcome != "checked" {
+                b.println(format!("{label}: {outcome}"));
+            }
+            b.inc(1);
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Worker => ExitCode::from(worker::worker_main() as u8),
+        Cmd::Bench(args) => match bench_cmd(*args) {
+            Ok(code) => code,
+            Err(e) => {
+                let usage = e.downcast_ref::<EngineError>().is_some_and(EngineError::is_usage);
+                eprintln!("memprobe: error: {e:#}");
+                ExitCode::from(if usage { 2 } else { 1 })
+            }
+        },
+    }
+}
+
+fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let device = match a.device {
+        DeviceArg::Cpu => DeviceChoice::Cpu,
+        DeviceArg::Cuda => DeviceChoice::Cuda,
+        DeviceArg::Auto => {
+            if probe_env::torch_cuda_available() {
+                DeviceChoice::Cuda
+            } else {
+                eprintln!("memprobe: no NVIDIA driver/CUDA device found, using CPU");
+                DeviceChoice::Cpu
+            }
+        }
+    };
+    let workload = match (&a.model, &a.input_shape) {
+        (Some(path), Some(shape)) => WorkloadSpec::TorchScript {
+            path: path.clone(),
+            input_shape: shape.clone(),
+            loss: match a.loss {
+                LossArg::Mse => LossKind::Mse,
+                LossArg::CrossEntropy => LossKind::CrossEntropy,
+            },
+        },
+        _ => WorkloadSpec::Builtin {
+            workload: match a.workload {
+                WorkloadArg::Mlp => BuiltinWorkload::Mlp,
+                WorkloadArg::Convnet => BuiltinWorkload::Convnet,
+                WorkloadArg::Transformer => BuiltinWorkload::Transformer,
+            },
+            size: match a.size {
+                SizeArg::Small => SizePreset::Small,
+                SizeArg::Medium => SizePreset::Medium,
+                SizeArg::Large => SizePreset::Large,
+            },
+            batch_size: a.batch_size,
+        },
+    };
+    if a.batch_size.is_some_and(|b| b <= 0) {
+        return Err(EngineError::Usage("--batch-size must be positive".into()).into());
+    }
+    let flags = Flags {
+        amp: a.amp.map(|x| match x {
+            AmpArg::Bf16 => AmpDtype::Bf16,
+            AmpArg::Fp16 => AmpDtype::Fp16,
+        }),
+        accum: a.accum,
+        cudnn_benchmark: a.cudnn_benchmark,
+        dynamic_shapes: a.dynamic_shapes,
+        channels_last: a.channels_last,
+        checkpoint: a.checkpoint,
+        inplace: a.inplace,
+        no_grad_eval: a.no_grad_eval,
+        pin_memory: a.pin_memory,
+        set_to_none: a.set_to_none,
+        freeze: a.freeze,
+        all: a.all,
+    };
+    let exe = std::env::current_exe().context("locating the memprobe executable to start workers")?;
+    let opts = BenchOptions {
+        workload,
+        device,
+        flags,
+        runs: a.runs,
+        warmup_steps: a.warmup,
+        measured_steps: a.steps,
+        seed: a.seed,
+        threads: a.threads,
+        sample_interval_ms: a.sample_interval_ms,
+        worker_exe: exe,
+        command: std::env::args().collect(),
+    };
+    let prepared = bench::prepare(opts)?;
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    }
+    let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} workers  {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let mut progress = Progress { bar };
+    let report = bench::run(prepared, &mut progress, &interrupted)?;
+    if let Some(b) = &progress.bar {
+        b.finish_and_clear();
+    }
+
+    let table = TableExporter { width: None }.render(&report)?;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (memprobe ... | head) is not an error worth a message.
+    let _ = out.write_all(table.as_bytes());
+    if let Some(p) = &a.json {
+        let s = JsonExporter.render(&report)?;
+        write_atomic(p, s.as_bytes()).with_context(|| format!("writing JSON report {}", p.display()))?;
+    }
+    if let Some(p) = &a.markdown {
+        let s = MarkdownExporter.render(&report)?;
+        write_atomic(p, s.as_bytes()).with_context(|| format!("writing markdown report {}", p.display()))?;
+    }
+    if !report.complete {
+        eprintln!("memprobe: interrupted: partial report written");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

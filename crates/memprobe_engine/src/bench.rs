@@ -1,0 +1,309 @@
+//! The bench orchestrator: validates input, plans variants, runs workers
+//! interleaved over repeats, and assembles the report.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memprobe_report::{
+    summarize, Report, RunRecord, SamplerCost, Settings, ToolInfo, Variant, VariantStatus, WorkloadInfo,
+};
+
+use crate::plan::{DeviceChoice, WorkerOutput, WorkerPlan, WorkerTask, WorkloadSpec};
+use crate::variants::{self, Flags, VariantSpec, WorkloadTraits};
+use crate::worker::{spawn_worker, WorkerRun};
+use crate::{env, workloads, EngineError};
+
+/// Everything `memprobe bench` needs.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Model.
+    pub workload: WorkloadSpec,
+    /// Device.
+    pub device: DeviceChoice,
+    /// Optimization flags.
+    pub flags: Flags,
+    /// Repeats per variant.
+    pub runs: u32,
+    /// Warm-up steps per run.
+    pub warmup_steps: u32,
+    /// Measured steps per run.
+    pub measured_steps: u32,
+    /// Seed.
+    pub seed: u64,
+    /// Intra-op threads for workers.
+    pub threads: Option<i32>,
+    /// NVML sampling period, ms.
+    pub sample_interval_ms: u64,
+    /// The executable to re-invoke as a worker (the memprobe binary).
+    pub worker_exe: PathBuf,
+    /// Command line, for the record.
+    pub command: Vec<String>,
+}
+
+/// Progress callbacks (the binary draws a progress bar).
+pub trait Observer {
+    /// Total number of worker processes planned.
+    fn planned(&mut self, total: usize);
+    /// A worker is starting.
+    fn starting(&mut self, label: &str, what: &str);
+    /// A worker finished.
+    fn finished(&mut self, label: &str, outcome: &str);
+}
+
+/// Validated, planned bench ready to run.
+pub struct Prepared {
+    opts: BenchOptions,
+    specs: Vec<VariantSpec>,
+    workload_info: WorkloadInfo,
+}
+
+impl Prepared {
+    /// The planned variants.
+    pub fn specs(&self) -> &[VariantSpec] {
+        &self.specs
+    }
+}
+
+/// Validates the options (exit 2 errors) and plans the variants. Builds the
+/// model once on the CPU to learn its shape, size and FLOPs, which also
+/// checks that a TorchScript file loads.
+pub fn prepare(opts: BenchOptions) -> Result<Prepared, EngineError> {
+    if opts.runs == 0 || opts.measured_steps == 0 {
+        return Err(EngineError::Usage("--runs and --steps must be at least 1".into()));
+    }
+    if opts.device == DeviceChoice::Cuda && !env::torch_cuda_available() {
+        let why = if env::cuda_driver_present() {
+            "the NVIDIA driver is present but libtorch sees no CUDA device"
+        } else {
+            "no NVIDIA driver found"
+        };
+        return Err(EngineError::DeviceUnavailable(format!("--device cuda: {why}; use --device cpu")));
+    }
+    if let WorkloadSpec::TorchScript { path, .. } = &opts.workload {
+        if !path.is_file() {
+            return Err(EngineError::Model { path: path.clone(), message: "no such file".into() });
+        }
+    }
+    let model = workloads::build(&opts.workload, tch::Device::Cpu, opts.seed)?;
+    let traits = WorkloadTraits {
+        batch_size: model.batch_size(),
+        num_blocks: model.num_blocks(),
+        has_conv: model.has_conv(),
+        inplace_unsupported: model.inplace_unsupported(),
+        checkpoint_unsupported: model.checkpoint_unsupported(),
+        freeze_unsupported: model.freeze_unsupported(),
+        dynamic_unsupported: model.dynamic_unsupported(),
+        forward_flops_per_sample: model.forward_flops_per_sample(),
+    };
+    variants::validate(&opts.flags, &traits)?;
+    let specs = variants::plan(&opts.flags, &traits, opts.device);
+    let train_flops = traits.forward_flops_per_sample.map(|f| 3.0 * f * traits.batch_size as f64);
+    let workload_info = WorkloadInfo {
+        name: model.name().into(),
+        size: model.size_label(),
+        description: model.description(),
+        batch_size: model.batch_size() as u64,
+        input_shape: model.input_shape(0, false),
+        parameters: model.parameter_count(),
+        loss: model.loss_name().into(),
+        optimizer: "Adam (libtorch C++, lr 1e-3)".into(),
+        train_flops_per_step: train_flops,
+        flops_source: match train_flops {
+            Some(_) => "counted analytically: 2 FLOPs per multiply-add of every matmul/conv (attention scores over the full T×T), training step = 3× forward; elementwise ops not counted".into(),
+            None => "not counted: TorchScript modules are opaque".into(),
+        },
+    };
+    Ok(Prepared { opts, specs, workload_info })
+}
+
+fn plan_for(opts: &BenchOptions, spec: &VariantSpec, task: WorkerTask, repeat: u32) -> WorkerPlan {
+    WorkerPlan {
+        task,
+        workload: opts.workload.clone(),
+        device: opts.device,
+        config: spec.config.clone(),
+        warmup_steps: opts.warmup_steps,
+        measured_steps: opts.measured_steps,
+        seed: opts.seed,
+        repeat,
+        sample_interval_ms: opts.sample_interval_ms,
+        threads: opts.threads,
+    }
+}
+
+/// Runs the prepared bench. Returns the report, partial (`complete: false`)
+/// when `interrupted` was raised; summaries are computed either way.
+pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &AtomicBool) -> Result<Report, EngineError> {
+    let Prepared { opts, specs, workload_info } = prepared;
+    let environment = env::probe(opts.device);
+    let mut variants: Vec<Variant> = specs
+        .iter()
+        .map(|s| Variant {
+            id: s.id.clone(),
+            label: s.label.clone(),
+            flag: s.flag.clone(),
+            description: s.description.clone(),
+            compared_to: s.compared_to.clone(),
+            mode: s.mode,
+            flops_per_step: s.flops_per_step,
+            precision: s.precision.clone(),
+            status: match &s.skip {
+                Some(reason) => VariantStatus::Skipped { reason: reason.clone() },
+                None => VariantStatus::Ok,
+            },
+            runs: Vec::new(),
+            correctness: Vec::new(),
+            summary: None,
+        })
+        .collect();
+
+    let runnable: Vec<usize> = (0..specs.len()).filter(|&i| specs[i].skip.is_none()).collect();
+    let checks: Vec<usize> = runnable.iter().copied().filter(|&i| specs[i].has_checks).collect();
+    observer.planned(checks.len() + runnable.len() * opts.runs as usize);
+    let mut schedule = Vec::new();
+    let mut notes = Vec::new();
+
+    // Correctness checks: one worker per variant, separate from the measured
+    // runs so their extra forward/backward passes do not touch the peaks.
+    for &i in &checks {
+        if interrupted.load(Ordering::SeqCst) {
+            break;
+        }
+        let s = &specs[i];
+        observer.starting(&s.label, "correctness check");
+        let plan = plan_for(&opts, s, WorkerTask::Check, 0);
+        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+            WorkerRun::Output(WorkerOutput::Checked { checks }, _, _) => {
+                variants[i].correctness = checks;
+                "checked".to_string()
+            }
+            WorkerRun::Output(WorkerOutput::Oom { message }, _, _) => {
+                notes.push(format!("{}: correctness check ran out of memory: {message}", s.id));
+                "check OOM".into()
+            }
+            WorkerRun::Output(WorkerOutput::Failed { message }, _, _) => {
+                notes.push(format!("{}: correctness check failed: {message}", s.id));
+                "check failed".into()
+            }
+            WorkerRun::Output(other, _, _) => {
+                notes.push(format!("{}: unexpected check output {other:?}", s.id));
+                "check failed".into()
+            }
+            WorkerRun::Crashed { exit_status, .. } if interrupted.load(Ordering::SeqCst) => {
+                let _ = exit_status;
+                "interrupted".into()
+            }
+            WorkerRun::Crashed { exit_status, stderr_tail } => {
+                notes.push(format!("{}: correctness-check worker crashed ({exit_status}): {stderr_tail}", s.id));
+                "check crashed".into()
+            }
+        };
+        observer.finished(&s.label, &outcome);
+    }
+
+    // Measured runs, interleaved: repeat r runs every variant once.
+    'outer: for repeat in 0..opts.runs {
+        for &i in &runnable {
+            if interrupted.load(Ordering::SeqCst) {
+                break 'outer;
+            }
+            if !matches!(variants[i].status, VariantStatus::Ok) {
+                continue; // an OOM/crash/failure stops this variant; others go on
+            }
+            let s = &specs[i];
+            observer.starting(&s.label, &format!("run {}/{}", repeat + 1, opts.runs));
+            schedule.push(s.id.clone());
+            let plan = plan_for(&opts, s, WorkerTask::Measure, repeat);
+            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+                WorkerRun::Output(WorkerOutput::Measured(m), wall, pid) => {
+                    variants[i].runs.push(RunRecord {
+                        repeat,
+                        pid,
+                        step_times_ms: m.step_times_ms,
+                        timing_source: m.timing_source,
+                        losses: m.losses,
+                        samples_per_step: m.samples_per_step,
+                        memory: m.memory,
+                        worker_wall_s: wall,
+                        sampler: m.sampler,
+                    });
+                    "ok".to_string()
+                }
+                WorkerRun::Output(WorkerOutput::Oom { message }, _, _) => {
+                    variants[i].status = VariantStatus::Oom { message };
+                    "OOM".into()
+                }
+                WorkerRun::Output(WorkerOutput::Failed { message }, _, _) => {
+                    variants[i].status = VariantStatus::Failed { message };
+                    "failed".into()
+                }
+                WorkerRun::Output(other, _, _) => {
+                    variants[i].status = VariantStatus::Failed { message: format!("unexpected worker output {other:?}") };
+                    "failed".into()
+                }
+                WorkerRun::Crashed { .. } if interrupted.load(Ordering::SeqCst) => {
+                    variants[i].status = VariantStatus::Interrupted;
+                    "interrupted".into()
+                }
+                WorkerRun::Crashed { exit_status, stderr_tail } => {
+                    variants[i].status = VariantStatus::Crashed { exit_status, stderr_tail };
+                    "crashed".into()
+                }
+            };
+            observer.finished(&s.label, &outcome);
+        }
+    }
+    let complete = !interrupted.load(Ordering::SeqCst);
+    if !complete {
+        for (i, v) in variants.iter_mut().enumerate() {
+            if specs[i].skip.is_none()
+                && matches!(v.status, VariantStatus::Ok)
+                && (v.runs.len() as u32) < opts.runs
+            {
+                v.status = VariantStatus::Interrupted;
+            }
+        }
+    }
+
+    let samplers: Vec<&SamplerCost> = variants.iter().flat_map(|v| v.runs.iter()).filter_map(|r| r.sampler.as_ref()).collect();
+    let sampler = (!samplers.is_empty()).then(|| {
+        let n = samplers.len() as f64;
+        SamplerCost {
+            what: samplers[0].what.clone(),
+            interval_ms: samplers[0].interval_ms,
+            samples: samplers.iter().map(|s| s.samples).sum(),
+            mean_sample_us: samplers.iter().map(|s| s.mean_sample_us).sum::<f64>() / n,
+            cpu_fraction: samplers.iter().map(|s| s.cpu_fraction).sum::<f64>() / n,
+        }
+    });
+    if opts.device == DeviceChoice::Cpu {
+        notes.push("no background sampler on CPU: peak RSS is the kernel's high-water mark read once per worker (getrusage), so nothing runs beside the steps".into());
+        notes.push("peak RSS includes the process baseline (libtorch and CUDA runtime libraries mapped, batch pool); compare rows by their Δ".into());
+    }
+    if environment.peak_flops.is_empty() {
+        notes.push(format!("MFU unavailable: no known dense peak for {}", environment.device_name));
+    }
+
+    let mut report = Report {
+        schema_version: memprobe_report::SCHEMA_VERSION,
+        tool: ToolInfo { name: "memprobe".into(), version: env!("CARGO_PKG_VERSION").into() },
+        created_unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        command: opts.command.clone(),
+        environment,
+        workload: workload_info,
+        settings: Settings {
+            runs: opts.runs,
+            warmup_steps: opts.warmup_steps,
+            measured_steps: opts.measured_steps,
+            seed: opts.seed,
+            schedule,
+        },
+        sampler,
+        variants,
+        complete,
+        notes,
+    };
+    summarize(&mut report);
+    Ok(report)
+}

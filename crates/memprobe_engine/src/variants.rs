@@ -1,0 +1,286 @@
+//! Turns the user's flags into the list of A/B rows.
+
+use memprobe_report::Mode;
+
+use crate::plan::{AmpDtype, DeviceChoice, VariantConfig};
+use crate::EngineError;
+
+/// Which optimizations the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--amp [bf16|fp16]`.
+    pub amp: Option<AmpDtype>,
+    /// `--accum N`.
+    pub accum: Option<usize>,
+    /// `--cudnn-benchmark`.
+    pub cudnn_benchmark: bool,
+    /// `--dynamic-shapes`.
+    pub dynamic_shapes: bool,
+    /// `--channels-last`.
+    pub channels_last: bool,
+    /// `--checkpoint`.
+    pub checkpoint: bool,
+    /// `--inplace`.
+    pub inplace: bool,
+    /// `--no-grad-eval`.
+    pub no_grad_eval: bool,
+    /// `--pin-memory`.
+    pub pin_memory: bool,
+    /// `--set-to-none`.
+    pub set_to_none: bool,
+    /// `--freeze K`.
+    pub freeze: Option<usize>,
+    /// `--all`.
+    pub all: bool,
+}
+
+/// What the variant planner needs to know about the workload.
+#[derive(Debug, Clone)]
+pub struct WorkloadTraits {
+    /// Samples per step.
+    pub batch_size: i64,
+    /// Freezable blocks.
+    pub num_blocks: usize,
+    /// Has 2-D convolutions.
+    pub has_conv: bool,
+    /// Reasons flags do not apply.
+    pub inplace_unsupported: Option<String>,
+    /// Reason checkpointing does not apply.
+    pub checkpoint_unsupported: Option<String>,
+    /// Reason freezing does not apply.
+    pub freeze_unsupported: Option<String>,
+    /// Reason dynamic shapes do not apply.
+    pub dynamic_unsupported: Option<String>,
+    /// Forward FLOPs per sample.
+    pub forward_flops_per_sample: Option<f64>,
+}
+
+/// One planned row.
+#[derive(Debug, Clone)]
+pub struct VariantSpec {
+    /// Stable id.
+    pub id: String,
+    /// Table label.
+    pub label: String,
+    /// Producing flag.
+    pub flag: Option<String>,
+    /// What changes.
+    pub description: String,
+    /// Compared variant.
+    pub compared_to: Option<String>,
+    /// Settings.
+    pub config: VariantConfig,
+    /// Why it cannot run here.
+    pub skip: Option<String>,
+    /// Train or eval.
+    pub mode: Mode,
+    /// Precision for MFU.
+    pub precision: String,
+    /// Whether a correctness-check worker runs for it.
+    pub has_checks: bool,
+    /// Model FLOPs per step.
+    pub flops_per_step: Option<f64>,
+}
+
+fn spec(id: &str, label: &str, flag: Option<&str>, description: &str, config: VariantConfig) -> VariantSpec {
+    VariantSpec {
+        id: id.into(),
+        label: label.into(),
+        flag: flag.map(Into::into),
+        description: description.into(),
+        compared_to: Some("baseline".into()),
+        precision: config.amp.map(|a| a.name().to_string()).unwrap_or_else(|| "fp32".into()),
+        config,
+        skip: None,
+        mode: Mode::Train,
+        has_checks: false,
+        flops_per_step: None,
+    }
+}
+
+/// Validates flags that are the user's error (exit 2) rather than skips.
+pub fn validate(flags: &Flags, traits: &WorkloadTraits) -> Result<(), EngineError> {
+    if let Some(n) = flags.accum {
+        if n == 0 {
+            return Err(EngineError::Usage("--accum 0: the number of micro-batches must be at least 1".into()));
+        }
+        if traits.batch_size % n as i64 != 0 {
+            return Err(EngineError::Usage(format!(
+                "--accum {n} does not divide the batch size {} (micro-batches must be equal)",
+                traits.batch_size
+            )));
+        }
+    }
+    if let Some(k) = flags.freeze {
+        if k == 0 {
+            return Err(EngineError::Usage("--freeze 0: freeze at least one block".into()));
+        }
+        if traits.freeze_unsupported.is_none() && k >= traits.num_blocks {
+            return Err(EngineError::Usage(format!(
+                "--freeze {k}: the workload has {} freezable blocks; at least one must stay trainable",
+                traits.num_blocks
+            )));
+        }
+    }
+    if flags.dynamic_shapes && !flags.cudnn_benchmark && !flags.all {
+        return Err(EngineError::Usage("--dynamic-shapes only applies together with --cudnn-benchmark".into()));
+    }
+    Ok(())
+}
+
+/// Plans every row: the baseline, one row per flag (or pair for comparisons
+/// with their own reference), and a combined row when several training
+/// optimizations apply.
+pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec<VariantSpec> {
+    let train_flops = traits.forward_flops_per_sample.map(|f| 3.0 * f * traits.batch_size as f64);
+    let eval_flops = traits.forward_flops_per_sample.map(|f| f * traits.batch_size as f64);
+    let all = flags.all;
+    let cpu = device == DeviceChoice::Cpu;
+    let base = VariantConfig::baseline();
+    let mut v = Vec::new();
+    let mut b = spec("baseline", "baseline", None, "fp32, full batch, stored activations, zero-filled grads, Adam over all parameters", base.clone());
+    b.compared_to = None;
+    v.push(b);
+
+    let amp = flags.amp.or(all.then_some(AmpDtype::Bf16));
+    if let Some(d) = amp {
+        let mut s = spec(
+            &format!("amp-{}", d.name()),
+            &format!("amp {}", d.name()),
+            Some("--amp"),
+            &match d {
+                AmpDtype::Bf16 => "autocast to bfloat16 for forward and loss".to_string(),
+                AmpDtype::Fp16 => "autocast to float16 with a GradScaler (init 2^16, growth 2, backoff 0.5, interval 2000)".to_string(),
+            },
+            VariantConfig { amp: Some(d), ..base.clone() },
+        );
+        s.has_checks = true;
+        v.push(s);
+    }
+
+    let accum = flags.accum.or_else(|| all.then(|| [4usize, 2].into_iter().find(|n| traits.batch_size % *n as i64 == 0)).flatten());
+    if let Some(n) = accum {
+        let mut s = spec(
+            &format!("accum-{n}"),
+            &format!("accum {n}"),
+            Some("--accum"),
+            &format!("{n} micro-batches of {} with one optimizer step (same effective batch)", traits.batch_size / n as i64),
+            VariantConfig { accum: n, ..base.clone() },
+        );
+        s.has_checks = true;
+        v.push(s);
+    }
+
+    if flags.cudnn_benchmark || all {
+        let mut s = spec("cudnn-benchmark", "cudnn benchmark", Some("--cudnn-benchmark"), "cuDNN benchmark mode on (autotuned convolution algorithms)", VariantConfig { cudnn_benchmark: true, ..base.clone() });
+        if cpu {
+            s.skip = Some("cuDNN is CUDA-only".into());
+        } else if !traits.has_conv {
+            s.description.push_str("; this workload has no convolutions, so little to tune");
+        }
+        v.push(s);
+        if flags.dynamic_shapes || all {
+            let dyn_base = VariantConfig { dynamic_shapes: true, ..base.clone() };
+            let mut a = spec("dynamic-shapes", "dynamic shapes", Some("--dynamic-shapes"), "input size changes every step, benchmark off", dyn_base.clone());
+            let mut bb = spec("cudnn-benchmark-dynamic", "cudnn benchmark + dynamic", Some("--dynamic-shapes"), "input size changes every step, benchmark on (re-tunes for each new shape)", VariantConfig { cudnn_benchmark: true, ..dyn_base });
+            bb.compared_to = Some("dynamic-shapes".into());
+            let reason = if cpu { Some("cuDNN is CUDA-only".to_string()) } else { traits.dynamic_unsupported.clone() };
+            a.skip = reason.clone();
+            bb.skip = reason;
+            v.push(a);
+            v.push(bb);
+        }
+    }
+
+    if flags.channels_last || all {
+        let mut s = spec("channels-last", "channels-last", Some("--channels-last"), "channels-last (NHWC) input and conv weights", VariantConfig { channels_last: true, ..base.clone() });
+        if !traits.has_conv {
+            s.skip = Some("no 4-D convolution inputs in this workload".into());
+        }
+        s.has_checks = true;
+        v.push(s);
+    }
+
+    if flags.checkpoint || all {
+        let mut s = spec("checkpoint", "checkpoint", Some("--checkpoint"), "activations recomputed per segment in backward instead of stored", VariantConfig { checkpoint: true, ..base.clone() });
+        s.skip = traits.checkpoint_unsupported.clone();
+        s.has_checks = true;
+        v.push(s);
+    }
+
+    if flags.inplace || all {
+        let mut s = spec("inplace", "inplace", Some("--inplace"), "in-place ReLU (and residual add)", VariantConfig { inplace: true, ..base.clone() });
+        s.skip = traits.inplace_unsupported.clone();
+        s.has_checks = true;
+        v.push(s);
+    }
+
+    if flags.pin_memory || all {
+        let mut s = spec("pin-memory", "pin memory", Some("--pin-memory"), "batch copied from pinned host memory, non_blocking", VariantConfig { pin_memory: true, ..base.clone() });
+        if cpu {
+            s.skip = Some("no CUDA device: the batch is never copied, so there is nothing to pin".into());
+        }
+        v.push(s);
+    }
+
+    if flags.set_to_none || all {
+        v.push(spec("set-to-none", "set to none", Some("--set-to-none"), "gradients set to none instead of zero-filled", VariantConfig { set_to_none: true, ..base.clone() }));
+    }
+
+    let freeze = flags.freeze.or(all.then_some(1));
+    if let Some(k) = freeze {
+        let mut s = spec(&format!("freeze-{k}"), &format!("freeze {k}"), Some("--freeze"), &format!("first {k} blocks frozen, optimizer given only trainable parameters"), VariantConfig { freeze: k, ..base.clone() });
+        s.skip = traits.freeze_unsupported.clone().or_else(|| (k >= traits.num_blocks).then(|| format!("the workload has only {} blocks", traits.num_blocks)));
+        v.push(s);
+    }
+
+    // Combined: every applicable training optimization at once.
+    let train_rows: Vec<&VariantSpec> = v
+        .iter()
+        .filter(|s| s.id != "baseline" && s.skip.is_none() && !s.config.dynamic_shapes)
+        .collect();
+    if train_rows.len() >= 2 {
+        let mut c = base.clone();
+        let mut names = Vec::new();
+        for s in &train_rows {
+            let k = &s.config;
+            c.amp = c.amp.or(k.amp);
+            c.accum = c.accum.max(k.accum);
+            c.cudnn_benchmark |= k.cudnn_benchmark;
+            c.channels_last |= k.channels_last;
+            c.checkpoint |= k.checkpoint;
+            c.inplace |= k.inplace;
+            c.pin_memory |= k.pin_memory;
+            c.set_to_none |= k.set_to_none;
+            c.freeze = c.freeze.max(k.freeze);
+            names.push(s.label.clone());
+        }
+        let mut s = spec("combined", "combined", None, &format!("all of: {}", names.join(", ")), c);
+        s.has_checks = s.config.amp.is_some();
+        v.push(s);
+    }
+
+    if flags.no_grad_eval || all {
+        let mut a = spec("eval-grad", "eval (grad on)", Some("--no-grad-eval"), "evaluation forward in eval mode with autograd recording", VariantConfig { eval_no_grad: Some(false), ..base.clone() });
+        a.compared_to = None;
+        a.mode = Mode::Eval;
+        let mut bb = spec("no-grad-eval", "no-grad eval", Some("--no-grad-eval"), "evaluation forward under no_grad", VariantConfig { eval_no_grad: Some(true), ..base.clone() });
+        bb.compared_to = Some("eval-grad".into());
+        bb.mode = Mode::Eval;
+        bb.has_checks = true;
+        v.push(a);
+        v.push(bb);
+    }
+
+    for s in &mut v {
+        s.flops_per_step = match s.mode {
+            Mode::Train => train_flops,
+            Mode::Eval => eval_flops,
+        };
+        if s.config.dynamic_shapes {
+            // Shapes vary per step; the count is for the default shape only.
+            s.flops_per_step = None;
+        }
+    }
+    v
+}

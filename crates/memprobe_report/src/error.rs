@@ -1,0 +1,28 @@
+use std::path::PathBuf;
+
+/// Errors raised while summarizing, rendering or writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// JSON (de)serialization failed.
+    #[error("report JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Writing the report file failed.
+    #[error("writing report to {path}: {source}")]
+    Write {
+        /// Destination path.
+        path: PathBuf,
+        /// Underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A report with an unsupported schema version was read.
+    #[error("unsupported report schema version {found} (this build reads {supported})")]
+    SchemaVersion {
+        /// Version found in the file.
+        found: u32,
+        /// Version this build understands.
+        supported: u32,
+    },
+    /// Formatting into a string failed.
+    #[error("formatting report: {0}")]
+    Fmt(#[from] std::fmt::Error),
+}

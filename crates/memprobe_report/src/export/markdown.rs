@@ -1,0 +1,79 @@
+use std::fmt::Write;
+
+use super::*;
+
+/// GitHub-flavoured markdown: environment list, A/B table, sources, notes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MarkdownExporter;
+
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+impl Exporter for MarkdownExporter {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn render(&self, r: &Report) -> Result<String, ReportError> {
+        let metrics = present_metrics(r);
+        let primary = primary_metric(r);
+        let mut out = String::new();
+        writeln!(out, "# memprobe bench: {} ({})", r.workload.name, r.workload.size)?;
+        writeln!(out)?;
+        for l in header_lines(r) {
+            writeln!(out, "- {}", esc(&l))?;
+        }
+        writeln!(out)?;
+        let mut head = vec![
+            "variant".to_string(),
+            "step time (median ± IQR)".into(),
+            "samples/s".into(),
+            "speedup".into(),
+        ];
+        head.extend(metrics.iter().map(|m| m.label().to_string()));
+        head.push(format!("Δ {}", primary.label()));
+        head.push("MFU".into());
+        head.push("correctness".into());
+        writeln!(out, "| {} |", head.join(" | "))?;
+        writeln!(out, "|{}", "---|".repeat(head.len()))?;
+        for v in &r.variants {
+            let mut row = vec![
+                esc(&v.label),
+                esc(&step_cell(v)),
+                v.summary.as_ref().map(|s| format!("{:.1}", s.samples_per_s)).unwrap_or("-".into()),
+                speedup_cell(v),
+            ];
+            row.extend(metrics.iter().map(|m| memory_cell(v, *m)));
+            row.push(delta_cell(v, primary));
+            row.push(esc(&mfu_cell(v)));
+            row.push(esc(&correctness_cell(v)));
+            writeln!(out, "| {} |", row.join(" | "))?;
+        }
+        writeln!(out)?;
+        writeln!(out, "Variants:")?;
+        writeln!(out)?;
+        for v in &r.variants {
+            let vs = v.compared_to.as_deref().map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
+            writeln!(out, "- `{}`{}: {}", v.id, vs, esc(&v.description))?;
+            for c in &v.correctness {
+                writeln!(out, "  - {}: {}", esc(&check_text(c)), esc(&c.detail))?;
+            }
+        }
+        writeln!(out)?;
+        writeln!(out, "Sources:")?;
+        writeln!(out)?;
+        for l in source_lines(r) {
+            writeln!(out, "- {}", esc(&l))?;
+        }
+        if !r.notes.is_empty() {
+            writeln!(out)?;
+            writeln!(out, "Notes:")?;
+            writeln!(out)?;
+            for n in &r.notes {
+                writeln!(out, "- {}", esc(n))?;
+            }
+        }
+        Ok(out)
+    }
+}
