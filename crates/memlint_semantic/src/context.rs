@@ -74,6 +74,8 @@ impl Default for LoopKind {
 struct Frame {
     name: Option<String>,
     eval_named: bool,
+    /// A unit test function in a test module: never evaluation code.
+    unit_test: bool,
     calls_backward: bool,
     /// Grad disabled by a decorator of the function.
     decorator_no_grad: bool,
@@ -103,6 +105,9 @@ pub struct Context<'a> {
     frames: Vec<Frame>,
     torch_imported: bool,
     module_classes: HashSet<String>,
+    /// Names of functions defined anywhere in the file: calling one is not
+    /// a forward pass, whatever its name.
+    functions: HashSet<String>,
     /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
     class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
@@ -113,6 +118,7 @@ const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation"
 const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
 const MODEL_SUFFIXES: &[&str] =
     &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];
+const FACTORY_VERBS: &[&str] = &["create", "build", "make", "get", "gen", "load", "init", "new", "setup", "construct"];
 const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
 /// Tensor methods whose result carries no autograd history.
 const DETACHING_METHODS: &[&str] = &[
@@ -133,6 +139,7 @@ impl<'a> Context<'a> {
             frames: vec![Frame::default()],
             torch_imported: false,
             module_classes: HashSet::new(),
+            functions: HashSet::new(),
             class_params: HashMap::new(),
             class_stack: Vec::new(),
             _marker: std::marker::PhantomData,
@@ -226,7 +233,7 @@ impl<'a> Context<'a> {
     /// predict/inference, or in a loop over a validation/test loader.
     pub fn in_eval_code(&self) -> bool {
         let f = self.frame();
-        f.eval_mode || f.eval_named || f.loops.iter().any(|l| l.kind == LoopKind::Eval)
+        !f.unit_test && (f.eval_mode || f.eval_named || f.loops.iter().any(|l| l.kind == LoopKind::Eval))
     }
 
     /// Whether the current function (or module top level) calls `backward()`
@@ -332,6 +339,13 @@ impl<'a> Context<'a> {
             return false;
         }
         let last = dotted.rsplit('.').next().unwrap_or(&dotted);
+        if !dotted.contains('.') && self.functions.contains(last) {
+            return false;
+        }
+        // `create_model(...)`, `build_net(...)`: factories, not forward passes.
+        if words(last).first().is_some_and(|w| FACTORY_VERBS.contains(&w.as_str())) {
+            return false;
+        }
         let lower = last.to_ascii_lowercase();
         MODEL_SUFFIXES.iter().any(|s| lower == *s || lower.ends_with(s)) && !lower.ends_with("subnet")
             || lower == "net_g"
@@ -545,29 +559,41 @@ impl<'a> Context<'a> {
     fn prescan_module(&mut self, body: &[Stmt]) {
         // Classes deriving (transitively, within the file) from nn.Module.
         let mut classes: Vec<(&str, &[Expr])> = Vec::new();
-        fn collect<'b>(body: &'b [Stmt], out: &mut Vec<(&'b str, &'b [Expr])>, imports: &mut Vec<(String, Option<String>)>) {
+        fn collect<'b>(
+            body: &'b [Stmt],
+            out: &mut Vec<(&'b str, &'b [Expr])>,
+            imports: &mut Vec<(String, Option<String>)>,
+            functions: &mut Vec<String>,
+        ) {
             for s in body {
                 match &s.kind {
                     StmtKind::Class { name, bases, body, .. } => {
                         out.push((name, bases));
-                        collect(body, out, imports);
+                        collect(body, out, imports, functions);
                     }
                     StmtKind::Import(bindings) => {
                         for b in bindings {
                             imports.push((b.local.clone(), Some(b.qualified.clone())));
                         }
                     }
-                    StmtKind::Function(f) => collect(&f.body, out, imports),
+                    StmtKind::Function(f) => {
+                        functions.push(f.name.clone());
+                        collect(&f.body, out, imports, functions);
+                    }
                     _ => {
                         for block in s.child_blocks() {
-                            collect(block, out, imports);
+                            collect(block, out, imports, functions);
                         }
                     }
                 }
             }
         }
         let mut imports = Vec::new();
-        collect(body, &mut classes, &mut imports);
+        let mut functions = Vec::new();
+        collect(body, &mut classes, &mut imports, &mut functions);
+        self.functions = functions.into_iter().collect();
+        // Functions were collected with no bases; keep them apart.
+
         self.torch_imported = imports.iter().any(|(_, q)| {
             q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
         });
@@ -741,7 +767,8 @@ impl<'a> Context<'a> {
     fn enter_function(&mut self, func: &Function) {
         let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
         let name_words = words(&func.name);
-        let unit_test = self.options.is_test_file && func.name.starts_with("test");
+        let unit_test = self.options.is_test_file && func.name.trim_start_matches('_').starts_with("test");
+        frame.unit_test = unit_test;
         // Lightning runs these hooks under no_grad itself.
         let lightning_hook = matches!(func.name.as_str(), "validation_step" | "test_step" | "predict_step")
             && !self.class_stack.is_empty();

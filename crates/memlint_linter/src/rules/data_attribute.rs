@@ -32,7 +32,8 @@ declare_rule! {
     /// ## Known false positives
     /// The rule fires only where the object is known to be a tensor: a
     /// parameter (`.parameters()` loop variable, `nn.Parameter`), `.weight`,
-    /// `.bias` or `.grad` of an object, or a value built by a `torch` function.
+    /// `.bias`, `.grad`, `.running_mean` or `.running_var` of an object, or a
+    /// value built by a `torch` function.
     /// `.data` of anything else (`args.data`, `self.dataset.data`, a pandas
     /// frame) is never reported, so tensors whose origin is not visible in the
     /// file are missed.
@@ -55,7 +56,7 @@ impl DataAttribute {
             return false;
         }
         if let ExprKind::Attribute { attr, .. } = &value.kind {
-            if matches!(attr.as_str(), "weight" | "bias" | "grad") {
+            if matches!(attr.as_str(), "weight" | "bias" | "grad" | "running_mean" | "running_var") {
                 return true;
             }
         }

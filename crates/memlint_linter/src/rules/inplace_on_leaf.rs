@@ -54,12 +54,13 @@ declare_rule! {
     }
 }
 
-/// In-place tensor methods end in one `_`; these do not touch the values.
+/// In-place tensor methods end in one `_`; these change flags or the
+/// graph, not the values, and are allowed on leaves.
 fn is_inplace_method(name: &str) -> bool {
     name.ends_with('_')
         && !name.ends_with("__")
         && !name.starts_with('_')
-        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_")
+        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_" | "detach_")
 }
 
 const HELP: &str = "do the update inside `with torch.no_grad():`, or use an out-of-place op if the tensor should not stay a leaf";

@@ -39,7 +39,9 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// Sizes are not known statically: a view of a base that is itself small
-    /// is reported too. The rule stays quiet when the base stays alive anyway
+    /// is reported too. A returned value is reported only when it drops a
+    /// dimension or takes a piece (`x[0]`, `select`, `chunk()[i]`): a returned
+    /// slice is most often a crop of padding that keeps nearly all of the base. The rule stays quiet when the base stays alive anyway
     /// (it is itself stored, returned or an attribute), when the base's tensor
     /// type is not visible in the file (an unannotated parameter), and for
     /// indexing with a variable (`x[i]` may be advanced indexing, which copies).
@@ -68,6 +70,25 @@ const PART_VIEWS: &[&str] = &["narrow", "select", "diagonal"];
 /// Methods returning a tuple of views.
 const PIECE_VIEWS: &[&str] = &["chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"];
 
+/// How much of its base a view chain selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    /// All of it, reshaped (`view`, `transpose`...).
+    Whole,
+    /// A slice range (`x[:2]`, `x[..., :h]`), possibly almost all of it.
+    Slice,
+    /// A dimension dropped or a piece taken (`x[0]`, `select`, `chunk()[i]`).
+    Piece,
+}
+
+fn index_part(e: &Expr) -> Part {
+    match &e.kind {
+        ExprKind::Slice { .. } | ExprKind::Literal(Literal::None | Literal::Other) => Part::Slice,
+        ExprKind::Sequence(items) => items.iter().map(index_part).max().unwrap_or(Part::Slice),
+        _ => Part::Piece,
+    }
+}
+
 fn is_basic_index(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Slice { .. } => true,
@@ -78,40 +99,42 @@ fn is_basic_index(e: &Expr) -> bool {
     }
 }
 
-/// If `e` is a view chain, its base and whether the chain selects part of it.
-fn view_chain(e: &Expr) -> Option<(&Expr, bool)> {
+/// If `e` is a view chain, its base and how much of the base it selects.
+fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
     match &e.kind {
         ExprKind::Subscript { value, index } => {
             if let Some((recv, m)) = value.as_method_call() {
                 if PIECE_VIEWS.contains(&m) && is_basic_index(index) {
-                    return Some(base_of(recv, true));
+                    return Some(base_of(recv, Part::Piece));
                 }
             }
             if is_basic_index(index) {
-                return Some(base_of(value, true));
+                return Some(base_of(value, index_part(index)));
             }
             None
         }
         ExprKind::Call { .. } => {
             let (recv, m) = e.as_method_call()?;
-            if PART_VIEWS.contains(&m) {
-                Some(base_of(recv, true))
+            if m == "narrow" {
+                Some(base_of(recv, Part::Slice))
+            } else if PART_VIEWS.contains(&m) {
+                Some(base_of(recv, Part::Piece))
             } else if SHAPE_VIEWS.contains(&m) {
-                Some(base_of(recv, false))
+                Some(base_of(recv, Part::Whole))
             } else {
                 None
             }
         }
         ExprKind::Attribute { value, attr, .. } if matches!(attr.as_str(), "T" | "mT" | "real" | "imag") => {
-            Some(base_of(value, false))
+            Some(base_of(value, Part::Whole))
         }
         _ => None,
     }
 }
 
-fn base_of(e: &Expr, part: bool) -> (&Expr, bool) {
+fn base_of(e: &Expr, part: Part) -> (&Expr, Part) {
     match view_chain(e) {
-        Some((b, p)) => (b, p || part),
+        Some((b, p)) => (b, p.max(part)),
         None => (e, part),
     }
 }
@@ -121,8 +144,11 @@ impl ViewRetainsBase {
     /// otherwise be freed.
     fn check_stored(checker: &mut Checker<'_, '_>, value: &Expr, where_: &str, report_span: Span, returned: bool) {
         let cx = checker.cx;
-        let Some((base, partial)) = view_chain(value) else { return };
-        if !partial {
+        let Some((base, part)) = view_chain(value) else { return };
+        // A returned slice is most often a crop of padding (`o[..., :h, :w]`),
+        // nearly all of the base: only a dropped dimension or a piece counts.
+        let needed = if returned { Part::Piece } else { Part::Slice };
+        if part < needed {
             return;
         }
         let Some(b) = base.dotted() else { return };
