@@ -310,3 +310,15 @@ fn broken_pipe_exits_quietly() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn unit_tests_in_test_modules_are_not_evaluation_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "import torch\n\n\ndef test_forward(model, x):\n    model.eval()\n    return model(x)\n";
+    write(dir.path(), "tests/test_model.py", body);
+    write(dir.path(), "src/check_model.py", body);
+    let o = memlint(dir.path(), &["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let paths: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["./src/check_model.py"]);
+}

@@ -108,6 +108,9 @@ pub struct Context<'a> {
     /// Names of functions defined anywhere in the file: calling one is not
     /// a forward pass, whatever its name.
     functions: HashSet<String>,
+    /// Functions of the file called only from code that runs with grad
+    /// disabled (found by a first pass over the file).
+    no_grad_functions: HashSet<String>,
     /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
     class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
@@ -132,6 +135,16 @@ const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round"
 impl<'a> Context<'a> {
     /// Walks `module`, calling `visitor` on every statement and expression.
     pub fn walk(module: &'a Module, options: ContextOptions, visitor: &mut dyn Visitor) {
+        // First pass: where each function of the file is called from. A
+        // function whose every call site in the file runs with grad disabled
+        // is analysed as if decorated with `@torch.no_grad()`.
+        let mut sites = CallSites::default();
+        Context::new(module, options.clone(), HashSet::new()).run(&module.body, &mut sites);
+        let no_grad_functions = sites.only_without_grad();
+        Context::new(module, options, no_grad_functions).run(&module.body, visitor);
+    }
+
+    fn new(module: &Module, options: ContextOptions, no_grad_functions: HashSet<String>) -> Context<'a> {
         let mut cx = Context {
             language: module.language,
             options,
@@ -140,6 +153,7 @@ impl<'a> Context<'a> {
             torch_imported: false,
             module_classes: HashSet::new(),
             functions: HashSet::new(),
+            no_grad_functions,
             class_params: HashMap::new(),
             class_stack: Vec::new(),
             _marker: std::marker::PhantomData,
@@ -149,7 +163,11 @@ impl<'a> Context<'a> {
             f.calls_backward = calls_backward(&module.body);
             f.kept_alive = kept_alive(&module.body);
         }
-        cx.walk_body(&module.body, visitor);
+        cx
+    }
+
+    fn run(mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
+        self.walk_body(body, visitor);
     }
 
     // ----- queries -------------------------------------------------------
@@ -775,7 +793,8 @@ impl<'a> Context<'a> {
         frame.eval_named =
             !unit_test && !lightning_hook && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
         frame.calls_backward = calls_backward(&func.body);
-        frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d));
+        frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
+            || self.no_grad_functions.contains(&func.name);
         frame.kept_alive = kept_alive(&func.body);
         if let Some(class) = self.class_stack.last() {
             if let Some(attrs) = self.class_params.get(class) {
@@ -1014,8 +1033,34 @@ impl<'a> Context<'a> {
     }
 }
 
-/// `x.requires_grad = True` is an attribute assignment; handled here so the
-/// walk sees it as a leaf mark.
+/// Records, for each called name (`f(...)`, `self.f(...)`, `obj.f(...)`),
+/// whether every call site runs with grad disabled.
+#[derive(Default)]
+struct CallSites {
+    sites: HashMap<String, bool>,
+}
+
+impl CallSites {
+    fn only_without_grad(self) -> HashSet<String> {
+        self.sites.into_iter().filter(|(_, all_off)| *all_off).map(|(n, _)| n).collect()
+    }
+}
+
+impl Visitor for CallSites {
+    fn visit_stmt(&mut self, _stmt: &Stmt, _cx: &Context<'_>) {}
+
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context<'_>) {
+        let Some((func, _, _)) = expr.as_call() else { return };
+        let name = match &func.kind {
+            ExprKind::Name(n) if cx.functions.contains(n) => n,
+            ExprKind::Attribute { attr, .. } if cx.functions.contains(attr) => attr,
+            _ => return,
+        };
+        let off = !cx.grad_enabled();
+        self.sites.entry(name.clone()).and_modify(|all| *all &= off).or_insert(off);
+    }
+}
+
 fn assigned_names(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::new();
     for_each_stmt_in_function(body, &mut |s| match &s.kind {

@@ -39,9 +39,10 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// An evaluation function called only from inside a `torch.no_grad()`
-    /// block elsewhere is reported (the caller's grad mode is not followed
-    /// across functions). Models are recognised by their constructor
+    /// A function whose every call site in the same file runs under
+    /// `torch.no_grad()` is treated as running without grad; an evaluation
+    /// function called only from another file under `no_grad` is still
+    /// reported. Models are recognised by their constructor
     /// (`nn.*`, a class deriving from `nn.Module` in the same file,
     /// `torchvision.models.*`) or by a model-like name (`model`, `net`,
     /// `encoder`, `self.backbone`...). In test modules (`test_*.py`), `test_*`
