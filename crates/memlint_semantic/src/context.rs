@@ -17,6 +17,9 @@ pub enum ValueKind {
     Parameter,
     /// An `nn.Module` (a model or a loss module).
     Module,
+    /// What calling a model returned: a tensor, or a tuple/dict/ModelOutput
+    /// of tensors (so `out[0]` may be a tuple element, not a view).
+    Output,
     /// A `DataLoader`.
     DataLoader,
     /// An optimizer.
@@ -121,7 +124,15 @@ const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation"
 const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
 const MODEL_SUFFIXES: &[&str] =
     &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];
-const FACTORY_VERBS: &[&str] = &["create", "build", "make", "get", "gen", "load", "init", "new", "setup", "construct"];
+/// First words of function and method names that act on a model rather
+/// than being one (`wrap_model`, `for_model`, `load_net`).
+const ACTION_VERBS: &[&str] = &[
+    "create", "build", "make", "get", "gen", "load", "save", "init", "new", "setup", "construct", "wrap", "unwrap",
+    "prepare", "preprocess", "postprocess", "dispatch", "for", "from", "to", "set", "update", "convert", "register",
+    "apply", "check", "compile", "freeze", "unfreeze", "copy", "clone", "export", "move", "patch", "resize", "tie",
+    "print", "log", "run", "is", "has", "replace", "fuse", "quantize", "validate", "evaluate", "eval", "test",
+    "train", "predict", "infer", "compute", "fit", "instantiate", "download", "push", "merge", "shard", "cast",
+];
 const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
 /// Tensor methods whose result carries no autograd history.
 const DETACHING_METHODS: &[&str] = &[
@@ -357,11 +368,14 @@ impl<'a> Context<'a> {
             return false;
         }
         let last = dotted.rsplit('.').next().unwrap_or(&dotted);
-        if !dotted.contains('.') && self.functions.contains(last) {
+        if !dotted.contains('.') && (self.functions.contains(last) || last.starts_with(|c: char| c.is_ascii_uppercase())) {
+            // A function of this file, or a class being constructed.
             return false;
         }
-        // `create_model(...)`, `build_net(...)`: factories, not forward passes.
-        if words(last).first().is_some_and(|w| FACTORY_VERBS.contains(&w.as_str())) {
+        // `create_model(...)`, `self._wrap_model(...)`, `prepare_model(...)`:
+        // methods and factories named after what they act on.
+        let ws = words(last);
+        if ws.len() > 3 || ws.first().is_some_and(|w| ACTION_VERBS.contains(&w.as_str())) {
             return false;
         }
         let lower = last.to_ascii_lowercase();
@@ -531,13 +545,19 @@ impl<'a> Context<'a> {
                             Some(ValueKind::Tensor)
                         }
                     }
-                    Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Tensor),
-                    _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Tensor),
+                    Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Output),
+                    _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Output),
                 }
             }
             _ => None,
         }
-        .or_else(|| (self.is_model(func) || self.is_loss_module(func)).then_some(ValueKind::Tensor))
+        .or_else(|| {
+            if self.is_loss_module(func) {
+                Some(ValueKind::Tensor)
+            } else {
+                self.is_model(func).then_some(ValueKind::Output)
+            }
+        })
     }
 
     /// Whether a `with` context expression disables grad (`Some(false)`),
@@ -753,6 +773,15 @@ impl<'a> Context<'a> {
             StmtKind::Class { name, body, .. } => {
                 self.class_stack.push(name.clone());
                 let attrs = class_attr_kinds(body, self);
+                // A class with a `forward` method or its own parameters is
+                // model code even when its base (`PreTrainedModel`) is
+                // imported from elsewhere; merely holding a model (a trainer)
+                // does not count.
+                let defines_forward =
+                    body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
+                if defines_forward || attrs.values().any(|k| *k == ValueKind::Parameter) {
+                    self.module_classes.insert(name.clone());
+                }
                 self.class_params.insert(name.clone(), attrs);
                 self.walk_body(body, visitor);
                 self.class_stack.pop();
@@ -785,13 +814,19 @@ impl<'a> Context<'a> {
     fn enter_function(&mut self, func: &Function) {
         let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
         let name_words = words(&func.name);
-        let unit_test = self.options.is_test_file && func.name.trim_start_matches('_').starts_with("test");
+        // Unit tests (and their helpers) are not evaluation code.
+        let unit_test = self.options.is_test_file;
         frame.unit_test = unit_test;
         // Lightning runs these hooks under no_grad itself.
         let lightning_hook = matches!(func.name.as_str(), "validation_step" | "test_step" | "predict_step")
             && !self.class_stack.is_empty();
-        frame.eval_named =
-            !unit_test && !lightning_hook && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
+        // A method of an nn.Module is model code: its caller decides the grad
+        // mode, whatever the method is called (`predict`, `test_step`).
+        let module_method = self.class_stack.last().is_some_and(|c| self.module_classes.contains(c));
+        frame.eval_named = !unit_test
+            && !lightning_hook
+            && !module_method
+            && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
         frame.calls_backward = calls_backward(&func.body);
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
             || self.no_grad_functions.contains(&func.name);

@@ -45,9 +45,11 @@ declare_rule! {
     /// reported. Models are recognised by their constructor
     /// (`nn.*`, a class deriving from `nn.Module` in the same file,
     /// `torchvision.models.*`) or by a model-like name (`model`, `net`,
-    /// `encoder`, `self.backbone`...). In test modules (`test_*.py`), `test_*`
-    /// functions are unit tests and are not taken as evaluation code;
-    /// Lightning's `validation_step`/`test_step`/`predict_step` methods run
+    /// `encoder`, `self.backbone`...), never by a call of a class or of a
+    /// function named after an action on a model (`wrap_model`, `load_net`).
+    /// Test modules (`test_*.py`, `*_test.py`, under `tests/`) and methods of
+    /// `nn.Module` subclasses (model code: the caller picks the grad mode) are
+    /// not taken as evaluation code by their names; Lightning's `validation_step`/`test_step`/`predict_step` methods run
     /// under no_grad already and are skipped.
     ///
     /// ## References

@@ -1,5 +1,6 @@
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{Expr, ExprKind, Literal, Stmt, StmtKind};
+use memlint_semantic::ValueKind;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -43,8 +44,12 @@ declare_rule! {
     /// dimension or takes a piece (`x[0]`, `select`, `chunk()[i]`): a returned
     /// slice is most often a crop of padding that keeps nearly all of the base. The rule stays quiet when the base stays alive anyway
     /// (it is itself stored, returned or an attribute), when the base's tensor
-    /// type is not visible in the file (an unannotated parameter), and for
-    /// indexing with a variable (`x[i]` may be advanced indexing, which copies).
+    /// type is not visible in the file (an unannotated parameter), for
+    /// indexing with a variable (`x[i]` may be advanced indexing, which copies),
+    /// for slices that only drop a margin (`x[1:]`, `x[:-1]`), and for a single
+    /// index into a model's output (`outputs[0]` may pick a tuple element).
+    /// Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]` tensor)
+    /// is reported although it pins nothing extra.
     /// `reshape` of a non-contiguous tensor copies, but is still treated as a
     /// view.
     ///
@@ -83,10 +88,21 @@ enum Part {
 
 fn index_part(e: &Expr) -> Part {
     match &e.kind {
-        ExprKind::Slice { .. } | ExprKind::Literal(Literal::None | Literal::Other) => Part::Slice,
-        ExprKind::Sequence(items) => items.iter().map(index_part).max().unwrap_or(Part::Slice),
+        // `x[k:]` and `x[:-k]` drop a margin and keep most of the base.
+        ExprKind::Slice { lower: Some(_), upper: None, .. } => Part::Whole,
+        ExprKind::Slice { upper: Some(u), .. } if matches!(u.kind, ExprKind::Unary(_)) => Part::Whole,
+        ExprKind::Slice { lower: None, upper: None, .. } => Part::Whole,
+        ExprKind::Slice { .. } => Part::Slice,
+        ExprKind::Literal(Literal::None | Literal::Other) => Part::Whole,
+        ExprKind::Sequence(items) => items.iter().map(index_part).max().unwrap_or(Part::Whole),
         _ => Part::Piece,
     }
+}
+
+/// Whether indexing `e` is unambiguously tensor indexing: a model's output may
+/// be a tuple, where `out[0]` is an element, not a view.
+fn is_multi_dim(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Sequence(items) if items.len() > 1)
 }
 
 fn is_basic_index(e: &Expr) -> bool {
@@ -132,6 +148,23 @@ fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
     }
 }
 
+/// Whether the outermost step of the chain on its base is certainly a tensor
+/// operation (a multi-dimensional index or a tensor method).
+fn is_tensor_indexing(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subscript { value, index } => match view_chain(value) {
+            Some(_) => is_tensor_indexing(value),
+            None => is_multi_dim(index) || value.as_method_call().is_some(),
+        },
+        ExprKind::Call { .. } => match e.as_method_call() {
+            Some((recv, _)) => view_chain(recv).is_none() || is_tensor_indexing(recv),
+            None => false,
+        },
+        ExprKind::Attribute { value, .. } => view_chain(value).is_none() || is_tensor_indexing(value),
+        _ => false,
+    }
+}
+
 fn base_of(e: &Expr, part: Part) -> (&Expr, Part) {
     match view_chain(e) {
         Some((b, p)) => (b, p.max(part)),
@@ -152,7 +185,15 @@ impl ViewRetainsBase {
             return;
         }
         let Some(b) = base.dotted() else { return };
-        if b.starts_with("self.") || cx.is_kept_alive(&b) || cx.qualified_name(base).is_some() || !cx.is_tensor(base) {
+        if b.starts_with("self.") || cx.is_kept_alive(&b) || cx.qualified_name(base).is_some() {
+            return;
+        }
+        let tensor_view = match cx.kind_of(base) {
+            Some(ValueKind::Tensor | ValueKind::Parameter) => true,
+            Some(ValueKind::Output) => is_tensor_indexing(value),
+            _ => false,
+        };
+        if !tensor_view {
             return;
         }
         let freed_otherwise = if cx.in_loop() && !returned {

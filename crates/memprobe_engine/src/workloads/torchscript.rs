@@ -54,8 +54,14 @@ impl TorchScriptModel {
     }
 }
 
+/// The informative part of a libtorch error: TorchScript interpreter errors
+/// put the real cause on a trailing `RuntimeError: ...` line.
 fn first_line(s: &str) -> String {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
+    let first = s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim();
+    match s.lines().rev().find(|l| l.contains("Error: ")) {
+        Some(cause) if !first.contains(cause.trim()) => format!("{first} {}", cause.trim()),
+        _ => first.to_string(),
+    }
 }
 
 impl Workload for TorchScriptModel {

@@ -1,0 +1,299 @@
+//! End-to-end tests of the real memprobe binary on the CPU: report schema,
+//! measured figures, correctness checks, bad input, worker faults, Ctrl-C.
+//! Sizes are small so the whole file runs in well under a minute on 2 cores.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+
+fn memprobe(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("report written")).expect("valid JSON")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn variant<'a>(r: &'a Value, id: &str) -> &'a Value {
+    r["variants"].as_array().unwrap().iter().find(|v| v["id"] == id).unwrap_or_else(|| panic!("no variant {id}"))
+}
+
+fn peak_rss(v: &Value) -> f64 {
+    v["summary"]["memory"].as_array().unwrap().iter().find(|m| m["metric"] == "peak-rss").unwrap()["median_bytes"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Checks the fields and types every report must have.
+fn validate_schema(r: &Value) {
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["tool"]["name"], "memprobe");
+    assert!(r["created_unix_s"].as_u64().unwrap() > 1_600_000_000);
+    assert!(r["command"].is_array());
+    assert!(r["complete"].is_boolean());
+    let env = &r["environment"];
+    for k in ["device_kind", "device_name", "torch_version", "cpu_model", "os"] {
+        assert!(env[k].is_string(), "environment.{k}");
+    }
+    assert_eq!(env["torch_version"], "2.11.0");
+    assert!(env["cpu_logical_cores"].as_u64().unwrap() >= 1);
+    let w = &r["workload"];
+    for k in ["name", "size", "description", "loss", "optimizer", "flops_source"] {
+        assert!(w[k].is_string(), "workload.{k}");
+    }
+    assert!(w["batch_size"].as_u64().unwrap() > 0);
+    assert!(w["parameters"].as_u64().unwrap() > 0);
+    let s = &r["settings"];
+    for k in ["runs", "warmup_steps", "measured_steps", "seed"] {
+        assert!(s[k].is_u64(), "settings.{k}");
+    }
+    assert!(s["schedule"].is_array());
+    let vs = r["variants"].as_array().unwrap();
+    assert_eq!(vs[0]["id"], "baseline");
+    for v in vs {
+        for k in ["id", "label", "description", "precision", "mode"] {
+            assert!(v[k].is_string(), "variant.{k}");
+        }
+        assert!(v["status"]["state"].is_string());
+        assert!(v["runs"].is_array() && v["correctness"].is_array());
+        for run in v["runs"].as_array().unwrap() {
+            assert!(run["timing_source"].is_string());
+            assert!(run["pid"].as_u64().unwrap() > 0);
+            for m in run["memory"].as_array().unwrap() {
+                assert!(m["metric"].is_string() && m["source"].is_string());
+                assert!(m["bytes"].is_u64() || (m["bytes"].is_null() && m["note"].is_string()));
+            }
+        }
+    }
+}
+
+/// Every measured figure is finite and positive.
+fn assert_positive_figures(v: &Value, runs: usize, steps: usize) {
+    assert_eq!(v["status"]["state"], "ok", "{}: {}", v["id"], v["status"]);
+    let rs = v["runs"].as_array().unwrap();
+    assert_eq!(rs.len(), runs, "{}", v["id"]);
+    for run in rs {
+        let t = run["step_times_ms"].as_array().unwrap();
+        assert_eq!(t.len(), steps);
+        for x in t {
+            let x = x.as_f64().unwrap();
+            assert!(x.is_finite() && x > 0.0, "{}: step time {x}", v["id"]);
+        }
+        for l in run["losses"].as_array().unwrap() {
+            let l = l.as_f64().unwrap();
+            assert!(l.is_finite() && l > 0.0, "{}: loss {l}", v["id"]);
+        }
+        let rss = run["memory"].as_array().unwrap().iter().find(|m| m["metric"] == "peak-rss").unwrap();
+        assert!(rss["bytes"].as_u64().unwrap() > 10 << 20);
+        assert!(run["worker_wall_s"].as_f64().unwrap() > 0.0);
+    }
+    let s = &v["summary"];
+    for k in ["samples_per_s", "achieved_tflops"] {
+        let x = s[k].as_f64().unwrap();
+        assert!(x.is_finite() && x > 0.0, "{}: {k} {x}", v["id"]);
+    }
+    let med = s["step_time_ms"]["median"].as_f64().unwrap();
+    assert!(med.is_finite() && med > 0.0);
+}
+
+#[test]
+fn cpu_bench_amp_and_accumulation_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("report.json");
+    let md = dir.path().join("report.md");
+    // Batch 4096 of the small MLP: activations (~4 MiB per layer output) dwarf
+    // the 0.9 MiB of parameters, so accumulation must lower the peak RSS.
+    let o = memprobe(&[
+        "bench", "--device", "cpu", "--workload", "mlp", "--amp", "bf16", "--accum", "4",
+        "--batch-size", "4096", "--runs", "1", "--warmup", "1", "--steps", "2",
+        "--json", json.to_str().unwrap(), "--markdown", md.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "exit {:?}: {}", o.status, stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("device: ") && stdout.contains("torch: 2.11.0"), "{stdout}");
+    assert!(stdout.contains("accum 4") && stdout.contains("amp bf16"));
+
+    let r = read_json(&json);
+    validate_schema(&r);
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["environment"]["device_kind"], "cpu");
+    let ids: Vec<&str> = r["variants"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["baseline", "amp-bf16", "accum-4", "combined"]);
+    for id in &ids {
+        assert_positive_figures(variant(&r, id), 1, 2);
+    }
+
+    // Accumulation: same effective batch, a quarter of the activations.
+    let base = peak_rss(variant(&r, "baseline"));
+    let acc = peak_rss(variant(&r, "accum-4"));
+    assert!(acc < base - (20 << 20) as f64, "accum peak RSS {acc} not clearly below baseline {base}");
+
+    let accum = variant(&r, "accum-4");
+    let c = accum["correctness"].as_array().unwrap().iter().find(|c| c["kind"] == "accum-grad-rel-err").expect("accum check");
+    assert!(c["value"].as_f64().unwrap() <= 1e-5, "{c}");
+    assert_eq!(c["passed"], true);
+    let amp = variant(&r, "amp-bf16");
+    let c = amp["correctness"].as_array().unwrap().iter().find(|c| c["kind"] == "amp-loss-rel-diff").expect("amp check");
+    let d = c["value"].as_f64().unwrap();
+    assert!(d > 0.0 && d < 2e-2, "bf16 loss diff {d}");
+    // Every variant starts from the same weights and data.
+    let l0 = |id: &str| variant(&r, id)["runs"][0]["losses"][0].as_f64().unwrap();
+    assert!((l0("accum-4") - l0("baseline")).abs() / l0("baseline") < 1e-3);
+
+    let m = std::fs::read_to_string(&md).unwrap();
+    assert!(m.starts_with("# memprobe bench: mlp (small)"));
+    assert!(m.contains("| accum 4 |") && m.contains("grad Δrel"));
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["bench", "--device", "cpu", "--accum", "0"], "--accum 0"),
+        (vec!["bench", "--device", "cpu", "--accum", "3"], "does not divide the batch size 8192"),
+        (vec!["bench", "--device", "cpu", "--workload", "resnet999"], "resnet999"),
+        (vec!["bench", "--device", "cpu", "--model", "/nonexistent/m.pt", "--input-shape", "4,16"], "/nonexistent/m.pt"),
+        (vec!["bench", "--device", "cpu", "--freeze", "99"], "--freeze 99"),
+    ];
+    for (args, needle) in cases {
+        let o = memprobe(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn unloadable_or_mismatched_model_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("broken.pt");
+    std::fs::write(&bad, b"this is not a TorchScript archive").unwrap();
+    let o = memprobe(&["bench", "--device", "cpu", "--model", bad.to_str().unwrap(), "--input-shape", "4,16"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("broken.pt"), "{}", stderr(&o));
+
+    let good = fixture("tiny_mlp.pt");
+    let o = memprobe(&["bench", "--device", "cpu", "--model", good.to_str().unwrap(), "--input-shape", "4,17"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("input shape [4, 17]"), "{}", stderr(&o));
+}
+
+#[test]
+fn cuda_without_gpu_exits_2() {
+    if Path::new("/dev/nvidiactl").exists() {
+        return; // a GPU machine: covered by the ignored GPU tests instead
+    }
+    let o = memprobe(&["bench", "--device", "cuda"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--device cuda: no NVIDIA driver found"), "{}", stderr(&o));
+}
+
+#[test]
+fn torchscript_model_trains_and_opaque_flags_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ts.json");
+    let model = fixture("tiny_mlp.pt");
+    let o = memprobe(&[
+        "bench", "--device", "cpu", "--model", model.to_str().unwrap(), "--input-shape", "32,16",
+        "--loss", "cross-entropy", "--accum", "2", "--checkpoint", "--no-grad-eval",
+        "--runs", "1", "--warmup", "1", "--steps", "2", "--json", json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&json);
+    validate_schema(&r);
+    assert_eq!(r["workload"]["name"], "torchscript");
+    assert_eq!(r["workload"]["parameters"], 16 * 32 + 32 + 32 * 4 + 4);
+    assert!(r["workload"]["train_flops_per_step"].is_null());
+    assert_eq!(variant(&r, "baseline")["status"]["state"], "ok");
+    let ck = variant(&r, "checkpoint");
+    assert_eq!(ck["status"]["state"], "skipped");
+    assert!(ck["status"]["reason"].as_str().unwrap().contains("opaque"));
+    let acc = variant(&r, "accum-2");
+    assert!(acc["correctness"][0]["value"].as_f64().unwrap() < 1e-5);
+    let ev = variant(&r, "no-grad-eval");
+    assert_eq!(ev["compared_to"], "eval-grad");
+    assert_eq!(ev["correctness"][0]["kind"], "no-grad-eval-max-abs-diff");
+    assert_eq!(ev["correctness"][0]["value"].as_f64().unwrap(), 0.0);
+}
+
+#[test]
+fn oom_and_crashed_workers_are_reported_and_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fault, state) in [("accum-2:oom", "oom"), ("accum-2:crash", "crashed")] {
+        let json = dir.path().join(format!("{state}.json"));
+        let o = Command::new(BIN)
+            .args([
+                "bench", "--device", "cpu", "--batch-size", "256", "--accum", "2", "--set-to-none",
+                "--runs", "2", "--warmup", "0", "--steps", "1", "--json", json.to_str().unwrap(),
+            ])
+            .env("MEMPROBE_FAULT", fault)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{fault}: {}", stderr(&o));
+        let r = read_json(&json);
+        validate_schema(&r);
+        let acc = variant(&r, "accum-2");
+        assert_eq!(acc["status"]["state"], state, "{}", acc["status"]);
+        assert!(acc["runs"].as_array().unwrap().is_empty());
+        if state == "oom" {
+            assert!(acc["status"]["message"].as_str().unwrap().contains("memory"));
+        } else {
+            assert!(acc["status"]["exit_status"].as_str().unwrap().contains("signal: 6"), "{}", acc["status"]);
+        }
+        // The others still ran every repeat.
+        for id in ["baseline", "set-to-none"] {
+            assert_positive_figures(variant(&r, id), 2, 1);
+        }
+        let table = String::from_utf8_lossy(&o.stdout);
+        assert!(table.contains(if state == "oom" { "OOM" } else { "crashed (signal: 6" }), "{table}");
+    }
+}
+
+#[test]
+fn ctrl_c_writes_a_partial_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("partial.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
+            "--warmup", "0", "--steps", "1", "--json", json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SIGINT to the parent only, as `kill -INT`; a terminal's Ctrl-C also reaches the worker.
+    let rc = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(rc.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let r = read_json(&json);
+    validate_schema(&r);
+    assert_eq!(r["complete"], false);
+    let base = variant(&r, "baseline");
+    assert!(base["runs"].as_array().unwrap().len() < 500);
+    assert_eq!(base["status"]["state"], "interrupted");
+}
+
+#[test]
+fn help_lists_every_optimization_flag() {
+    let o = memprobe(&["bench", "--help"]);
+    let h = String::from_utf8_lossy(&o.stdout);
+    for f in [
+        "--amp", "--accum", "--cudnn-benchmark", "--dynamic-shapes", "--channels-last", "--checkpoint",
+        "--inplace", "--no-grad-eval", "--pin-memory", "--set-to-none", "--freeze", "--all", "--model",
+        "--input-shape", "--loss", "--size", "--json", "--markdown", "--runs",
+    ] {
+        assert!(h.contains(f), "missing {f}");
+    }
+}
