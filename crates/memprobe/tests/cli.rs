@@ -262,7 +262,7 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
 fn ctrl_c_writes_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args([
             "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
             "--warmup", "0", "--steps", "1", "--json", json.to_str().unwrap(),
