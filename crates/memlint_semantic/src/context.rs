@@ -7,6 +7,7 @@ use crate::ir::{
     StmtKind,
 };
 use crate::names::{words, QualifiedName};
+use crate::views::{is_tensor_indexing, view_chain, ViewOf};
 
 /// What kind of value a binding is known to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +95,8 @@ struct Frame {
     requires_grad: HashSet<String>,
     graph: HashSet<String>,
     kept_alive: HashSet<String>,
+    /// Variables holding a view of another binding.
+    views: HashMap<String, ViewOf>,
     class_params: HashSet<String>,
     /// Local names shadowing imports in this function.
     imports: HashMap<String, Option<String>>,
@@ -323,6 +326,26 @@ impl<'a> Context<'a> {
     /// Whether `dotted` is a parameter of the current function.
     pub fn is_function_param(&self, dotted: &str) -> bool {
         self.frame().params.contains(dotted)
+    }
+
+    /// If `expr` is a view of a binding (directly, `out[:, 0]`, or through a
+    /// variable assigned a view), the base binding and how much it selects.
+    pub fn view_of(&self, expr: &Expr) -> Option<ViewOf> {
+        if let Some(d) = expr.dotted() {
+            return self.frame().views.get(&d).cloned();
+        }
+        let (base, part) = view_chain(expr)?;
+        let base_name = base.dotted()?;
+        let tensor_op = is_tensor_indexing(expr);
+        match self.frame().views.get(&base_name) {
+            Some(inner) => Some(ViewOf { base: inner.base.clone(), part: part.max(inner.part), tensor_op: tensor_op || inner.tensor_op }),
+            None => Some(ViewOf { base: base_name, part, tensor_op }),
+        }
+    }
+
+    /// Whether `dotted` names an import (a module or library object).
+    pub fn is_import(&self, dotted: &str) -> bool {
+        self.lookup_import(dotted.split('.').next().unwrap_or(dotted)).is_some()
     }
 
     /// Whether `dotted` is stored or returned somewhere in the current
@@ -938,6 +961,7 @@ impl<'a> Context<'a> {
         f.kinds.remove(dotted);
         f.graph.remove(dotted);
         f.requires_grad.remove(dotted);
+        f.views.remove(dotted);
         if !dotted.contains('.') {
             f.imports.insert(dotted.to_string(), None);
         }
@@ -974,7 +998,11 @@ impl<'a> Context<'a> {
                     None => (None, false, false),
                 };
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
+                let view = value.and_then(|v| self.view_of(v)).filter(|v| v.base != d);
                 self.forget(&d);
+                if let Some(v) = view {
+                    self.frame_mut().views.insert(d.clone(), v);
+                }
                 let f = self.frame_mut();
                 if let Some(k) = kind {
                     f.kinds.insert(d.clone(), k);

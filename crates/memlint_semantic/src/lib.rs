@@ -24,6 +24,8 @@
 pub mod ir;
 mod context;
 mod names;
+mod views;
 
 pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
 pub use names::QualifiedName;
+pub use views::{Part, ViewOf};

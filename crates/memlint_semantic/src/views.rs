@@ -1,0 +1,124 @@
+//! View-of relations: which expressions (and which variables) are views of
+//! which base tensor, and how much of the base they select.
+
+use crate::ir::{Expr, ExprKind, Literal};
+
+/// Methods returning a view with as many or more elements.
+const SHAPE_VIEWS: &[&str] = &[
+    "view", "view_as", "reshape", "reshape_as", "expand", "expand_as", "transpose", "t", "permute", "squeeze",
+    "unsqueeze", "flatten", "unflatten", "movedim", "moveaxis", "swapaxes", "swapdims", "detach", "as_strided",
+];
+/// Methods returning a view of part of the base.
+const PART_VIEWS: &[&str] = &["narrow", "select", "diagonal"];
+/// Methods returning a tuple of views.
+const PIECE_VIEWS: &[&str] = &["chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"];
+
+/// How much of its base a view chain selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Part {
+    /// All of it, reshaped (`view`, `transpose`...) or minus a margin (`x[1:]`).
+    Whole,
+    /// A slice range (`x[:2]`, `x[..., :h]`), possibly almost all of it.
+    Slice,
+    /// A dimension dropped or a piece taken (`x[0]`, `select`, `chunk()[i]`).
+    Piece,
+}
+
+fn index_part(e: &Expr) -> Part {
+    match &e.kind {
+        // `x[k:]` and `x[:-k]` drop a margin and keep most of the base.
+        ExprKind::Slice { lower: Some(_), upper: None, .. } => Part::Whole,
+        ExprKind::Slice { upper: Some(u), .. } if matches!(u.kind, ExprKind::Unary(_)) => Part::Whole,
+        ExprKind::Slice { lower: None, upper: None, .. } => Part::Whole,
+        ExprKind::Slice { .. } => Part::Slice,
+        ExprKind::Literal(Literal::None | Literal::Other) => Part::Whole,
+        ExprKind::Sequence(items) => items.iter().map(index_part).max().unwrap_or(Part::Whole),
+        _ => Part::Piece,
+    }
+}
+
+/// Whether indexing `e` is unambiguously tensor indexing: a model's output may
+/// be a tuple, where `out[0]` is an element, not a view.
+fn is_multi_dim(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Sequence(items) if items.len() > 1)
+}
+
+fn is_basic_index(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Slice { .. } => true,
+        ExprKind::Literal(Literal::Int(_) | Literal::None | Literal::Other) => true,
+        ExprKind::Unary(inner) => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
+        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(is_basic_index),
+        _ => false,
+    }
+}
+
+/// If `e` is a view chain, its base and how much of the base it selects.
+pub(crate) fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
+    match &e.kind {
+        ExprKind::Subscript { value, index } => {
+            if let Some((recv, m)) = value.as_method_call() {
+                if PIECE_VIEWS.contains(&m) && is_basic_index(index) {
+                    return Some(base_of(recv, Part::Piece));
+                }
+            }
+            if is_basic_index(index) {
+                return Some(base_of(value, index_part(index)));
+            }
+            None
+        }
+        ExprKind::Call { .. } => {
+            let (recv, m) = e.as_method_call()?;
+            if m == "narrow" {
+                Some(base_of(recv, Part::Slice))
+            } else if PART_VIEWS.contains(&m) {
+                Some(base_of(recv, Part::Piece))
+            } else if SHAPE_VIEWS.contains(&m) {
+                Some(base_of(recv, Part::Whole))
+            } else {
+                None
+            }
+        }
+        ExprKind::Attribute { value, attr, .. } if matches!(attr.as_str(), "T" | "mT" | "real" | "imag") => {
+            Some(base_of(value, Part::Whole))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the outermost step of the chain on its base is certainly a tensor
+/// operation (a multi-dimensional index or a tensor method).
+pub(crate) fn is_tensor_indexing(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subscript { value, index } => match view_chain(value) {
+            Some(_) => is_tensor_indexing(value),
+            None => is_multi_dim(index) || value.as_method_call().is_some(),
+        },
+        ExprKind::Call { .. } => match e.as_method_call() {
+            Some((recv, _)) => view_chain(recv).is_none() || is_tensor_indexing(recv),
+            None => false,
+        },
+        ExprKind::Attribute { value, .. } => view_chain(value).is_none() || is_tensor_indexing(value),
+        _ => false,
+    }
+}
+
+fn base_of(e: &Expr, part: Part) -> (&Expr, Part) {
+    match view_chain(e) {
+        Some((b, p)) => (b, p.max(part)),
+        None => (e, part),
+    }
+}
+
+
+/// A view and its base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewOf {
+    /// The base's dotted name (`out`, `self.cache`).
+    pub base: String,
+    /// How much of the base the view selects.
+    pub part: Part,
+    /// Whether some step is certainly a tensor operation (a multi-dimensional
+    /// index or a tensor method), so the base cannot be a tuple.
+    pub tensor_op: bool,
+}
