@@ -6,14 +6,18 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+/// The binary under test; MEMPROBE_BIN overrides it when this test executable
+/// was built on another machine and carried to the GPU one (scripts/gpu-check.sh).
+fn bin() -> String {
+    std::env::var("MEMPROBE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_memprobe").to_string())
+}
 
 fn bench(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let mut all = vec!["bench", "--device", "cuda", "--json", json.to_str().unwrap()];
     all.extend_from_slice(args);
-    let o = Command::new(BIN).args(&all).output().unwrap();
+    let o = Command::new(bin()).args(&all).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# GPU validation of memprobe in one short run.
+#
+#   scripts/gpu-check.sh build   # here (no GPU needed): release binary + GPU test
+#                                # binary, stripped, into target/gpu-carry/
+#   scripts/gpu-check.sh run     # on the GPU machine, from the repo root, with
+#                                # target/gpu-carry carried over: nvidia-smi,
+#                                # `memprobe bench --device cuda --all` on mlp,
+#                                # convnet and transformer, the ignored GPU tests;
+#                                # reports under docs/results/<date>-<gpu>/ (and
+#                                # copied to $OUT when the device tool sets it)
+#
+# With the device tool of this project:
+#   scripts/gpu-check.sh build
+#   run(command="bash scripts/gpu-check.sh run", carry=["target/gpu-carry"], timeout_s=480)
+# then commit the files that come back under docs/results/.
+#
+# The binaries have an rpath to this machine's venv; on the GPU machine the
+# torch 2.11 libraries are found through the local python's torch (or
+# MEMPROBE_TORCH_LIB) and LD_LIBRARY_PATH, which takes precedence over RUNPATH.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+carry="$repo/target/gpu-carry"
+
+build() {
+    # shellcheck source=scripts/torch-env.sh
+    . scripts/torch-env.sh
+    local target="${CARGO_TARGET_DIR:-$repo/target}"
+    cargo build --release -q -p memprobe
+    local test_bin
+    test_bin="$(cargo test --release -q -p memprobe --test gpu --no-run --message-format=json 2>/dev/null \
+        | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+        print(m["executable"])' | tail -1)"
+    [ -n "$test_bin" ] || { echo "gpu-check: could not find the gpu test binary" >&2; exit 1; }
+    rm -rf "$carry" && mkdir -p "$carry"
+    cp "$target/release/memprobe" "$carry/memprobe"
+    cp "$test_bin" "$carry/gpu-tests"
+    strip "$carry/memprobe" "$carry/gpu-tests"
+    du -sh "$carry"/*
+}
+
+torch_lib() {
+    if [ -n "${MEMPROBE_TORCH_LIB:-}" ]; then echo "$MEMPROBE_TORCH_LIB"; return; fi
+    local py
+    for py in "$repo/.venv/bin/python" python3 python; do
+        if command -v "$py" >/dev/null 2>&1; then
+            "$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null && return
+        fi
+    done
+    return 1
+}
+
+run() {
+    [ -x "$carry/memprobe" ] || { echo "gpu-check: $carry/memprobe missing: run 'scripts/gpu-check.sh build' here and carry target/gpu-carry" >&2; exit 1; }
+    local lib
+    lib="$(torch_lib)" || { echo "gpu-check: no torch found on this machine (set MEMPROBE_TORCH_LIB)" >&2; exit 1; }
+    export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+    local gpu day dir
+    gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '-' | tr -cd 'A-Za-z0-9-')"
+    day="$(date -u +%Y-%m-%d)"
+    dir="docs/results/${day}-${gpu:-gpu}"
+    mkdir -p "$dir"
+    local status=0 w
+    for w in mlp convnet transformer; do
+        echo "== memprobe bench --device cuda --all --workload $w" >&2
+        "$carry/memprobe" bench --device cuda --all --workload "$w" --size "${MEMPROBE_GPU_SIZE:-medium}" \
+            --runs 3 --warmup 3 --steps 10 --quiet \
+            --json "$dir/bench-$w.json" --markdown "$dir/bench-$w.md" | tee "$dir/bench-$w.txt" || status=1
+    done
+    echo "== ignored GPU tests" >&2
+    MEMPROBE_BIN="$carry/memprobe" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 | tee "$dir/gpu-tests.txt" || status=1
+    if [ -n "${OUT:-}" ]; then
+        mkdir -p "$OUT/$dir" && cp "$dir"/* "$OUT/$dir/"
+    fi
+    exit "$status"
+}
+
+case "${1:-}" in
+    build) build ;;
+    run) run ;;
+    *) echo "usage: $0 build|run" >&2; exit 2 ;;
+esac
