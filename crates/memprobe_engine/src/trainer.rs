@@ -264,7 +264,7 @@ impl Trainer {
                 None => l,
             });
         }
-        Ok(total.map(|t| t / n as f64).unwrap_or_else(Tensor::new))
+        Ok(total.map(|t| t / n as f64).unwrap_or_default())
     }
 
     /// One training step: zero grads, forward/backward (accumulated), optimizer

@@ -56,6 +56,16 @@ impl Exporter for MarkdownExporter {
         for v in &r.variants {
             let vs = v.compared_to.as_deref().map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
             writeln!(out, "- `{}`{}: {}", v.id, vs, esc(&v.description))?;
+            match &v.status {
+                VariantStatus::Ok => {}
+                VariantStatus::Oom { message } => writeln!(out, "  - out of memory: {}", esc(message))?,
+                VariantStatus::Crashed { exit_status, stderr_tail } => {
+                    writeln!(out, "  - worker crashed ({}): {}", esc(exit_status), esc(stderr_tail))?
+                }
+                VariantStatus::Failed { message } => writeln!(out, "  - failed: {}", esc(message))?,
+                VariantStatus::Skipped { reason } => writeln!(out, "  - skipped: {}", esc(reason))?,
+                VariantStatus::Interrupted => writeln!(out, "  - interrupted before every run finished")?,
+            }
             for c in &v.correctness {
                 writeln!(out, "  - {}: {}", esc(&check_text(c)), esc(&c.detail))?;
             }
