@@ -190,8 +190,10 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                 notes.push(format!("{}: unexpected check output {other:?}", s.id));
                 "check failed".into()
             }
-            WorkerRun::Crashed { exit_status, .. } if interrupted.load(Ordering::SeqCst) => {
-                let _ = exit_status;
+            WorkerRun::Crashed { exit_status, .. }
+                if interrupted.load(Ordering::SeqCst) || exit_status.contains("(SIGINT)") =>
+            {
+                interrupted.store(true, Ordering::SeqCst);
                 "interrupted".into()
             }
             WorkerRun::Crashed { exit_status, stderr_tail } => {
@@ -242,7 +244,12 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                     variants[i].status = VariantStatus::Failed { message: format!("unexpected worker output {other:?}") };
                     "failed".into()
                 }
-                WorkerRun::Crashed { .. } if interrupted.load(Ordering::SeqCst) => {
+                // A terminal's Ctrl-C reaches the worker too; its SIGINT death can be
+                // seen before the parent's handler has raised the flag.
+                WorkerRun::Crashed { exit_status, .. }
+                    if interrupted.load(Ordering::SeqCst) || exit_status.contains("(SIGINT)") =>
+                {
+                    interrupted.store(true, Ordering::SeqCst);
                     variants[i].status = VariantStatus::Interrupted;
                     "interrupted".into()
                 }
