@@ -266,13 +266,13 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         worker_exe: exe,
         command: std::env::args().collect(),
     };
-    let prepared = bench::prepare(opts)?;
-
+    // Installed before any work so a Ctrl-C at any point yields a partial report.
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupted.clone();
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
+    let prepared = bench::prepare(opts)?;
     let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(0);
         b.set_style(

@@ -274,7 +274,15 @@ fn ctrl_c_writes_a_partial_report() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Wait until the bench is running workers (so the measured loop is what
+    // gets interrupted), then let a couple of them finish.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&children).map(|c| c.trim().is_empty()).unwrap_or(true) {
+        assert!(t0.elapsed().as_secs() < 60, "no worker started within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(2));
     // SIGINT to the parent only, as `kill -INT`; a terminal's Ctrl-C also reaches the worker.
     let rc = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(rc.success());
