@@ -144,6 +144,22 @@ int memprobe_grad_set_none(void *tensor, char *err, size_t err_len) {
   }
 }
 
+// y.backward(dy): accumulates into the leaves' .grad like
+// torch.autograd.backward(outputs, grad_outputs) in torch.utils.checkpoint,
+// without materialising y * dy.
+int memprobe_backward_with_grad(void *output, void *grad_output, char *err,
+                                size_t err_len) {
+  try {
+    const at::Tensor &y = *static_cast<at::Tensor *>(output);
+    const at::Tensor &dy = *static_cast<at::Tensor *>(grad_output);
+    y.backward(dy);
+    return 0;
+  } catch (const std::exception &e) {
+    write_err(err, err_len, e.what());
+    return -1;
+  }
+}
+
 // Returns 1 when `tensor` is laid out channels-last (NHWC strides).
 int memprobe_is_channels_last(void *tensor) {
   try {

@@ -38,6 +38,7 @@ extern "C" {
         len: usize,
     ) -> c_int;
     fn memprobe_grad_set_none(tensor: *mut c_void, err: *mut c_char, len: usize) -> c_int;
+    fn memprobe_backward_with_grad(output: *mut c_void, grad: *mut c_void, err: *mut c_char, len: usize) -> c_int;
     fn memprobe_is_channels_last(tensor: *mut c_void) -> c_int;
     fn memprobe_to_channels_last(tensor: *mut c_void, err: *mut c_char, len: usize) -> *mut c_void;
     fn memprobe_torch_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int);
@@ -155,6 +156,13 @@ pub fn amp_unscale(grads: &mut [Tensor], found_inf: &mut Tensor, inv_scale: &Ten
 pub fn grad_set_none(t: &mut Tensor) -> Result<(), EngineError> {
     let p = t.as_mut_ptr() as *mut c_void;
     call("set grad to none", |e, l| unsafe { memprobe_grad_set_none(p, e, l) })
+}
+
+/// `output.backward(grad_output)`: gradients accumulate into the leaves.
+pub fn backward_with_grad(output: &Tensor, grad_output: &Tensor) -> Result<(), EngineError> {
+    let y = output.as_ptr() as *mut c_void;
+    let dy = grad_output.as_ptr() as *mut c_void;
+    call("backward", |e, l| unsafe { memprobe_backward_with_grad(y, dy, e, l) })
 }
 
 /// Whether a 4-D tensor has channels-last strides.

@@ -181,56 +181,69 @@ impl Trainer {
 
     /// Forward and backward of one micro-batch; returns the detached loss.
     fn forward_backward(&self, x: &Tensor, y: &Tensor, divisor: f64, train: bool) -> Result<Tensor, EngineError> {
-        if !self.cfg.checkpoint {
+        let n = self.model.num_segments();
+        if !self.cfg.checkpoint || n < 2 {
             let loss = self.loss(x, y, train)?;
             self.backward(&loss, divisor);
             return Ok(loss.detach());
         }
-        // Activation checkpointing by hand: forward every segment but the last
-        // under no_grad keeping only segment inputs, then recompute each segment
-        // with grad in reverse order and backpropagate the incoming gradient.
-        let n = self.model.num_segments();
+        // Activation checkpointing by hand, as torch.utils.checkpoint_sequential:
+        // the body segments are grouped into ⌈√m⌉-segment chunks; the forward
+        // runs under no_grad keeping only each chunk's input, then every chunk
+        // is recomputed with grad in reverse order and backpropagates the
+        // incoming gradient (y.backward(dy)). The head runs with grad.
+        let m = n - 1;
+        let g = ((m as f64).sqrt().ceil() as usize).max(1);
+        let starts: Vec<usize> = (0..m).step_by(g).collect();
         let f = self.fwd(train);
-        let mut inputs: Vec<Tensor> = Vec::with_capacity(n);
-        inputs.push(x.shallow_clone());
+        let run = |a: usize, b: usize, h: &Tensor| -> Tensor {
+            let mut h = h.shallow_clone();
+            for i in a..b {
+                h = self.model.segment(i, &h, f);
+            }
+            h
+        };
+        let mut inputs: Vec<Tensor> = Vec::with_capacity(starts.len());
+        let mut h = x.shallow_clone();
         {
             let _ac = self.autocast()?;
             let _ng = tch::no_grad_guard();
-            for i in 0..n - 1 {
-                let h = self.model.segment(i, &inputs[i], f);
-                inputs.push(h);
+            for &a in &starts {
+                inputs.push(h.shallow_clone());
+                h = run(a, (a + g).min(m), &h);
             }
         }
-        let last_in = inputs[n - 1].detach().set_requires_grad(true);
+        let last_in = h.detach().set_requires_grad(true);
+        drop(h);
         let loss = {
             let _ac = self.autocast()?;
-            let out = self.model.segment(n - 1, &last_in, f);
+            let out = self.model.segment(m, &last_in, f);
             self.model.loss(&out, y)
         };
         self.backward(&loss, divisor);
         let mut grad = last_in.grad();
-        inputs.truncate(n - 1);
-        for i in (0..n - 1).rev() {
-            if !grad.defined() {
-                break; // everything before here is frozen
-            }
-            let seg_in = inputs.pop().unwrap_or_else(|| x.shallow_clone());
+        // The head's input is no longer needed; only its gradient flows on.
+        drop(last_in);
+        for &a in starts.iter().rev() {
+            let b = (a + g).min(m);
             // Segment k holds block k's parameters in every built-in, so with
-            // --freeze K nothing below segment K needs a gradient.
-            if i < self.cfg.freeze {
+            // --freeze K a chunk ending at or before K needs no gradient.
+            if !grad.defined() || b <= self.cfg.freeze {
                 break;
             }
-            let needs_input_grad = i > self.cfg.freeze && i > 0 && seg_in.is_floating_point();
-            let seg_in = seg_in.detach().set_requires_grad(needs_input_grad);
-            let y_seg = {
+            let chunk_in = inputs.pop().unwrap_or_else(|| x.shallow_clone());
+            let needs_input_grad = a > self.cfg.freeze && a > 0 && chunk_in.is_floating_point();
+            let chunk_in = chunk_in.detach().set_requires_grad(needs_input_grad);
+            let y_chunk = {
                 let _ac = self.autocast()?;
-                self.model.segment(i, &seg_in, f)
+                run(a, b, &chunk_in)
             };
-            if !y_seg.requires_grad() {
-                break; // frozen prefix: no parameter below needs a gradient
+            if !y_chunk.requires_grad() {
+                break;
             }
-            (&y_seg * &grad).sum(y_seg.kind()).backward();
-            grad = if needs_input_grad { seg_in.grad() } else { Tensor::new() };
+            ffi::backward_with_grad(&y_chunk, &grad)?;
+            drop(y_chunk);
+            grad = if needs_input_grad { chunk_in.grad() } else { Tensor::new() };
         }
         Ok(loss.detach())
     }

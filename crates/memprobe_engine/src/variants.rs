@@ -202,7 +202,7 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     }
 
     if flags.checkpoint || all {
-        let mut s = spec("checkpoint", "checkpoint", Some("--checkpoint"), "activations recomputed per segment in backward instead of stored", VariantConfig { checkpoint: true, ..base.clone() });
+        let mut s = spec("checkpoint", "checkpoint", Some("--checkpoint"), "activations recomputed in backward from ⌈√n⌉-block chunks (checkpoint_sequential) instead of stored", VariantConfig { checkpoint: true, ..base.clone() });
         s.skip = traits.checkpoint_unsupported.clone();
         s.has_checks = true;
         v.push(s);
