@@ -17,6 +17,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(err)?;
+    // tempfile creates 0600; a report is an ordinary file: keep the mode of the
+    // file being replaced, else rw-r--r--.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode)).map_err(err)?;
+    }
     tmp.write_all(contents).map_err(err)?;
     tmp.flush().map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
@@ -37,6 +45,12 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         let n = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(n, 1, "temporary file left behind");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o644, "report must not stay 0600");
+        }
     }
 
     #[test]
