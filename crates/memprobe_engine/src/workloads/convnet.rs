@@ -189,16 +189,4 @@ impl Workload for ConvNet {
     fn has_conv(&self) -> bool {
         true
     }
-    fn inplace_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn checkpoint_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn freeze_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn dynamic_unsupported(&self) -> Option<String> {
-        None
-    }
 }

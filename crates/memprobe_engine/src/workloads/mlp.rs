@@ -93,21 +93,6 @@ impl Workload for Mlp {
         let (i, h, c) = (self.input as f64, self.hidden as f64, self.classes as f64);
         Some(2.0 * (i * h + (d - 1.0) * h * h + h * c))
     }
-    fn has_batch_norm(&self) -> bool {
-        false
-    }
-    fn has_conv(&self) -> bool {
-        false
-    }
-    fn inplace_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn checkpoint_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn freeze_unsupported(&self) -> Option<String> {
-        None
-    }
     fn dynamic_unsupported(&self) -> Option<String> {
         Some("the MLP has no spatial or sequence dimension to vary".into())
     }

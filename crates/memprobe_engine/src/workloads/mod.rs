@@ -66,17 +66,29 @@ pub trait Workload {
     /// Model FLOPs of one forward pass over one sample at the default shape.
     fn forward_flops_per_sample(&self) -> Option<f64>;
     /// Whether the model has batch norm (couples the samples of a batch).
-    fn has_batch_norm(&self) -> bool;
+    fn has_batch_norm(&self) -> bool {
+        false
+    }
     /// Whether the model has 2-D convolutions (channels-last, cuDNN benchmark).
-    fn has_conv(&self) -> bool;
+    fn has_conv(&self) -> bool {
+        false
+    }
     /// Why in-place activations do not apply, if they do not.
-    fn inplace_unsupported(&self) -> Option<String>;
+    fn inplace_unsupported(&self) -> Option<String> {
+        None
+    }
     /// Why checkpointing does not apply, if it does not.
-    fn checkpoint_unsupported(&self) -> Option<String>;
+    fn checkpoint_unsupported(&self) -> Option<String> {
+        None
+    }
     /// Why freezing does not apply, if it does not.
-    fn freeze_unsupported(&self) -> Option<String>;
+    fn freeze_unsupported(&self) -> Option<String> {
+        None
+    }
     /// Why dynamic shapes do not apply, if they do not.
-    fn dynamic_unsupported(&self) -> Option<String>;
+    fn dynamic_unsupported(&self) -> Option<String> {
+        None
+    }
     /// Switches train/eval mode for models that keep it internally.
     fn set_train(&mut self, _train: bool) {}
 

@@ -151,22 +151,7 @@ impl Workload for Transformer {
         let attention = l * 2.0 * (2.0 * t * t * d);
         Some(t * per_token + attention)
     }
-    fn has_batch_norm(&self) -> bool {
-        false
-    }
-    fn has_conv(&self) -> bool {
-        false
-    }
     fn inplace_unsupported(&self) -> Option<String> {
         Some("the transformer uses GELU, whose backward needs its input: no in-place form autograd accepts".into())
-    }
-    fn checkpoint_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn freeze_unsupported(&self) -> Option<String> {
-        None
-    }
-    fn dynamic_unsupported(&self) -> Option<String> {
-        None
     }
 }
