@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -67,8 +67,10 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         Some(FailOn::Warning) => Severity::Warning,
         Some(FailOn::Info) => Severity::Info,
         None => {
-            let first_dir = args.paths.first().map(|p| cwd.join(p)).map(|p| if p.is_dir() { p } else { p.parent().map(Path::to_path_buf).unwrap_or_else(|| cwd.clone()) });
-            discovery.for_dir(&first_dir.unwrap_or_else(|| cwd.clone()))?.and_then(|c| c.fail_on).unwrap_or(Severity::Warning)
+            // The configuration that applies to the first path decides.
+            let first = args.paths.first().map(|p| cwd.join(p)).unwrap_or_else(|| cwd.clone());
+            let dir = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(&cwd) };
+            discovery.for_dir(dir)?.and_then(|c| c.fail_on).unwrap_or(Severity::Warning)
         }
     };
 

@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 /// Start offsets of every line of a text, for offset -> (line, column).
 #[derive(Debug, Clone)]
 pub struct LineIndex {
@@ -77,11 +75,6 @@ impl SourceFile {
         let text = text.into();
         let index = LineIndex::new(&text);
         SourceFile { path: path.into(), text, index }
-    }
-
-    /// Creates a file whose text could not be read (no source frame).
-    pub fn unreadable(path: &PathBuf) -> SourceFile {
-        SourceFile::new(path.display().to_string(), String::new())
     }
 
     /// The path as shown to the user.

@@ -82,7 +82,7 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
         Context::walk(&parsed.module, ContextOptions { is_test_file: options.is_test_file }, &mut visitor);
     }
     let suppressions = suppression::Suppressions::from_comments(source, &parsed.comments);
-    diagnostics.retain(|d| !suppressions.is_suppressed(source, d));
+    diagnostics.retain(|d| !suppressions.is_suppressed(d));
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     diagnostics

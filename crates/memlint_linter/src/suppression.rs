@@ -108,7 +108,7 @@ impl Suppressions {
     }
 
     /// Whether a diagnostic is suppressed.
-    pub fn is_suppressed(&self, _source: &str, d: &Diagnostic) -> bool {
+    pub fn is_suppressed(&self, d: &Diagnostic) -> bool {
         if self.file.iter().any(|c| c.covers(d.code)) {
             return true;
         }

@@ -30,13 +30,14 @@ pub enum ValueKind {
 }
 
 /// Classification of a loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LoopKind {
     /// The loop body reaches `backward()`.
     Train,
     /// The loop iterates a validation/test loader.
     Eval,
     /// Any other loop.
+    #[default]
     Other,
 }
 
@@ -66,12 +67,6 @@ struct LoopFrame {
     resets: HashSet<String>,
     /// Names that `backward()` is called on (or through) in the body.
     backward_roots: HashSet<String>,
-}
-
-impl Default for LoopKind {
-    fn default() -> Self {
-        LoopKind::Other
-    }
 }
 
 #[derive(Debug, Default)]

@@ -25,8 +25,8 @@ impl QualifiedName {
         self.0.rsplit('.').next().unwrap_or(&self.0)
     }
 
-    /// Whether the name is `torch.<segments...>` with the given tail, e.g.
-    /// `is_torch(&["no_grad"])` for `torch.no_grad`.
+    /// Whether the name is one of `names`, e.g.
+    /// `is_any(&["torch.no_grad", "torch.autograd.no_grad"])`.
     pub fn is_any(&self, names: &[&str]) -> bool {
         names.iter().any(|n| self.0 == *n)
     }
