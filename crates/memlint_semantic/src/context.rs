@@ -92,6 +92,8 @@ struct Frame {
     kept_alive: HashSet<String>,
     /// Variables holding a view of another binding.
     views: HashMap<String, ViewOf>,
+    /// Bindings holding a loss module (`criterion = nn.CrossEntropyLoss()`).
+    losses: HashSet<String>,
     class_params: HashSet<String>,
     /// Local names shadowing imports in this function.
     imports: HashMap<String, Option<String>>,
@@ -382,7 +384,7 @@ impl<'a> Context<'a> {
         if self.kind_of_binding(&dotted) == Some(ValueKind::Module) {
             return true;
         }
-        if matches!(self.kind_of_binding(&dotted), Some(_)) {
+        if self.kind_of_binding(&dotted).is_some() {
             return false;
         }
         let last = dotted.rsplit('.').next().unwrap_or(&dotted);
@@ -407,7 +409,7 @@ impl<'a> Context<'a> {
     pub fn is_loss_module(&self, expr: &Expr) -> bool {
         let Some(dotted) = expr.dotted() else { return false };
         let last = dotted.rsplit('.').next().unwrap_or(&dotted).to_ascii_lowercase();
-        LOSS_NAMES.contains(&last.as_str()) || self.frame().kinds.get(&format!("{dotted}#loss")).is_some()
+        LOSS_NAMES.contains(&last.as_str()) || self.frame().losses.contains(&dotted)
     }
 
     /// Whether evaluating `expr` yields a value that carries autograd
@@ -477,11 +479,10 @@ impl<'a> Context<'a> {
                     return Some(ValueKind::Parameter);
                 }
                 if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
-                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none() {
-                        if self.is_model(value) || self.kind_of(value) == Some(ValueKind::Module) {
+                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none()
+                        && (self.is_model(value) || self.kind_of(value) == Some(ValueKind::Module)) {
                             return Some(ValueKind::Parameter);
                         }
-                    }
                     if attr == "grad" && self.is_tensor(value) {
                         return Some(ValueKind::Tensor);
                     }
@@ -957,6 +958,7 @@ impl<'a> Context<'a> {
         f.graph.remove(dotted);
         f.requires_grad.remove(dotted);
         f.views.remove(dotted);
+        f.losses.remove(dotted);
         if !dotted.contains('.') {
             f.imports.insert(dotted.to_string(), None);
         }
@@ -1003,7 +1005,7 @@ impl<'a> Context<'a> {
                     f.kinds.insert(d.clone(), k);
                 }
                 if is_loss {
-                    f.kinds.insert(format!("{d}#loss"), ValueKind::Module);
+                    f.losses.insert(d.clone());
                 }
                 if carries {
                     f.graph.insert(d.clone());
@@ -1282,11 +1284,10 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
     };
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
         StmtKind::Return(Some(v)) => add_names(v, &mut out),
-        StmtKind::Assign { targets, value } => {
-            if targets.iter().any(|t| matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Subscript { .. })) {
+        StmtKind::Assign { targets, value }
+            if targets.iter().any(|t| matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Subscript { .. })) => {
                 add_names(value, &mut out);
             }
-        }
         _ => {}
     });
     for_each_expr_in_function(body, &mut |e| {
