@@ -74,7 +74,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         }
     };
 
-    let mut files: Vec<FileReport> = jobs.par_iter().map(check_file).filter(|f| !f.diagnostics.is_empty()).collect();
+    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(check_file).collect();
     files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
     let report = Report { files, files_checked: jobs.len() };
 
@@ -122,15 +122,19 @@ fn decode(bytes: Vec<u8>) -> Result<String, String> {
     }
 }
 
-fn check_file(job: &Job) -> FileReport {
+/// Checks one file; `None` when it has no diagnostics (its text is then
+/// dropped without indexing its lines).
+fn check_file(job: &Job) -> Option<FileReport> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
-    let text = std::fs::read(path).map_err(|e| format!("cannot read file: {e}")).and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
-    match text {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("cannot read file: {e}"))
+        .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
+    let (text, diagnostics) = match text {
         Ok(text) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let diagnostics = lint_source(&text, &options);
-            FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics }
+            (text, diagnostics)
         }
         Err(reason) => {
             let mut diagnostics = Vec::new();
@@ -141,7 +145,8 @@ fn check_file(job: &Job) -> FileReport {
                         .with_help("make the file readable UTF-8 text, or exclude it in the configuration"),
                 );
             }
-            FileReport { file: Arc::new(SourceFile::new(display, String::new())), diagnostics }
+            (String::new(), diagnostics)
         }
-    }
+    };
+    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics })
 }

@@ -77,7 +77,9 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
     }
     let rules: Vec<&'static dyn Rule> =
         all_rules().iter().copied().filter(|r| options.rules.contains(r.meta().code)).collect();
-    if !rules.is_empty() {
+    // Every rule is about PyTorch: a file that never imports it has nothing
+    // to walk (the rules would all return at their `torch_imported` check).
+    if !rules.is_empty() && memlint_semantic::imports_torch(&parsed.module) {
         let mut visitor = checker::RuleVisitor::new(&rules, source, &mut diagnostics);
         Context::walk(&parsed.module, ContextOptions { is_test_file: options.is_test_file }, &mut visitor);
     }

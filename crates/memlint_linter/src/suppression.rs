@@ -89,21 +89,23 @@ impl Suppressions {
     /// Collects the suppressions from the file's comments.
     pub fn from_comments(source: &str, comments: &[Span]) -> Suppressions {
         let mut s = Suppressions::default();
-        if comments.is_empty() {
-            return s;
-        }
-        let index = LineIndex::new(source);
+        let mut line_level = Vec::new();
         for c in comments {
             let Some(text) = source.get(c.start as usize..c.end as usize) else { continue };
-            if let Some((file_level, codes)) = parse_comment(text) {
-                if file_level {
-                    s.file.push(codes);
-                } else {
-                    s.lines.entry(index.line_of(c.start)).or_default().push(codes);
-                }
+            match parse_comment(text) {
+                Some((true, codes)) => s.file.push(codes),
+                Some((false, codes)) => line_level.push((c.start, codes)),
+                None => {}
             }
         }
-        s.index = Some(index);
+        // Index lines only when some comment needs it (most files have none).
+        if !line_level.is_empty() {
+            let index = LineIndex::new(source);
+            for (start, codes) in line_level {
+                s.lines.entry(index.line_of(start)).or_default().push(codes);
+            }
+            s.index = Some(index);
+        }
         s
     }
 

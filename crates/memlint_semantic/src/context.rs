@@ -1,6 +1,6 @@
 //! The statement-order walk that maintains the semantic facts.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::ir::{
     for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Function, Language, Module, Param, Stmt,
@@ -94,7 +94,8 @@ struct Frame {
     views: HashMap<String, ViewOf>,
     /// Bindings holding a loss module (`criterion = nn.CrossEntropyLoss()`).
     losses: HashSet<String>,
-    class_params: HashSet<String>,
+    /// The class whose method this frame is (its `self.<attr>` kinds apply).
+    class: Option<String>,
     /// Local names shadowing imports in this function.
     imports: HashMap<String, Option<String>>,
 }
@@ -149,9 +150,14 @@ impl<'a> Context<'a> {
         // First pass: where each function of the file is called from. A
         // function whose every call site in the file runs with grad disabled
         // is analysed as if decorated with `@torch.no_grad()`.
-        let mut sites = CallSites::default();
-        Context::new(module, options.clone(), HashSet::new()).run(&module.body, &mut sites);
-        let no_grad_functions = sites.only_without_grad();
+        // Skipped when nothing in the file can disable grad.
+        let no_grad_functions = if may_disable_grad(&module.body) {
+            let mut sites = CallSites::default();
+            Context::new(module, options.clone(), HashSet::default()).run(&module.body, &mut sites);
+            sites.only_without_grad()
+        } else {
+            HashSet::default()
+        };
         Context::new(module, options, no_grad_functions).run(&module.body, visitor);
     }
 
@@ -159,13 +165,13 @@ impl<'a> Context<'a> {
         let mut cx = Context {
             language: module.language,
             options,
-            module_imports: HashMap::new(),
+            module_imports: HashMap::default(),
             frames: vec![Frame::default()],
             torch_imported: false,
-            module_classes: HashSet::new(),
-            functions: HashSet::new(),
+            module_classes: HashSet::default(),
+            functions: HashSet::default(),
             no_grad_functions,
-            class_params: HashMap::new(),
+            class_params: HashMap::default(),
             class_stack: Vec::new(),
             _marker: std::marker::PhantomData,
         };
@@ -317,7 +323,11 @@ impl<'a> Context<'a> {
 
     /// The known kind of a binding (`x`, `self.w`) in the current function.
     pub fn kind_of_binding(&self, dotted: &str) -> Option<ValueKind> {
-        self.frame().kinds.get(dotted).copied()
+        self.frame()
+            .kinds
+            .get(dotted)
+            .copied()
+            .or_else(|| dotted.strip_prefix("self.").and_then(|attr| self.class_attr(attr)))
     }
 
     /// Whether `dotted` is a parameter of the current function.
@@ -359,10 +369,14 @@ impl<'a> Context<'a> {
         if f.requires_grad.contains(dotted) {
             return true;
         }
-        if let Some(attr) = dotted.strip_prefix("self.") {
-            return f.class_params.contains(attr);
-        }
-        false
+        dotted.strip_prefix("self.").is_some_and(|attr| self.class_attr(attr) == Some(ValueKind::Parameter))
+    }
+
+    /// The kind of `self.<attr>` in the current method's class, from the
+    /// class's assignments in any of its methods.
+    fn class_attr(&self, attr: &str) -> Option<ValueKind> {
+        let class = self.frame().class.as_ref()?;
+        self.class_params.get(class)?.get(attr).copied()
     }
 
     /// Whether the expression is known to evaluate to a tensor.
@@ -472,8 +486,8 @@ impl<'a> Context<'a> {
         match &expr.kind {
             ExprKind::Name(_) | ExprKind::Attribute { .. } => {
                 let d = expr.dotted()?;
-                if let Some(k) = self.frame().kinds.get(&d) {
-                    return Some(*k);
+                if let Some(k) = self.kind_of_binding(&d) {
+                    return Some(k);
                 }
                 if self.is_requires_grad_leaf(&d) {
                     return Some(ValueKind::Parameter);
@@ -649,14 +663,12 @@ impl<'a> Context<'a> {
         let mut functions = Vec::new();
         collect(body, &mut classes, &mut imports, &mut functions);
         self.functions = functions.into_iter().collect();
-        // Functions were collected with no bases; keep them apart.
-
         self.torch_imported = imports.iter().any(|(_, q)| {
             q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
         });
         // Module-level imports are visible to classes defined before them in
         // the file only at run time; resolve bases with all imports seen.
-        let mut all = HashMap::new();
+        let mut all = HashMap::default();
         for (l, q) in imports {
             all.entry(l).or_insert(q);
         }
@@ -850,16 +862,7 @@ impl<'a> Context<'a> {
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
             || self.no_grad_functions.contains(&func.name);
         frame.kept_alive = kept_alive(&func.body);
-        if let Some(class) = self.class_stack.last() {
-            if let Some(attrs) = self.class_params.get(class) {
-                for (attr, kind) in attrs {
-                    if *kind == ValueKind::Parameter {
-                        frame.class_params.insert(attr.clone());
-                    }
-                    frame.kinds.insert(format!("self.{attr}"), *kind);
-                }
-            }
-        }
+        frame.class = self.class_stack.last().cloned();
         for p in &func.params {
             frame.params.insert(p.name.clone());
             if let Some(k) = self.param_kind(p) {
@@ -959,8 +962,9 @@ impl<'a> Context<'a> {
         f.requires_grad.remove(dotted);
         f.views.remove(dotted);
         f.losses.remove(dotted);
-        if !dotted.contains('.') {
-            f.imports.insert(dotted.to_string(), None);
+        // Only a name that resolves to an import needs shadowing.
+        if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
+            self.frame_mut().imports.insert(dotted.to_string(), None);
         }
     }
 
@@ -1093,6 +1097,27 @@ impl<'a> Context<'a> {
     }
 }
 
+/// Whether any `with` block, decorator or `set_grad_enabled` call in the
+/// file (nested definitions included) could disable grad: a cheap syntactic
+/// over-approximation deciding whether the call-site pass is worth running.
+fn may_disable_grad(body: &[Stmt]) -> bool {
+    fn mentions_grad_mode(e: &Expr) -> bool {
+        e.any(&mut |x| match &x.kind {
+            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+                matches!(n.as_str(), "no_grad" | "inference_mode" | "set_grad_enabled")
+            }
+            _ => false,
+        })
+    }
+    body.iter().any(|s| match &s.kind {
+        StmtKind::With { items, body } => items.iter().any(|i| mentions_grad_mode(&i.context)) || may_disable_grad(body),
+        StmtKind::Function(f) => f.decorators.iter().any(mentions_grad_mode) || may_disable_grad(&f.body),
+        StmtKind::Class { body, .. } => may_disable_grad(body),
+        StmtKind::Expr(e) => mentions_grad_mode(e),
+        _ => s.child_blocks().into_iter().any(may_disable_grad),
+    })
+}
+
 /// Records, for each called name (`f(...)`, `self.f(...)`, `obj.f(...)`),
 /// whether every call site runs with grad disabled.
 #[derive(Default)]
@@ -1122,7 +1147,7 @@ impl Visitor for CallSites {
 }
 
 fn assigned_names(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
         StmtKind::Assign { targets, value } => {
             for t in targets {
@@ -1237,7 +1262,7 @@ fn calls_backward(body: &[Stmt]) -> bool {
 /// Names whose value `backward()` is called on: `loss.backward()`,
 /// `(loss / n).backward()`, `scaler.scale(loss).backward()`.
 fn backward_roots(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     for_each_expr_in_function(body, &mut |e| {
         if let Some((recv, "backward")) = e.as_method_call() {
             let mut rec = |x: &Expr| -> bool {
@@ -1267,7 +1292,7 @@ fn is_detached(v: &Expr) -> bool {
 /// Names stored where they outlive the function: returned, yielded, assigned
 /// to an attribute or item, appended to a container.
 fn kept_alive(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::new();
+    let mut out = HashSet::default();
     let add_names = |e: &Expr, out: &mut HashSet<String>| {
         let mut stack = vec![e];
         while let Some(x) = stack.pop() {
@@ -1307,7 +1332,7 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
 /// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
 /// body, with that kind.
 fn class_attr_kinds(body: &[Stmt], cx: &Context<'_>) -> HashMap<String, ValueKind> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
             for_each_stmt_in_function(&f.body, &mut |s| {

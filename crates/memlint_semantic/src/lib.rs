@@ -29,3 +29,20 @@ mod views;
 pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
 pub use names::QualifiedName;
 pub use views::{Part, ViewOf};
+
+/// Whether the module imports `torch` (or a `torch.*` module) anywhere,
+/// nested blocks and functions included. Every rule is about PyTorch, so a
+/// file without such an import needs no walk at all.
+pub fn imports_torch(module: &ir::Module) -> bool {
+    fn any(body: &[ir::Stmt]) -> bool {
+        body.iter().any(|s| match &s.kind {
+            ir::StmtKind::Import(bindings) => {
+                bindings.iter().any(|b| b.qualified == "torch" || b.qualified.starts_with("torch."))
+            }
+            ir::StmtKind::Function(f) => any(&f.body),
+            ir::StmtKind::Class { body, .. } => any(body),
+            _ => s.child_blocks().into_iter().any(any),
+        })
+    }
+    any(&module.body)
+}
