@@ -42,7 +42,9 @@ declare_rule! {
     /// Sizes are not known statically: a view of a base that is itself small
     /// is reported too. A returned value is reported only when it drops a
     /// dimension or takes a piece (`x[0]`, `select`, `chunk()[i]`): a returned
-    /// slice is most often a crop of padding that keeps nearly all of the base. The rule stays quiet when the base stays alive anyway
+    /// slice is most often a crop of padding that keeps nearly all of the base,
+    /// and a returned variable holding a view is not reported (it is often one
+    /// of several pieces returned together). The rule stays quiet when the base stays alive anyway
     /// (it is itself stored, returned or an attribute), when the base's tensor
     /// type is not visible in the file (an unannotated parameter), for
     /// indexing with a variable (`x[i]` may be advanced indexing, which copies),
@@ -70,6 +72,12 @@ impl ViewRetainsBase {
     /// otherwise be freed.
     fn check_stored(checker: &mut Checker<'_, '_>, value: &Expr, where_: &str, report_span: Span, returned: bool) {
         let cx = checker.cx;
+        // A returned variable that holds a view is often one of several
+        // pieces returned together (`return x_min, y_min, w, h`): only a view
+        // written in the return itself is reported.
+        if returned && value.dotted().is_some() {
+            return;
+        }
         let Some(view) = cx.view_of(value) else { return };
         // A returned slice is most often a crop of padding (`o[..., :h, :w]`),
         // nearly all of the base: only a dropped dimension or a piece counts.
