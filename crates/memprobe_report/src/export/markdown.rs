@@ -25,29 +25,12 @@ impl Exporter for MarkdownExporter {
             writeln!(out, "- {}", esc(&l))?;
         }
         writeln!(out)?;
-        let mut head = vec![
-            "variant".to_string(),
-            "step time (median ± IQR)".into(),
-            "samples/s".into(),
-            "speedup".into(),
-        ];
-        head.extend(metrics.iter().map(|m| m.label().to_string()));
-        head.push(format!("Δ {}", primary.label()));
-        head.push("MFU".into());
-        head.push("correctness".into());
+        let head = column_headers(&metrics, primary);
         writeln!(out, "| {} |", head.join(" | "))?;
         writeln!(out, "|{}", "---|".repeat(head.len()))?;
         for v in &r.variants {
-            let mut row = vec![
-                esc(&v.label),
-                esc(&step_cell(v)),
-                v.summary.as_ref().map(|s| format!("{:.1}", s.samples_per_s)).unwrap_or("-".into()),
-                speedup_cell(v),
-            ];
-            row.extend(metrics.iter().map(|m| memory_cell(v, *m)));
-            row.push(delta_cell(v, primary));
-            row.push(esc(&mfu_cell(v)));
-            row.push(esc(&correctness_cell(v)));
+            let mut row = vec![esc(&v.label)];
+            row.extend(row_cells(v, &metrics, primary).iter().map(|c| esc(c)));
             writeln!(out, "| {} |", row.join(" | "))?;
         }
         writeln!(out)?;

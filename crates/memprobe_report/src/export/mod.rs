@@ -145,6 +145,35 @@ pub(crate) fn correctness_cell(v: &Variant) -> String {
     v.correctness.iter().map(check_text).collect::<Vec<_>>().join("; ")
 }
 
+/// The A/B table's column headers (shared by the table and markdown exporters).
+pub(crate) fn column_headers(metrics: &[MemoryMetric], primary: MemoryMetric) -> Vec<String> {
+    let mut head = vec![
+        "variant".to_string(),
+        "step time (median ± IQR)".into(),
+        "samples/s".into(),
+        "speedup".into(),
+    ];
+    head.extend(metrics.iter().map(|m| m.label().to_string()));
+    head.push(format!("Δ {}", primary.label()));
+    head.push("MFU".into());
+    head.push("correctness".into());
+    head
+}
+
+/// One variant's cells after its label, in [`column_headers`] order.
+pub(crate) fn row_cells(v: &Variant, metrics: &[MemoryMetric], primary: MemoryMetric) -> Vec<String> {
+    let mut row = vec![
+        step_cell(v),
+        v.summary.as_ref().map(|s| format!("{:.1}", s.samples_per_s)).unwrap_or("-".into()),
+        speedup_cell(v),
+    ];
+    row.extend(metrics.iter().map(|m| memory_cell(v, *m)));
+    row.push(delta_cell(v, primary));
+    row.push(mfu_cell(v));
+    row.push(correctness_cell(v));
+    row
+}
+
 pub(crate) fn header_lines(r: &Report) -> Vec<String> {
     let e = &r.environment;
     let w = &r.workload;

@@ -24,31 +24,14 @@ impl Exporter for TableExporter {
         if let Some(w) = self.width {
             t.set_width(w);
         }
-        let mut header = vec![
-            "variant".to_string(),
-            "step time (median ± IQR)".into(),
-            "samples/s".into(),
-            "speedup".into(),
-        ];
-        header.extend(metrics.iter().map(|m| m.label().to_string()));
-        header.push(format!("Δ {}", primary.label()));
-        header.push("MFU".into());
-        header.push("correctness".into());
-        t.set_header(header);
+        t.set_header(column_headers(&metrics, primary));
         for v in &r.variants {
-            let mut row = vec![
-                match &v.compared_to {
-                    Some(c) if c != "baseline" => format!("{} (vs {c})", v.label),
-                    _ => v.label.clone(),
-                },
-                step_cell(v),
-                v.summary.as_ref().map(|s| format!("{:.1}", s.samples_per_s)).unwrap_or("-".into()),
-                speedup_cell(v),
-            ];
-            row.extend(metrics.iter().map(|m| memory_cell(v, *m)));
-            row.push(delta_cell(v, primary));
-            row.push(mfu_cell(v));
-            row.push(correctness_cell(v));
+            let label = match &v.compared_to {
+                Some(c) if c != "baseline" => format!("{} (vs {c})", v.label),
+                _ => v.label.clone(),
+            };
+            let mut row = vec![label];
+            row.extend(row_cells(v, &metrics, primary));
             t.add_row(row);
         }
         let mut out = String::new();
