@@ -35,11 +35,6 @@ impl LineIndex {
         (start, end.max(start))
     }
 
-    /// Number of lines.
-    pub fn line_count(&self) -> usize {
-        self.starts.len()
-    }
-
     /// 1-based (line, column) of a byte offset; columns count characters.
     pub fn location(&self, offset: u32) -> (usize, usize) {
         self.location_in(offset, None)

@@ -8,14 +8,14 @@ use crate::registry::Rule;
 
 /// What a rule sees while checking one node: the semantic model at that
 /// point, the source text, and where to report.
-pub struct Checker<'c, 'a> {
+pub struct Checker<'c> {
     /// The semantic model at the current node.
-    pub cx: &'c Context<'a>,
+    pub cx: &'c Context,
     source: &'c str,
     diagnostics: &'c mut Vec<Diagnostic>,
 }
 
-impl Checker<'_, '_> {
+impl Checker<'_> {
     /// The source text of a span (empty if out of range).
     pub fn text(&self, span: Span) -> &str {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
@@ -40,7 +40,7 @@ impl<'r> RuleVisitor<'r> {
 }
 
 impl Visitor for RuleVisitor<'_> {
-    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context<'_>) {
+    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
         let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
         for rule in self.rules {
             if rule.meta().languages.contains(&cx.language()) {
@@ -49,7 +49,7 @@ impl Visitor for RuleVisitor<'_> {
         }
     }
 
-    fn visit_expr(&mut self, expr: &Expr, cx: &Context<'_>) {
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
         for rule in self.rules {
             if rule.meta().languages.contains(&cx.language()) {

@@ -49,9 +49,9 @@ pub trait Rule: Sync + Send {
     /// The rule's metadata.
     fn meta(&self) -> &'static RuleMeta;
     /// Checks one statement (before its effects apply).
-    fn check_stmt(&self, _stmt: &Stmt, _checker: &mut Checker<'_, '_>) {}
+    fn check_stmt(&self, _stmt: &Stmt, _checker: &mut Checker<'_>) {}
     /// Checks one expression.
-    fn check_expr(&self, _expr: &Expr, _checker: &mut Checker<'_, '_>) {}
+    fn check_expr(&self, _expr: &Expr, _checker: &mut Checker<'_>) {}
 }
 
 /// Declares a rule struct whose `///` doc comment becomes its documentation.

@@ -45,10 +45,10 @@ pub enum LoopKind {
 /// the facts in force at that point.
 pub trait Visitor {
     /// Called for each statement before its effects are applied.
-    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context<'_>);
+    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context);
     /// Called for each expression (pre-order) of a statement, before the
     /// statement's effects are applied.
-    fn visit_expr(&mut self, expr: &Expr, cx: &Context<'_>);
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context);
 }
 
 /// Facts about the file that the walk cannot see in the source.
@@ -102,7 +102,7 @@ struct Frame {
 
 /// The semantic state at one point of the walk. Rules read it through its
 /// query methods.
-pub struct Context<'a> {
+pub struct Context {
     language: Language,
     options: ContextOptions,
     module_imports: HashMap<String, Option<String>>,
@@ -118,7 +118,6 @@ pub struct Context<'a> {
     /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
     class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
-    _marker: std::marker::PhantomData<&'a ()>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -144,9 +143,9 @@ const DETACHING_METHODS: &[&str] = &[
 /// Builtins whose result is a Python scalar or non-tensor.
 const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
 
-impl<'a> Context<'a> {
+impl Context {
     /// Walks `module`, calling `visitor` on every statement and expression.
-    pub fn walk(module: &'a Module, options: ContextOptions, visitor: &mut dyn Visitor) {
+    pub fn walk(module: &Module, options: ContextOptions, visitor: &mut dyn Visitor) {
         // First pass: where each function of the file is called from. A
         // function whose every call site in the file runs with grad disabled
         // is analysed as if decorated with `@torch.no_grad()`.
@@ -161,7 +160,7 @@ impl<'a> Context<'a> {
         Context::new(module, options, no_grad_functions).run(&module.body, visitor);
     }
 
-    fn new(module: &Module, options: ContextOptions, no_grad_functions: HashSet<String>) -> Context<'a> {
+    fn new(module: &Module, options: ContextOptions, no_grad_functions: HashSet<String>) -> Context {
         let mut cx = Context {
             language: module.language,
             options,
@@ -173,7 +172,6 @@ impl<'a> Context<'a> {
             no_grad_functions,
             class_params: HashMap::default(),
             class_stack: Vec::new(),
-            _marker: std::marker::PhantomData,
         };
         cx.prescan_module(&module.body);
         if let Some(f) = cx.frames.last_mut() {
@@ -704,7 +702,7 @@ impl<'a> Context<'a> {
     }
 
     fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
-        fn rec(e: &Expr, cx: &Context<'_>, v: &mut dyn Visitor) {
+        fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
             v.visit_expr(e, cx);
             e.for_each_child(|c| rec(c, cx, v));
         }
@@ -1132,9 +1130,9 @@ impl CallSites {
 }
 
 impl Visitor for CallSites {
-    fn visit_stmt(&mut self, _stmt: &Stmt, _cx: &Context<'_>) {}
+    fn visit_stmt(&mut self, _stmt: &Stmt, _cx: &Context) {}
 
-    fn visit_expr(&mut self, expr: &Expr, cx: &Context<'_>) {
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let Some((func, _, _)) = expr.as_call() else { return };
         let name = match &func.kind {
             ExprKind::Name(n) if cx.functions.contains(n) => n,
@@ -1331,7 +1329,7 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
 
 /// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
 /// body, with that kind.
-fn class_attr_kinds(body: &[Stmt], cx: &Context<'_>) -> HashMap<String, ValueKind> {
+fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
     let mut out = HashMap::default();
     for s in body {
         if let StmtKind::Function(f) = &s.kind {

@@ -51,7 +51,7 @@ declare_rule! {
 }
 
 impl DataAttribute {
-    fn is_tensor_like(checker: &Checker<'_, '_>, value: &Expr) -> bool {
+    fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
         if checker.cx.qualified_name(value).is_some() {
             return false;
         }
@@ -74,7 +74,7 @@ impl Rule for DataAttribute {
         &Self::META
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
             return;
         }

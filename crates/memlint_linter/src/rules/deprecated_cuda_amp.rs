@@ -87,7 +87,7 @@ impl Replacement {
 }
 
 impl DeprecatedCudaAmp {
-    fn resolve(checker: &Checker<'_, '_>, e: &Expr) -> Option<(String, Replacement)> {
+    fn resolve(checker: &Checker<'_>, e: &Expr) -> Option<(String, Replacement)> {
         if !matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
             return None;
         }
@@ -95,7 +95,7 @@ impl DeprecatedCudaAmp {
         Some((q.as_str().to_string(), replacement(q.as_str())?))
     }
 
-    fn report(checker: &mut Checker<'_, '_>, reference: &Expr, qualified: &str, rep: Replacement, fix: Option<Fix>) {
+    fn report(checker: &mut Checker<'_>, reference: &Expr, qualified: &str, rep: Replacement, fix: Option<Fix>) {
         let mut d = Self::META
             .diagnostic(reference.span, format!("`{qualified}` is deprecated since PyTorch 2.4"))
             .with_help(format!("use `{}`", rep.suggestion()));
@@ -106,7 +106,7 @@ impl DeprecatedCudaAmp {
     }
 
     /// The fix for a call `callee(args)` (or a bare decorator when `call` is None).
-    fn fix(checker: &Checker<'_, '_>, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Fix> {
+    fn fix(checker: &Checker<'_>, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Fix> {
         let torch = checker.cx.import_alias_of("torch")?;
         let (name, device) = rep.text();
         let new_callee = format!("{torch}.amp.{name}");
@@ -144,7 +144,7 @@ impl Rule for DeprecatedCudaAmp {
         &Self::META
     }
 
-    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
         if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
             return;
         }
@@ -166,7 +166,7 @@ impl Rule for DeprecatedCudaAmp {
         }
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
             return;
         }

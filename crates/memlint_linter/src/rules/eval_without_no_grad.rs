@@ -70,7 +70,7 @@ impl Rule for EvalWithoutNoGrad {
         &Self::META
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
         if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.function_calls_backward() {
             return;

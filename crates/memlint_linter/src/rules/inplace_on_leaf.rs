@@ -66,7 +66,7 @@ fn is_inplace_method(name: &str) -> bool {
 const HELP: &str = "do the update inside `with torch.no_grad():`, or use an out-of-place op if the tensor should not stay a leaf";
 
 impl InplaceOnLeaf {
-    fn report(checker: &mut Checker<'_, '_>, span: memlint_diagnostics::Span, what: &str, target: &str) {
+    fn report(checker: &mut Checker<'_>, span: memlint_diagnostics::Span, what: &str, target: &str) {
         checker.report(
             Self::META
                 .diagnostic(
@@ -77,7 +77,7 @@ impl InplaceOnLeaf {
         );
     }
 
-    fn target_leaf(checker: &Checker<'_, '_>, target: &Expr) -> Option<String> {
+    fn target_leaf(checker: &Checker<'_>, target: &Expr) -> Option<String> {
         let d = target.dotted()?;
         if checker.cx.qualified_name(target).is_some() {
             return None;
@@ -91,7 +91,7 @@ impl Rule for InplaceOnLeaf {
         &Self::META
     }
 
-    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
             return;
         }
@@ -114,7 +114,7 @@ impl Rule for InplaceOnLeaf {
         }
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
             return;
         }

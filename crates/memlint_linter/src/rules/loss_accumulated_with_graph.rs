@@ -58,7 +58,7 @@ declare_rule! {
 }
 
 impl LossAccumulatedWithGraph {
-    fn check(checker: &mut Checker<'_, '_>, acc: &Expr, value: &Expr, span: memlint_diagnostics::Span) {
+    fn check(checker: &mut Checker<'_>, acc: &Expr, value: &Expr, span: memlint_diagnostics::Span) {
         let cx = checker.cx;
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
@@ -86,7 +86,7 @@ impl Rule for LossAccumulatedWithGraph {
         &Self::META
     }
 
-    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
             return;
         }
@@ -112,7 +112,7 @@ impl Rule for LossAccumulatedWithGraph {
         }
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
             return;
         }

@@ -70,7 +70,7 @@ declare_rule! {
 impl ViewRetainsBase {
     /// Reports `value` if it is a partial view of a tensor that would
     /// otherwise be freed.
-    fn check_stored(checker: &mut Checker<'_, '_>, value: &Expr, where_: &str, report_span: Span, returned: bool) {
+    fn check_stored(checker: &mut Checker<'_>, value: &Expr, where_: &str, report_span: Span, returned: bool) {
         let cx = checker.cx;
         // A returned variable that holds a view is often one of several
         // pieces returned together (`return x_min, y_min, w, h`): only a view
@@ -113,7 +113,7 @@ impl ViewRetainsBase {
         );
     }
 
-    fn container_outlives(checker: &Checker<'_, '_>, container: &Expr) -> bool {
+    fn container_outlives(checker: &Checker<'_>, container: &Expr) -> bool {
         let Some(c) = container.dotted() else { return false };
         if checker.cx.qualified_name(container).is_some() {
             return false;
@@ -127,7 +127,7 @@ impl Rule for ViewRetainsBase {
         &Self::META
     }
 
-    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_, '_>) {
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() {
             return;
         }
@@ -160,7 +160,7 @@ impl Rule for ViewRetainsBase {
         }
     }
 
-    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_, '_>) {
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if !checker.cx.torch_imported() {
             return;
         }
