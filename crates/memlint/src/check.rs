@@ -8,11 +8,15 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
 use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
-use memlint_linter::{is_test_path, lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
+use memlint_linter::{
+    is_test_path, lint_file, summarize_source, FileContext, LintOptions, ModuleInfo, ProjectIndex, RuleSet, Selector,
+    PARSE_ERROR,
+};
 use rayon::prelude::*;
 
 use crate::args::{CheckArgs, FailOn, OutputFormat};
 use crate::config::{Config, Discovery};
+use crate::project::ProjectFacts;
 use crate::walk::{collect, Candidate};
 
 fn parse_selectors(flag: &str, list: &[String]) -> Result<Vec<Selector>> {
@@ -23,6 +27,8 @@ fn parse_selectors(flag: &str, list: &[String]) -> Result<Vec<Selector>> {
 struct Job {
     candidate: Candidate,
     rules: RuleSet,
+    module: ModuleInfo,
+    torch_minimum: Option<(u32, u32)>,
 }
 
 pub fn run(args: &CheckArgs) -> Result<u8> {
@@ -35,6 +41,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
 
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let discovery = Discovery::default();
+    let facts = ProjectFacts::default();
     let candidates = collect(&args.paths)?;
 
     // Resolve each file's configuration first, so a broken config stops the
@@ -59,7 +66,9 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
             Some(cfg) => base.without(&cfg.ignores_for(&abs)),
             None => base,
         };
-        jobs.push(Job { candidate: c, rules });
+        let module = facts.module_of(&abs);
+        let torch_minimum = facts.torch_minimum(dir);
+        jobs.push(Job { candidate: c, rules, module, torch_minimum });
     }
 
     let fail_on = match args.fail_on {
@@ -74,7 +83,13 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         }
     };
 
-    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(check_file).collect();
+    // Two phases over the files of the run: each file's summary (in
+    // parallel), joined into the project index; then each file's rules
+    // with the index (in parallel). Files are read and parsed in both
+    // phases rather than kept in memory between them.
+    let summaries = jobs.par_iter().filter_map(summarize_file).collect();
+    let index = Arc::new(ProjectIndex::build(summaries));
+    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(|j| check_file(j, &index)).collect();
     files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
     let report = Report { files, files_checked: jobs.len() };
 
@@ -122,18 +137,32 @@ fn decode(bytes: Vec<u8>) -> Result<String, String> {
     }
 }
 
+/// The file's text, or why it cannot be checked.
+fn read_source(path: &std::path::Path) -> Result<String, String> {
+    std::fs::read(path)
+        .map_err(|e| format!("cannot read file: {e}"))
+        .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")))
+}
+
+/// The first phase: what the file contributes to the project index
+/// (`None` for a file that cannot be read; the second phase reports it).
+fn summarize_file(job: &Job) -> Option<memlint_linter::FileSummary> {
+    let path = &job.candidate.path;
+    let text = read_source(path).ok()?;
+    Some(summarize_source(&text, job.module.clone(), is_test_path(path)))
+}
+
 /// Checks one file; `None` when it has no diagnostics (its text is then
 /// dropped without indexing its lines).
-fn check_file(job: &Job) -> Option<FileReport> {
+fn check_file(job: &Job, index: &Arc<ProjectIndex>) -> Option<FileReport> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
-    let text = std::fs::read(path)
-        .map_err(|e| format!("cannot read file: {e}"))
-        .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
+    let text = read_source(path);
     let (text, diagnostics) = match text {
         Ok(text) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
-            let diagnostics = lint_source(&text, &options);
+            let file = FileContext { module: job.module.clone(), index: index.clone(), torch_minimum: job.torch_minimum };
+            let diagnostics = lint_file(&text, &options, &file);
             (text, diagnostics)
         }
         Err(reason) => {

@@ -5,6 +5,7 @@
 mod args;
 mod check;
 mod config;
+mod project;
 mod walk;
 
 use std::io::{self, IsTerminal, Write};

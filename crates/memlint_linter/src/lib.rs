@@ -31,10 +31,14 @@ mod checker;
 
 pub use checker::Checker;
 pub use registry::{all_rules, rule_by_code, Rule, RuleMeta, PARSE_ERROR};
+pub use memlint_semantic::{ModuleInfo, ProjectIndex};
 pub use selection::{RuleSet, Selector, SelectorError};
+
+use std::sync::Arc;
 
 use memlint_diagnostics::{Diagnostic, Span};
 use memlint_semantic::{Context, ContextOptions};
+pub use memlint_semantic::FileSummary;
 
 /// What to check in one file.
 #[derive(Debug, Clone)]
@@ -55,9 +59,43 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
         || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
 }
 
-/// Lints Python source text and returns its diagnostics, sorted by position,
-/// with suppression comments applied.
+/// What a file's findings may rest on beyond its own text: where it sits
+/// in the project, the index of all files of the run, and the torch
+/// version the project declares.
+#[derive(Debug, Clone, Default)]
+pub struct FileContext {
+    /// The file's module path.
+    pub module: ModuleInfo,
+    /// The run's project index.
+    pub index: Arc<ProjectIndex>,
+    /// The lowest torch version the project declares (`torch>=2.4` in
+    /// pyproject.toml, setup.cfg, setup.py or a requirements file).
+    pub torch_minimum: Option<(u32, u32)>,
+}
+
+/// The first phase of a project-wide lint: what one file contributes to
+/// the project index. Runs independently per file (in parallel).
+pub fn summarize_source(source: &str, module: ModuleInfo, is_test_file: bool) -> FileSummary {
+    let parsed = memlint_python::parse(source);
+    memlint_semantic::summarize(
+        &parsed.module,
+        ContextOptions { is_test_file, module, index: Arc::new(ProjectIndex::empty()), torch_minimum: None },
+    )
+}
+
+/// Lints Python source text on its own (the file is its own project) and
+/// returns its diagnostics, sorted by position, with suppression comments
+/// applied.
 pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
+    let module = ModuleInfo { path: "__main__".to_string(), is_package: false };
+    let summary = summarize_source(source, module.clone(), options.is_test_file);
+    let index = Arc::new(ProjectIndex::build(vec![summary]));
+    lint_file(source, options, &FileContext { module, index, torch_minimum: None })
+}
+
+/// Lints one file of a project: the second phase, after every file's
+/// [`summarize_source`] was joined into the [`ProjectIndex`].
+pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
     let parsed = memlint_python::parse(source);
     let mut diagnostics = Vec::new();
     if let Some(first) = parsed.errors.first() {
@@ -81,11 +119,28 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
     // to walk (the rules would all return at their `torch_imported` check).
     if !rules.is_empty() && memlint_semantic::imports_torch(&parsed.module) {
         let mut visitor = checker::RuleVisitor::new(&rules, source, &mut diagnostics);
-        Context::walk(&parsed.module, ContextOptions { is_test_file: options.is_test_file }, &mut visitor);
+        let cx_options = ContextOptions {
+            is_test_file: options.is_test_file,
+            module: file.module.clone(),
+            index: file.index.clone(),
+            torch_minimum: file.torch_minimum,
+        };
+        Context::walk(&parsed.module, cx_options, &mut visitor);
     }
     let suppressions = suppression::Suppressions::from_comments(source, &parsed.comments);
     diagnostics.retain(|d| !suppressions.is_suppressed(d));
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
+    one_per_line(source, &mut diagnostics);
     diagnostics
+}
+
+/// Rules that report a hazard once per line: `a.data = b.data` is one
+/// `.data` finding, `model(a) if c else model(b)` one forward.
+const ONE_PER_LINE: &[&str] = &["ML103", "ML107", "ML201"];
+
+fn one_per_line(source: &str, diagnostics: &mut Vec<Diagnostic>) {
+    let line_of = |offset: u32| source.as_bytes()[..(offset as usize).min(source.len())].iter().filter(|b| **b == b'\n').count();
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| !ONE_PER_LINE.contains(&d.code) || seen.insert((d.code, line_of(d.span.start))));
 }

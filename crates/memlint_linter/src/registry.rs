@@ -127,6 +127,7 @@ pub static PARSE_ERROR: RuleMeta = ParseError::META;
 static RULES: &[&dyn Rule] = &[
     &rules::inplace_on_leaf::InplaceOnLeaf,
     &rules::data_attribute::DataAttribute,
+    &rules::data_attribute_in_setup::DataAttributeInSetup,
     &rules::eval_without_no_grad::EvalWithoutNoGrad,
     &rules::loss_accumulated_with_graph::LossAccumulatedWithGraph,
     &rules::view_retains_base::ViewRetainsBase,

@@ -15,8 +15,8 @@
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
-    BinOp, Expr, ExprKind, Function, ImportBinding, Keyword, Language, Literal, Module, Param, Stmt, StmtKind,
-    WithItem,
+    BinOp, BoolOpKind, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
+    Param, Stmt, StmtKind, WithItem,
 };
 use ruff_python_ast as ast;
 use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
@@ -162,19 +162,25 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
             blocks.insert(0, subject);
             StmtKind::Block(blocks)
         }
-        ast::Stmt::Raise(r) => {
-            StmtKind::Other(r.exc.iter().chain(r.cause.iter()).map(|e| lower_expr(e)).collect())
-        }
-        ast::Stmt::Try(t) => {
-            let mut stmts = lower_body(&t.body);
-            for h in &t.handlers {
-                let ast::ExceptHandler::ExceptHandler(h) = h;
-                stmts.push(Stmt { span: span(h.range), kind: StmtKind::Block(lower_body(&h.body)) });
-            }
-            stmts.extend(lower_body(&t.orelse));
-            stmts.extend(lower_body(&t.finalbody));
-            StmtKind::Block(stmts)
-        }
+        ast::Stmt::Raise(r) => StmtKind::Raise(r.exc.iter().chain(r.cause.iter()).map(|e| lower_expr(e)).collect()),
+        ast::Stmt::Try(t) => StmtKind::Try {
+            body: lower_body(&t.body),
+            handlers: t
+                .handlers
+                .iter()
+                .map(|h| {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    Handler {
+                        span: span(h.range),
+                        types: h.type_.as_deref().map(lower_expr),
+                        name: h.name.as_ref().map(|n| n.id.to_string()),
+                        body: lower_body(&h.body),
+                    }
+                })
+                .collect(),
+            orelse: lower_body(&t.orelse),
+            finalbody: lower_body(&t.finalbody),
+        },
         ast::Stmt::Assert(a) => {
             StmtKind::Other(std::iter::once(&*a.test).chain(a.msg.as_deref()).map(lower_expr).collect())
         }
@@ -217,9 +223,9 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         ast::Stmt::Global(_)
         | ast::Stmt::Nonlocal(_)
         | ast::Stmt::Pass(_)
-        | ast::Stmt::Break(_)
-        | ast::Stmt::Continue(_)
         | ast::Stmt::IpyEscapeCommand(_) => StmtKind::Other(vec![]),
+        ast::Stmt::Break(_) => StmtKind::Break,
+        ast::Stmt::Continue(_) => StmtKind::Continue,
     };
     Stmt { span: span(s.range()), kind }
 }
@@ -280,20 +286,47 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             ExprKind::Dict(d.items.iter().map(|it| (it.key.as_ref().map(lower_expr), lower_expr(&it.value))).collect())
         }
         ast::Expr::Starred(s) => ExprKind::Starred(boxed(&s.value)),
-        ast::Expr::Lambda(l) => ExprKind::Nested(vec![lower_expr(&l.body)]),
+        ast::Expr::Lambda(l) => ExprKind::Lambda {
+            params: l
+                .parameters
+                .as_deref()
+                .map(|p| params(p).into_iter().map(|p| p.name).collect())
+                .unwrap_or_default(),
+            body: boxed(&l.body),
+        },
         ast::Expr::ListComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
         ast::Expr::SetComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
         ast::Expr::Generator(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
         ast::Expr::DictComp(c) => ExprKind::Nested(comprehension(&c.value, c.key.as_deref(), &c.generators)),
-        ast::Expr::BoolOp(b) => ExprKind::Other(b.values.iter().map(lower_expr).collect()),
-        ast::Expr::Named(n) => ExprKind::Other(vec![lower_expr(&n.value)]),
-        ast::Expr::If(i) => ExprKind::Other(vec![lower_expr(&i.test), lower_expr(&i.body), lower_expr(&i.orelse)]),
+        ast::Expr::BoolOp(b) => ExprKind::BoolOp {
+            op: match b.op {
+                ast::BoolOp::And => BoolOpKind::And,
+                ast::BoolOp::Or => BoolOpKind::Or,
+            },
+            values: b.values.iter().map(lower_expr).collect(),
+        },
+        ast::Expr::Named(n) => ExprKind::Named { target: boxed(&n.target), value: boxed(&n.value) },
+        ast::Expr::If(i) => ExprKind::IfExp { test: boxed(&i.test), body: boxed(&i.body), orelse: boxed(&i.orelse) },
         ast::Expr::Await(a) => ExprKind::Other(vec![lower_expr(&a.value)]),
-        ast::Expr::Yield(y) => ExprKind::Other(y.value.as_deref().map(lower_expr).into_iter().collect()),
-        ast::Expr::YieldFrom(y) => ExprKind::Other(vec![lower_expr(&y.value)]),
-        ast::Expr::Compare(c) => {
-            ExprKind::Other(std::iter::once(&*c.left).chain(c.comparators.iter()).map(lower_expr).collect())
-        }
+        ast::Expr::Yield(y) => ExprKind::Yield(y.value.as_deref().map(boxed)),
+        ast::Expr::YieldFrom(y) => ExprKind::Yield(Some(boxed(&y.value))),
+        ast::Expr::Compare(c) => ExprKind::Compare {
+            left: boxed(&c.left),
+            ops: c
+                .ops
+                .iter()
+                .map(|o| match o {
+                    ast::CmpOp::Eq => CmpOp::Eq,
+                    ast::CmpOp::NotEq => CmpOp::NotEq,
+                    ast::CmpOp::Lt => CmpOp::Lt,
+                    ast::CmpOp::LtE => CmpOp::LtE,
+                    ast::CmpOp::Gt => CmpOp::Gt,
+                    ast::CmpOp::GtE => CmpOp::GtE,
+                    _ => CmpOp::Other,
+                })
+                .collect(),
+            comparators: c.comparators.iter().map(lower_expr).collect(),
+        },
         ast::Expr::FString(_) | ast::Expr::TString(_) | ast::Expr::IpyEscapeCommand(_) => ExprKind::Other(vec![]),
     };
     Expr { span: span(e.range()), kind }

@@ -1,7 +1,11 @@
 //! The statement-order walk that maintains the semantic facts.
 
+use std::cell::Cell;
+use std::sync::Arc;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::index::{is_setup_name, ModuleInfo, ProjectIndex, Role};
 use crate::ir::{
     for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Function, Language, Module, Param, Stmt,
     StmtKind,
@@ -27,6 +31,9 @@ pub enum ValueKind {
     Optimizer,
     /// Known not to be a tensor (an argparse namespace, a number, a string...).
     NonTensor,
+    /// An instance of a project class that is not an `nn.Module` (a
+    /// trainer, a predictor wrapping a model): calling it is not a forward.
+    Object,
 }
 
 /// Classification of a loop.
@@ -57,14 +64,25 @@ pub struct ContextOptions {
     /// The file is a test module (`test_*.py`, `*_test.py`, under `tests/`):
     /// its `test_*` functions are unit tests, not evaluation code.
     pub is_test_file: bool,
+    /// Where the file sits in the project's module tree.
+    pub module: ModuleInfo,
+    /// What the other files of the run contribute (empty for one file).
+    pub index: Arc<ProjectIndex>,
+    /// The lowest torch version the project declares, when it does.
+    pub torch_minimum: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Default)]
 struct LoopFrame {
     kind: LoopKind,
+    /// The body calls `backward()` (itself or through a project helper).
+    calls_backward: bool,
     /// Dotted names (re)assigned in the body from a value that does not read
     /// them: they are per-iteration values.
     resets: HashSet<String>,
+    /// The subset of `resets` assigned unconditionally (at the top level of
+    /// the body, not under an `if`/`try`): re-created every iteration.
+    unconditional: HashSet<String>,
     /// Names that `backward()` is called on (or through) in the body.
     backward_roots: HashSet<String>,
 }
@@ -72,6 +90,23 @@ struct LoopFrame {
 #[derive(Debug, Default)]
 struct Frame {
     name: Option<String>,
+    /// Fully qualified name of the function (`module.Class.method`).
+    qualname: Option<String>,
+    /// A class body: its bindings are not visible in its methods.
+    is_class: bool,
+    /// What the function is for in the program.
+    role: Option<Role>,
+    /// `backward()` is called outside every loop of the function (and not
+    /// only under the train-mode flag).
+    backward_outside_loops: bool,
+    /// A caller passes `False` to the function's train-mode flag.
+    eval_by_flag: bool,
+    /// Project class of instance bindings (`meter = AverageMeter()`).
+    instances: HashMap<String, String>,
+    /// Models whose parameters were all frozen.
+    frozen: HashSet<String>,
+    /// Enclosing `with` contexts that are not torch's (qualified names).
+    with_contexts: Vec<String>,
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,
@@ -112,12 +147,29 @@ pub struct Context {
     /// Names of functions defined anywhere in the file: calling one is not
     /// a forward pass, whatever its name.
     functions: HashSet<String>,
-    /// Functions of the file called only from code that runs with grad
-    /// disabled (found by a first pass over the file).
-    no_grad_functions: HashSet<String>,
     /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
     class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
+    module: ModuleInfo,
+    index: Arc<ProjectIndex>,
+    /// Top-level functions and classes of the file: local name -> qualified.
+    module_defs: HashMap<String, String>,
+    /// Every qualified name each local name is imported as, anywhere in the
+    /// file (`try: from torch.amp import X / except: from torch.cuda.amp import X`).
+    import_targets: HashMap<String, Vec<String>>,
+    /// Depth of compatibility code: branches under a version guard and
+    /// `except` handlers.
+    compat_depth: usize,
+    /// Compatibility depth of the expression being visited (a conditional
+    /// expression under a version guard, an `isinstance` check).
+    compat_expr: Cell<usize>,
+    /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
+    class_frozen: HashMap<String, HashSet<String>>,
+    class_instances: HashMap<String, HashMap<String, String>>,
+    /// Spans of the assignment targets of the statement being visited.
+    assign_targets: Vec<memlint_diagnostics::Span>,
+    /// The statement being visited is a `.data =` swap changing this.
+    data_swap: Option<&'static str>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -146,36 +198,35 @@ const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round"
 impl Context {
     /// Walks `module`, calling `visitor` on every statement and expression.
     pub fn walk(module: &Module, options: ContextOptions, visitor: &mut dyn Visitor) {
-        // First pass: where each function of the file is called from. A
-        // function whose every call site in the file runs with grad disabled
-        // is analysed as if decorated with `@torch.no_grad()`.
-        // Skipped when nothing in the file can disable grad.
-        let no_grad_functions = if may_disable_grad(&module.body) {
-            let mut sites = CallSites::default();
-            Context::new(module, options.clone(), HashSet::default()).run(&module.body, &mut sites);
-            sites.only_without_grad()
-        } else {
-            HashSet::default()
-        };
-        Context::new(module, options, no_grad_functions).run(&module.body, visitor);
+        Context::new(module, options).run(&module.body, visitor);
     }
 
-    fn new(module: &Module, options: ContextOptions, no_grad_functions: HashSet<String>) -> Context {
+    fn new(module: &Module, options: ContextOptions) -> Context {
         let mut cx = Context {
             language: module.language,
+            module: options.module.clone(),
+            index: options.index.clone(),
             options,
             module_imports: HashMap::default(),
             frames: vec![Frame::default()],
             torch_imported: false,
             module_classes: HashSet::default(),
             functions: HashSet::default(),
-            no_grad_functions,
             class_params: HashMap::default(),
             class_stack: Vec::new(),
+            module_defs: HashMap::default(),
+            import_targets: HashMap::default(),
+            compat_depth: 0,
+            compat_expr: Cell::new(0),
+            class_frozen: HashMap::default(),
+            class_instances: HashMap::default(),
+            assign_targets: Vec::new(),
+            data_swap: None,
         };
         cx.prescan_module(&module.body);
         if let Some(f) = cx.frames.last_mut() {
             f.calls_backward = calls_backward(&module.body);
+            f.backward_outside_loops = backward_outside_loops(&module.body, None);
             f.kept_alive = kept_alive(&module.body);
         }
         cx
@@ -208,13 +259,218 @@ impl Context {
         &mut self.frames[n]
     }
 
+    /// The frames whose bindings are visible here: the current one, then
+    /// the enclosing functions; a class body's bindings are visible only in
+    /// the class body itself, never in its methods.
+    fn visible_frames(&self) -> impl Iterator<Item = &Frame> {
+        let n = self.frames.len();
+        self.frames.iter().enumerate().rev().filter(move |(i, f)| !f.is_class || *i == n - 1).map(|(_, f)| f)
+    }
+
     fn lookup_import(&self, name: &str) -> Option<&str> {
-        for f in self.frames.iter().rev() {
+        for f in self.visible_frames() {
             if let Some(b) = f.imports.get(name) {
                 return b.as_deref();
             }
         }
         self.module_imports.get(name).and_then(|b| b.as_deref())
+    }
+
+    /// Every qualified name the local name is imported as anywhere in the
+    /// file (more than one for compatibility aliases).
+    pub fn import_targets(&self, local: &str) -> &[String] {
+        self.import_targets.get(local).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Whether the current point is compatibility code: a branch under a
+    /// torch-version guard (`if TORCH_2_4:`, `if version.parse(torch.__version__) >= ...`,
+    /// `hasattr(torch, "amp")`), an `except` handler, or, for the
+    /// expression being visited, an operand of a conditional expression
+    /// under such a guard or of an `isinstance`/`issubclass` check.
+    pub fn in_compat_code(&self) -> bool {
+        self.compat_depth > 0 || self.compat_expr.get() > 0
+    }
+
+    /// Whether `span` is a target of the assignment statement being visited
+    /// (`p.data` in `p.data = ...`).
+    pub fn is_assign_target(&self, span: memlint_diagnostics::Span) -> bool {
+        self.assign_targets.contains(&span)
+    }
+
+    /// When the statement being visited is a `.data =` assignment that
+    /// changes the tensor's dtype, device or class (`p.data = p.data.half()`,
+    /// `m.weight.data = Int8Params(...)`), which of those it changes.
+    pub fn current_data_swap(&self) -> Option<&'static str> {
+        self.data_swap
+    }
+
+    fn swap_kind(&self, value: &Expr) -> Option<&'static str> {
+        if let Some((_, m)) = value.as_method_call() {
+            return match m {
+                "half" | "float" | "double" | "bfloat16" | "long" | "int" | "bool" | "type" => Some("dtype"),
+                "to" => Some("dtype or device"),
+                "cuda" | "cpu" | "pin_memory" => Some("device"),
+                _ => None,
+            };
+        }
+        let (func, _, _) = value.as_call()?;
+        let d = func.dotted()?;
+        let last = d.rsplit('.').next().unwrap_or(&d);
+        let is_class = last.starts_with(|c: char| c.is_ascii_uppercase());
+        is_class.then_some("class")
+    }
+
+    /// Whether the walk is directly in a class body.
+    pub fn in_class_body(&self) -> bool {
+        self.frame().is_class
+    }
+
+    /// Where the file sits in the module tree.
+    pub fn module_info(&self) -> &ModuleInfo {
+        &self.module
+    }
+
+    /// Qualified names of the enclosing `with` contexts that are not torch's.
+    pub fn with_contexts(&self) -> Vec<String> {
+        self.frame().with_contexts.clone()
+    }
+
+    /// Whether the current point is inside a training or evaluation loop
+    /// of the current function.
+    pub fn in_step_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| matches!(l.kind, LoopKind::Train | LoopKind::Eval))
+    }
+
+    /// How a `for` loop over `iter` with `body` is classified.
+    pub fn loop_kind_of(&self, iter: &Expr, body: &[Stmt]) -> LoopKind {
+        self.classify_loop(iter, body, self.body_calls_backward(body))
+    }
+
+    /// The lowest torch version the project declares (`None`: undeclared).
+    pub fn declared_torch_minimum(&self) -> Option<(u32, u32)> {
+        self.options.torch_minimum
+    }
+
+    /// The project index of the run.
+    pub fn index(&self) -> &ProjectIndex {
+        &self.index
+    }
+
+    /// The qualified name of the function being walked (`module.Class.method`).
+    pub fn function_qualname(&self) -> Option<&str> {
+        self.frame().qualname.as_deref()
+    }
+
+    /// The role of the current function (module level: `Other`).
+    pub fn function_role(&self) -> Role {
+        self.frame().role.unwrap_or(Role::Other)
+    }
+
+    /// Whether the current point is step code, where a graph may be live:
+    /// inside a training or evaluation loop, or in a function that is a
+    /// step (a `forward`, an optimizer's `step`, a function with a step
+    /// loop, or one called from step code in any file of the run). Never in
+    /// unit tests, and never in always-setup code (`__init__`,
+    /// `reset_parameters`, weight init passed to `.apply`).
+    pub fn in_step_code(&self) -> bool {
+        let f = self.frame();
+        match f.role {
+            Some(Role::Test) => false,
+            Some(Role::Setup) => false,
+            Some(Role::Step) => true,
+            _ => f.loops.iter().any(|l| matches!(l.kind, LoopKind::Train | LoopKind::Eval)),
+        }
+    }
+
+    /// Resolves a callee to the qualified name of a project definition (or
+    /// any imported name): a function or class of this file, an import,
+    /// `self.method` in a class, `obj.method` on an instance of a project
+    /// class, `module.func`.
+    pub fn resolve_callee(&self, func: &Expr) -> Option<String> {
+        match &func.kind {
+            ExprKind::Name(n) => {
+                if let Some(q) = self.lookup_import(n) {
+                    return Some(q.to_string());
+                }
+                if self.is_shadowed_locally(n) {
+                    return None;
+                }
+                self.module_defs.get(n).cloned()
+            }
+            ExprKind::Attribute { value, attr, .. } => {
+                if let Some(q) = self.qualified_name(func) {
+                    return Some(q.0);
+                }
+                let recv = value.dotted()?;
+                if recv == "self" || recv == "cls" {
+                    let class = self.current_class_qualname()?;
+                    return Some(format!("{class}.{attr}"));
+                }
+                if let ExprKind::Call { func: sup, args, .. } = &value.kind {
+                    if sup.as_name() == Some("super") && args.is_empty() {
+                        let class = self.current_class_qualname()?;
+                        let summary_bases = self.index.resolve_function(&format!("{class}.{attr}"));
+                        return summary_bases;
+                    }
+                }
+                let class = self.instance_class(&recv)?;
+                Some(format!("{class}.{attr}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a local binding (parameter, assignment) hides a module-level name.
+    fn is_shadowed_locally(&self, name: &str) -> bool {
+        let n = self.frames.len();
+        self.frames.iter().enumerate().skip(1).any(|(i, f)| (!f.is_class || i == n - 1) && (f.params.contains(name) || f.kinds.contains_key(name) || f.imports.contains_key(name)))
+    }
+
+    /// Qualified name of the class whose method is being walked.
+    pub fn current_class_qualname(&self) -> Option<String> {
+        let class = self.frame().class.as_ref().or(self.class_stack.last())?;
+        Some(self.qualify(class))
+    }
+
+    fn qualify(&self, name: &str) -> String {
+        if self.module.path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.module.path)
+        }
+    }
+
+    /// The project class an instance binding holds (`meter = AverageMeter()`,
+    /// `self.meter` assigned one in the class).
+    pub fn instance_class(&self, dotted: &str) -> Option<String> {
+        for f in self.visible_frames() {
+            if let Some(c) = f.instances.get(dotted) {
+                return Some(c.clone());
+            }
+        }
+        let attr = dotted.strip_prefix("self.")?;
+        let class = self.current_class_qualname()?;
+        self.class_instances.get(&class)?.get(attr).cloned()
+    }
+
+    /// The project function a call resolves to, with its summary.
+    pub fn project_callee(&self, call: &Expr) -> Option<&crate::index::FunctionSummary> {
+        let (func, _, _) = call.as_call()?;
+        let q = self.resolve_callee(func)?;
+        let resolved = self.index.resolve_function(&q)?;
+        self.index.function(&resolved)
+    }
+
+    /// Whether `dotted` names a model whose parameters were all frozen
+    /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
+    /// `parameters()`): its forward records no graph.
+    pub fn is_frozen(&self, dotted: &str) -> bool {
+        if self.visible_frames().any(|f| f.frozen.contains(dotted)) {
+            return true;
+        }
+        let Some(attr) = dotted.strip_prefix("self.") else { return false };
+        let Some(class) = self.current_class_qualname() else { return false };
+        self.class_frozen.get(&class).is_some_and(|s| s.contains(attr))
     }
 
     /// The local name (or alias) under which module `qualified` is imported,
@@ -266,13 +522,36 @@ impl Context {
     /// predict/inference, or in a loop over a validation/test loader.
     pub fn in_eval_code(&self) -> bool {
         let f = self.frame();
-        !f.unit_test && (f.eval_mode || f.eval_named || f.loops.iter().any(|l| l.kind == LoopKind::Eval))
+        !f.unit_test
+            && (f.eval_mode || f.eval_named || f.eval_by_flag || f.loops.iter().any(|l| l.kind == LoopKind::Eval))
     }
 
     /// Whether the current function (or module top level) calls `backward()`
     /// or `torch.autograd.grad` anywhere: it is then training code.
     pub fn function_calls_backward(&self) -> bool {
         self.frame().calls_backward
+    }
+
+    /// Whether a `backward()` belongs to the code around the current point,
+    /// making it training (or adversarial evaluation) rather than plain
+    /// evaluation: inside loops, the enclosing loops up to the innermost
+    /// evaluation loop call it; outside every loop, the function calls it
+    /// outside its loops. An evaluation loop that follows a training loop
+    /// in the same function is therefore still evaluation.
+    pub fn backward_in_scope(&self) -> bool {
+        let f = self.frame();
+        for l in f.loops.iter().rev() {
+            if l.calls_backward {
+                return true;
+            }
+            if l.kind == LoopKind::Eval {
+                return false;
+            }
+        }
+        if f.loops.is_empty() {
+            return f.backward_outside_loops;
+        }
+        false
     }
 
     /// The name of the innermost function, `None` at module level.
@@ -299,7 +578,7 @@ impl Context {
         let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
             return false;
         };
-        loops[train..].iter().all(|l| !l.resets.contains(dotted))
+        loops[train..].iter().all(|l| !l.unconditional.contains(dotted))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.
@@ -326,6 +605,20 @@ impl Context {
             .get(dotted)
             .copied()
             .or_else(|| dotted.strip_prefix("self.").and_then(|attr| self.class_attr(attr)))
+            .or_else(|| self.module_level(dotted, |f| f.kinds.get(dotted).copied()))
+    }
+
+    /// A fact about a module-level binding, seen from inside a function
+    /// that does not bind the name itself.
+    fn module_level<T>(&self, dotted: &str, get: impl Fn(&Frame) -> Option<T>) -> Option<T> {
+        if self.frames.len() < 2 {
+            return None;
+        }
+        let root = dotted.split('.').next().unwrap_or(dotted);
+        if root == "self" || self.is_shadowed_locally(root) {
+            return None;
+        }
+        get(&self.frames[0])
     }
 
     /// Whether `dotted` is a parameter of the current function.
@@ -367,7 +660,19 @@ impl Context {
         if f.requires_grad.contains(dotted) {
             return true;
         }
-        dotted.strip_prefix("self.").is_some_and(|attr| self.class_attr(attr) == Some(ValueKind::Parameter))
+        if self.module_level(dotted, |m| m.requires_grad.contains(dotted).then_some(())).is_some() {
+            return true;
+        }
+        if dotted.strip_prefix("self.").is_some_and(|attr| self.class_attr(attr) == Some(ValueKind::Parameter)) {
+            return true;
+        }
+        // `model.logit_scale` where the model's project class defines it as an `nn.Parameter`.
+        if let Some((owner, attr)) = dotted.rsplit_once('.') {
+            if let Some(class) = self.instance_class(owner) {
+                return self.index.class_has_parameter(&class, attr);
+            }
+        }
+        false
     }
 
     /// The kind of `self.<attr>` in the current method's class, from the
@@ -450,7 +755,14 @@ impl Context {
             ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
             ExprKind::BinOp { left, right, .. } => self.carries_graph_inner(left) || self.carries_graph_inner(right),
             ExprKind::Unary(e) => self.carries_graph_inner(e),
+            ExprKind::IfExp { body, orelse, .. } => self.carries_graph_inner(body) || self.carries_graph_inner(orelse),
+            ExprKind::Sequence(items) => items.iter().any(|i| self.carries_graph_inner(i)),
+            ExprKind::Dict(items) => items.iter().any(|(_, v)| self.carries_graph_inner(v)),
             ExprKind::Call { func, args, keywords, .. } => {
+                // A project function that returns a loss or model output.
+                if let Some(f) = self.project_callee(expr) {
+                    return f.returns_graph;
+                }
                 if let ExprKind::Attribute { value, attr, .. } = &func.kind {
                     if self.qualified_name(func).is_none() {
                         if DETACHING_METHODS.contains(&attr.as_str()) {
@@ -557,10 +869,21 @@ impl Context {
             if s == "argparse.ArgumentParser" {
                 return Some(ValueKind::NonTensor);
             }
-            return None;
+            return match self.index.class_is_module(s) {
+                Some(true) => Some(ValueKind::Module),
+                Some(false) => Some(ValueKind::Object),
+                None => None,
+            };
         }
         match &func.kind {
-            ExprKind::Name(n) if self.module_classes.contains(n) => Some(ValueKind::Module),
+            ExprKind::Name(n) if self.module_classes.contains(n) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } if self.project_class_of_call(func).is_some() => {
+                let class = self.project_class_of_call(func)?;
+                match self.index.class_is_module(&class) {
+                    Some(true) => Some(ValueKind::Module),
+                    _ => Some(ValueKind::Object),
+                }
+            }
             ExprKind::Name(n) if SCALAR_BUILTINS.contains(&n.as_str()) => Some(ValueKind::NonTensor),
             ExprKind::Attribute { value, attr, .. } => {
                 if attr == "parse_args" || attr == "parse_known_args" {
@@ -595,6 +918,17 @@ impl Context {
     /// enables it (`Some(true)`), or is unrelated (`None`). An undecidable
     /// mode (`set_grad_enabled(flag)`) yields `Some(false)`.
     fn grad_mode_of_context(&self, ctx: &Expr) -> Option<Option<bool>> {
+        // A decorator or context manager of the project whose definition
+        // enters no_grad/inference_mode (`@smart_inference_mode()`).
+        let callee = match &ctx.kind {
+            ExprKind::Call { func, .. } => func,
+            _ => ctx,
+        };
+        if let Some(q) = self.resolve_callee(callee) {
+            if !q.starts_with("torch.") && self.index.disables_grad(&q) {
+                return Some(Some(false));
+            }
+        }
         let (q, args) = match &ctx.kind {
             ExprKind::Call { func, args, .. } => (self.qualified_name(func)?, Some(args)),
             _ => (self.qualified_name(ctx)?, None),
@@ -616,6 +950,13 @@ impl Context {
             },
             _ => None,
         }
+    }
+
+    /// The qualified name of the project class a call constructs.
+    pub fn project_class_of_call(&self, func: &Expr) -> Option<String> {
+        let q = self.resolve_callee(func)?;
+        self.index.class_is_module(&q)?;
+        Some(q)
     }
 
     /// Whether a decorator disables grad for the whole function.
@@ -660,6 +1001,34 @@ impl Context {
         let mut imports = Vec::new();
         let mut functions = Vec::new();
         collect(body, &mut classes, &mut imports, &mut functions);
+        for (l, q) in &mut imports {
+            if let Some(q) = q {
+                *q = self.module.resolve_relative(q);
+                let targets = self.import_targets.entry(l.clone()).or_default();
+                if !targets.contains(q) {
+                    targets.push(q.clone());
+                }
+            }
+        }
+        // Top-level definitions (also inside top-level `if`/`try` blocks).
+        fn top_defs(body: &[Stmt], out: &mut Vec<String>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::Function(f) => out.push(f.name.clone()),
+                    StmtKind::Class { name, .. } => out.push(name.clone()),
+                    StmtKind::If { .. } | StmtKind::Try { .. } | StmtKind::Block(_) => {
+                        s.child_blocks().into_iter().for_each(|b| top_defs(b, out))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut defs = Vec::new();
+        top_defs(body, &mut defs);
+        for d in defs {
+            let q = self.qualify(&d);
+            self.module_defs.insert(d, q);
+        }
         self.functions = functions.into_iter().collect();
         self.torch_imported = imports.iter().any(|(_, q)| {
             q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
@@ -704,12 +1073,54 @@ impl Context {
     fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
             v.visit_expr(e, cx);
+            let compat = match &e.kind {
+                ExprKind::IfExp { test, .. } => cx.is_version_guard(test),
+                ExprKind::Call { func, .. } => {
+                    matches!(func.as_name(), Some("isinstance" | "issubclass" | "hasattr" | "getattr"))
+                }
+                _ => false,
+            };
+            if compat {
+                cx.compat_expr.set(cx.compat_expr.get() + 1);
+            }
             e.for_each_child(|c| rec(c, cx, v));
+            if compat {
+                cx.compat_expr.set(cx.compat_expr.get() - 1);
+            }
         }
         stmt.for_each_expr(|e| rec(e, self, visitor));
     }
 
+    /// Whether a condition checks the installed torch's version or API
+    /// (`TORCH_2_4`, `torch.__version__ >= ...`, `is_torch_greater_or_equal("2.4")`,
+    /// `hasattr(torch, "amp")`): its branches are compatibility code.
+    pub fn is_version_guard(&self, test: &Expr) -> bool {
+        test.any(&mut |e| match &e.kind {
+            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+                let lower = n.to_ascii_lowercase();
+                lower.contains("version")
+                    || ((lower.contains("torch") || lower.starts_with("pt_") || lower.contains("_pt_"))
+                        && (lower.chars().any(|c| c.is_ascii_digit())
+                            || ["greater", "less", "newer", "older", "_ge", "_gt", "_lt", "_le", "has_", "available"]
+                                .iter()
+                                .any(|w| lower.contains(w))))
+            }
+            ExprKind::Call { func, args, .. } if matches!(func.as_name(), Some("hasattr" | "getattr")) => {
+                args.first().is_some_and(|a| self.qualified_name(a).is_some_and(|q| q.starts_with_module("torch")))
+            }
+            _ => false,
+        })
+    }
+
     fn walk_stmt(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        self.assign_targets.clear();
+        self.data_swap = None;
+        if let StmtKind::Assign { targets, value } = &stmt.kind {
+            self.assign_targets.extend(targets.iter().map(|t| t.span));
+            if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
+                self.data_swap = self.swap_kind(value);
+            }
+        }
         visitor.visit_stmt(stmt, self);
         self.visit_exprs(stmt, visitor);
         match &stmt.kind {
@@ -718,10 +1129,11 @@ impl Context {
                     if b.qualified == "torch" || b.qualified.starts_with("torch.") {
                         self.torch_imported = true;
                     }
+                    let qualified = self.module.resolve_relative(&b.qualified);
                     if self.frames.len() == 1 {
-                        self.module_imports.insert(b.local.clone(), Some(b.qualified.clone()));
+                        self.module_imports.insert(b.local.clone(), Some(qualified));
                     } else {
-                        self.frame_mut().imports.insert(b.local.clone(), Some(b.qualified.clone()));
+                        self.frame_mut().imports.insert(b.local.clone(), Some(qualified));
                     }
                 }
             }
@@ -752,11 +1164,22 @@ impl Context {
                 }
             }
             StmtKind::For { target, iter, body, orelse } => {
-                let kind = self.classify_loop(iter, body);
-                let mut frame = LoopFrame { kind, resets: assigned_names(body), backward_roots: backward_roots(body) };
+                let calls_backward = self.body_calls_backward(body);
+                let kind = self.classify_loop(iter, body, calls_backward);
+                if let Some(model) = frozen_by_loop(target, iter, body) {
+                    self.frame_mut().frozen.insert(model);
+                }
+                let mut frame = LoopFrame {
+                    kind,
+                    calls_backward,
+                    resets: assigned_names(body),
+                    unconditional: unconditional_assigned(body),
+                    backward_roots: backward_roots(body),
+                };
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
+                frame.unconditional.extend(targets.iter().cloned());
                 self.bind_loop_target(target, iter);
                 self.frame_mut().loops.push(frame);
                 self.walk_body(body, visitor);
@@ -764,21 +1187,56 @@ impl Context {
                 self.walk_body(orelse, visitor);
             }
             StmtKind::While { test: _, body, orelse } => {
-                let kind = if calls_backward(body) { LoopKind::Train } else { LoopKind::Other };
-                let frame = LoopFrame { kind, resets: assigned_names(body), backward_roots: backward_roots(body) };
+                let calls_backward = self.body_calls_backward(body);
+                let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
+                let frame = LoopFrame {
+                    kind,
+                    calls_backward,
+                    resets: assigned_names(body),
+                    unconditional: unconditional_assigned(body),
+                    backward_roots: backward_roots(body),
+                };
                 self.frame_mut().loops.push(frame);
                 self.walk_body(body, visitor);
                 self.frame_mut().loops.pop();
                 self.walk_body(orelse, visitor);
             }
-            StmtKind::If { body, orelse, .. } => {
+            StmtKind::If { test, body, orelse } => {
+                let guard = usize::from(self.is_version_guard(test));
+                self.compat_depth += guard;
                 self.walk_body(body, visitor);
                 self.walk_body(orelse, visitor);
+                self.compat_depth -= guard;
             }
             StmtKind::Block(body) => self.walk_body(body, visitor),
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                self.walk_body(body, visitor);
+                for h in handlers {
+                    // An `except` handler is a fallback: compatibility code.
+                    self.compat_depth += 1;
+                    if let Some(n) = &h.name {
+                        let name = Expr { span: h.span, kind: ExprKind::Name(n.clone()) };
+                        self.bind(&name, None);
+                    }
+                    self.walk_body(&h.body, visitor);
+                    self.compat_depth -= 1;
+                }
+                self.walk_body(orelse, visitor);
+                self.walk_body(finalbody, visitor);
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Raise(_) => {}
             StmtKind::With { items, body } => {
                 let mut pushed = 0;
+                let mut contexts = 0;
                 for it in items {
+                    let callee = match &it.context.kind {
+                        ExprKind::Call { func, .. } => func.as_ref(),
+                        _ => &it.context,
+                    };
+                    if let Some(q) = self.resolve_callee(callee).filter(|q| !q.starts_with("torch.")) {
+                        self.frame_mut().with_contexts.push(q);
+                        contexts += 1;
+                    }
                     if let Some(mode) = self.grad_mode_of_context(&it.context) {
                         self.frame_mut().with_grad.push(mode);
                         pushed += 1;
@@ -791,6 +1249,9 @@ impl Context {
                 for _ in 0..pushed {
                     self.frame_mut().with_grad.pop();
                 }
+                for _ in 0..contexts {
+                    self.frame_mut().with_contexts.pop();
+                }
             }
             StmtKind::Function(func) => {
                 self.enter_function(func);
@@ -801,7 +1262,11 @@ impl Context {
             }
             StmtKind::Class { name, body, .. } => {
                 self.class_stack.push(name.clone());
+                let qualname = self.qualify(name);
                 let attrs = class_attr_kinds(body, self);
+                let (frozen, instances) = class_attr_facts(body, self);
+                self.class_frozen.insert(qualname.clone(), frozen);
+                self.class_instances.insert(qualname.clone(), instances);
                 // A class with a `forward` method or its own parameters is
                 // model code even when its base (`PreTrainedModel`) is
                 // imported from elsewhere; merely holding a model (a trainer)
@@ -812,7 +1277,11 @@ impl Context {
                     self.module_classes.insert(name.clone());
                 }
                 self.class_params.insert(name.clone(), attrs);
+                // The class body is a scope of its own: `amp = False` in it
+                // does not hide a module-level `amp` from the rest of the file.
+                self.frames.push(Frame { is_class: true, name: Some(name.clone()), qualname: Some(qualname), ..Frame::default() });
                 self.walk_body(body, visitor);
+                self.frames.pop();
                 self.class_stack.pop();
                 self.shadow(name);
             }
@@ -840,7 +1309,16 @@ impl Context {
         }
     }
 
+    /// The qualified name a definition named `name` gets at this point.
+    pub fn qualname_for(&self, name: &str) -> String {
+        match &self.frame().qualname {
+            Some(outer) => format!("{outer}.{name}"),
+            None => self.qualify(name),
+        }
+    }
+
     fn enter_function(&mut self, func: &Function) {
+        let qualname = self.qualname_for(&func.name);
         let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
         let name_words = words(&func.name);
         // Unit tests (and their helpers) are not evaluation code.
@@ -858,7 +1336,22 @@ impl Context {
             && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
         frame.calls_backward = calls_backward(&func.body);
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
-            || self.no_grad_functions.contains(&func.name);
+            || self.index.only_called_without_grad(&qualname);
+        frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
+        let flag = if frame.eval_by_flag {
+            self.index.function(&qualname).and_then(|f| {
+                f.params.get(f.train_flag_param? + usize::from(f.class.is_some())).cloned()
+            })
+        } else {
+            None
+        };
+        frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
+        frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
+        // Without an index entry (a nested function), the name still says setup.
+        if frame.role == Some(Role::Other) && is_setup_name(&func.name) {
+            frame.role = Some(Role::Setup);
+        }
+        frame.qualname = Some(qualname);
         frame.kept_alive = kept_alive(&func.body);
         frame.class = self.class_stack.last().cloned();
         for p in &func.params {
@@ -885,8 +1378,27 @@ impl Context {
         }
     }
 
-    fn classify_loop(&self, iter: &Expr, body: &[Stmt]) -> LoopKind {
+    /// Whether a loop body calls `backward()`, itself or through a project
+    /// function (in any file of the run) that reaches it.
+    fn body_calls_backward(&self, body: &[Stmt]) -> bool {
         if calls_backward(body) {
+            return true;
+        }
+        let mut found = false;
+        for_each_expr_in_function(body, &mut |e| {
+            if !found {
+                if let Some((func, _, _)) = e.as_call() {
+                    if let Some(q) = self.resolve_callee(func).and_then(|q| self.index.resolve_function(&q)) {
+                        found = self.index.reaches_backward(&q);
+                    }
+                }
+            }
+        });
+        found
+    }
+
+    fn classify_loop(&self, iter: &Expr, _body: &[Stmt], calls_backward: bool) -> LoopKind {
+        if calls_backward {
             return LoopKind::Train;
         }
         let mut names = Vec::new();
@@ -913,6 +1425,43 @@ impl Context {
         collect_target_names(target, &mut names);
         for n in &names {
             self.forget(n);
+        }
+        let mark_param = |cx: &mut Context, e: &Expr| {
+            if let Some(n) = e.as_name() {
+                cx.frame_mut().requires_grad.insert(n.to_string());
+                cx.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+            }
+        };
+        // `for p_a, p_b in zip(a.parameters(), b.parameters())`.
+        if let (Some((func, args, _)), ExprKind::Sequence(elts)) = (iter.as_call(), &target.kind) {
+            if func.as_name() == Some("zip") && args.len() == elts.len() {
+                for (t, a) in elts.iter().zip(args) {
+                    if is_parameter_iterable(a) {
+                        mark_param(self, t);
+                    }
+                }
+                return;
+            }
+        }
+        // `for p in group["params"]` over an optimizer's parameter groups.
+        if is_parameter_iterable(iter) && !matches!(iter.as_method_call(), Some((_, "named_parameters"))) {
+            mark_param(self, target);
+            return;
+        }
+        // `for k, v in losses.items()` / `for v in losses.values()` / `for l in losses`
+        // of a container of graph-carrying values.
+        let (container, elem) = match (iter.as_method_call(), &target.kind) {
+            (Some((recv, "items")), ExprKind::Sequence(elts)) if elts.len() == 2 => (Some(recv), elts.get(1)),
+            (Some((recv, "values")), _) => (Some(recv), Some(target)),
+            (None, ExprKind::Name(_)) if iter.dotted().is_some() => (Some(iter), Some(target)),
+            _ => (None, None),
+        };
+        if let (Some(c), Some(e)) = (container, elem) {
+            if self.carries_graph(c) {
+                if let Some(d) = e.dotted() {
+                    self.frame_mut().graph.insert(d);
+                }
+            }
         }
         // `for p in model.parameters()` / `for name, p in model.named_parameters()`.
         let inner = unwrap_iter_call(iter);
@@ -955,6 +1504,8 @@ impl Context {
 
     fn forget(&mut self, dotted: &str) {
         let f = self.frame_mut();
+        f.instances.remove(dotted);
+        f.frozen.remove(dotted);
         f.kinds.remove(dotted);
         f.graph.remove(dotted);
         f.requires_grad.remove(dotted);
@@ -975,12 +1526,26 @@ impl Context {
                     Some(ExprKind::Sequence(vs)) if vs.len() == elts.len() => Some(vs),
                     _ => None,
                 };
+                // `loss, out = self.step(batch)`: which positions the
+                // project function returns with a graph.
+                let positions: Option<Vec<usize>> = value.and_then(|v| {
+                    let f = self.project_callee(v)?;
+                    self.grad_enabled().then(|| f.returns_graph_at.clone())
+                });
                 for (i, e) in elts.iter().enumerate() {
                     match values {
                         Some(vs) => self.bind(e, vs.get(i)),
                         None => {
+                            let seeded = match (value, e.dotted()) {
+                                (Some(v), Some(d)) => self.seeded_by_backward(&d, v),
+                                _ => false,
+                            };
                             self.bind(e, None);
-                            if carries {
+                            let graph = match &positions {
+                                Some(p) => p.contains(&i) || seeded,
+                                None => carries || seeded,
+                            };
+                            if graph {
                                 if let Some(d) = e.dotted() {
                                     self.frame_mut().graph.insert(d);
                                 }
@@ -998,7 +1563,11 @@ impl Context {
                 };
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
                 let view = value.and_then(|v| self.view_of(v)).filter(|v| v.base != d);
+                let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
                 self.forget(&d);
+                if let Some(c) = instance {
+                    self.frame_mut().instances.insert(d.clone(), c);
+                }
                 if let Some(v) = view {
                     self.frame_mut().views.insert(d.clone(), v);
                 }
@@ -1063,19 +1632,30 @@ impl Context {
                 let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
                 match method {
                     "requires_grad_" => {
-                        if let Some(d) = recv.dotted() {
-                            let on = args.first().map(|a| !a.is_false()).unwrap_or(true);
+                        let on = args.first().map(|a| !a.is_false()).unwrap_or(true)
+                            && e.keyword("requires_grad").map(|a| !a.is_false()).unwrap_or(true);
+                        // `model.eval().requires_grad_(False)` freezes `model`.
+                        let target = match recv.as_method_call() {
+                            Some((inner, "eval" | "to" | "cuda" | "half" | "float")) => inner,
+                            _ => recv,
+                        };
+                        if let Some(d) = target.dotted() {
+                            let is_model = self.is_model(target) || self.kind_of_binding(&d) == Some(ValueKind::Module);
                             let f = self.frame_mut();
                             if on {
                                 f.requires_grad.insert(d);
                             } else {
                                 f.requires_grad.remove(&d);
+                                if is_model {
+                                    f.frozen.insert(d);
+                                }
                             }
                         }
                     }
                     "eval" if args.is_empty() && recv.dotted().is_some() => self.frame_mut().eval_mode = true,
                     "train" if recv.dotted().is_some() => {
-                        let off = args.first().is_some_and(Expr::is_false);
+                        let flag = args.first().or_else(|| e.keyword("mode"));
+                        let off = flag.is_some_and(Expr::is_false);
                         self.frame_mut().eval_mode = off;
                     }
                     _ => {}
@@ -1092,55 +1672,6 @@ impl Context {
                 self.frame_mut().set_grad = mode;
             }
         }
-    }
-}
-
-/// Whether any `with` block, decorator or `set_grad_enabled` call in the
-/// file (nested definitions included) could disable grad: a cheap syntactic
-/// over-approximation deciding whether the call-site pass is worth running.
-fn may_disable_grad(body: &[Stmt]) -> bool {
-    fn mentions_grad_mode(e: &Expr) -> bool {
-        e.any(&mut |x| match &x.kind {
-            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
-                matches!(n.as_str(), "no_grad" | "inference_mode" | "set_grad_enabled")
-            }
-            _ => false,
-        })
-    }
-    body.iter().any(|s| match &s.kind {
-        StmtKind::With { items, body } => items.iter().any(|i| mentions_grad_mode(&i.context)) || may_disable_grad(body),
-        StmtKind::Function(f) => f.decorators.iter().any(mentions_grad_mode) || may_disable_grad(&f.body),
-        StmtKind::Class { body, .. } => may_disable_grad(body),
-        StmtKind::Expr(e) => mentions_grad_mode(e),
-        _ => s.child_blocks().into_iter().any(may_disable_grad),
-    })
-}
-
-/// Records, for each called name (`f(...)`, `self.f(...)`, `obj.f(...)`),
-/// whether every call site runs with grad disabled.
-#[derive(Default)]
-struct CallSites {
-    sites: HashMap<String, bool>,
-}
-
-impl CallSites {
-    fn only_without_grad(self) -> HashSet<String> {
-        self.sites.into_iter().filter(|(_, all_off)| *all_off).map(|(n, _)| n).collect()
-    }
-}
-
-impl Visitor for CallSites {
-    fn visit_stmt(&mut self, _stmt: &Stmt, _cx: &Context) {}
-
-    fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        let Some((func, _, _)) = expr.as_call() else { return };
-        let name = match &func.kind {
-            ExprKind::Name(n) if cx.functions.contains(n) => n,
-            ExprKind::Attribute { attr, .. } if cx.functions.contains(attr) => attr,
-            _ => return,
-        };
-        let off = !cx.grad_enabled();
-        self.sites.entry(name.clone()).and_modify(|all| *all &= off).or_insert(off);
     }
 }
 
@@ -1174,6 +1705,37 @@ fn assigned_names(body: &[Stmt]) -> HashSet<String> {
         }
         _ => {}
     });
+    out
+}
+
+/// Names assigned (from a value that does not read them) by statements at
+/// the top level of a loop body or in its `with` blocks: every iteration
+/// re-creates them. An assignment under an `if` (`if i % 100 == 0: total = 0`)
+/// is not a reset.
+fn unconditional_assigned(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    for s in body {
+        match &s.kind {
+            StmtKind::Assign { targets, value } => {
+                for t in targets {
+                    let mut names = Vec::new();
+                    collect_target_names(t, &mut names);
+                    out.extend(names.into_iter().filter(|n| !reads(value, n)));
+                }
+            }
+            StmtKind::With { items, body } => {
+                for it in items {
+                    if let Some(t) = &it.target {
+                        let mut names = Vec::new();
+                        collect_target_names(t, &mut names);
+                        out.extend(names);
+                    }
+                }
+                out.extend(unconditional_assigned(body));
+            }
+            _ => {}
+        }
+    }
     out
 }
 
@@ -1236,11 +1798,12 @@ fn loader_names(iter: &Expr, out: &mut Vec<String>) {
 }
 
 fn is_backward_call(e: &Expr) -> bool {
-    matches!(e.as_method_call(), Some((_, "backward")))
+    let method = e.as_method_call().map(|(_, m)| m);
+    crate::api::event_of(e, None, method) == Some(crate::api::Event::Backward)
 }
 
 /// Whether the body calls `.backward()` (or `torch.autograd.backward/grad`).
-fn calls_backward(body: &[Stmt]) -> bool {
+pub(crate) fn calls_backward(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_expr_in_function(body, &mut |e| {
         if is_backward_call(e) {
@@ -1329,7 +1892,7 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
 
 /// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
 /// body, with that kind.
-fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
+pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
     let mut out = HashMap::default();
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
@@ -1351,4 +1914,104 @@ fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
         }
     }
     out
+}
+
+/// `model.parameters()`, `group["params"]`, `opt.param_groups[0]["params"]`.
+fn is_parameter_iterable(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => matches!(e.as_method_call(), Some((_, "parameters"))),
+        ExprKind::Subscript { index, .. } => {
+            matches!(&index.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s == "params")
+        }
+        _ => false,
+    }
+}
+
+/// `for p in model.parameters(): p.requires_grad = False` (or
+/// `p.requires_grad_(False)`) freezes `model`.
+fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
+    let p = target.as_name()?;
+    let (model, "parameters") = iter.as_method_call()? else { return None };
+    let model = model.dotted()?;
+    let freezes = body.iter().any(|s| match &s.kind {
+        StmtKind::Assign { targets, value } => {
+            value.is_false()
+                && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
+        }
+        StmtKind::Expr(e) => match e.as_method_call() {
+            Some((recv, "requires_grad_")) => {
+                recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
+            }
+            _ => false,
+        },
+        _ => false,
+    });
+    freezes.then_some(model)
+}
+
+/// Whether `backward()` is called outside every loop of the body, not
+/// counting calls under `if <flag>:` (the train-mode flag of a function
+/// that also evaluates).
+fn backward_outside_loops(body: &[Stmt], flag: Option<&str>) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class { .. } => false,
+        StmtKind::If { test, body, orelse } => {
+            if flag.is_some_and(|f| test.any(&mut |e| e.as_name() == Some(f))) {
+                return false;
+            }
+            backward_outside_loops(body, flag) || backward_outside_loops(orelse, flag)
+        }
+        _ => {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| is_backward_call(x));
+            });
+            found || s.child_blocks().into_iter().any(|b| backward_outside_loops(b, flag))
+        }
+    })
+}
+
+/// Per class: `self.<attr>` frozen in any method, and `self.<attr>`
+/// assigned an instance of a project class.
+fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>, HashMap<String, String>) {
+    let mut frozen = HashSet::default();
+    let mut instances = HashMap::default();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| match &s.kind {
+                StmtKind::Expr(e) => {
+                    if let Some((recv, "requires_grad_")) = e.as_method_call() {
+                        let off = e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false));
+                        let recv = match recv.as_method_call() {
+                            Some((inner, "eval")) => inner,
+                            _ => recv,
+                        };
+                        if let (true, Some(attr)) = (off, recv.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::For { target, iter, body, .. } => {
+                    if let Some(m) = frozen_by_loop(target, iter, body) {
+                        if let Some(attr) = m.strip_prefix("self.") {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::Assign { targets, value } => {
+                    if let Some((func, _, _)) = value.as_call() {
+                        if let Some(class) = cx.project_class_of_call(func) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    instances.insert(attr.to_string(), class.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            });
+        }
+    }
+    (frozen, instances)
 }

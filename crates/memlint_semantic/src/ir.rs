@@ -102,6 +102,70 @@ pub struct Function {
     pub body: Vec<Stmt>,
 }
 
+/// One `except` clause of a `try` statement.
+#[derive(Debug, Clone)]
+pub struct Handler {
+    /// Span of the whole clause.
+    pub span: Span,
+    /// The caught exception type(s), `None` for a bare `except:`.
+    pub types: Option<Expr>,
+    /// The `as` name.
+    pub name: Option<String>,
+    /// The clause body.
+    pub body: Vec<Stmt>,
+}
+
+impl Handler {
+    /// Whether the clause catches one of the named exception classes (by
+    /// their last dotted segment), or everything (a bare `except:`,
+    /// `Exception`, `BaseException`).
+    pub fn catches_any_of(&self, names: &[&str]) -> bool {
+        let Some(t) = &self.types else { return true };
+        let mut found = false;
+        let mut check = |e: &Expr| {
+            if let Some(d) = e.dotted() {
+                let last = d.rsplit('.').next().unwrap_or(&d);
+                if names.contains(&last) || last == "Exception" || last == "BaseException" {
+                    found = true;
+                }
+            }
+        };
+        match &t.kind {
+            ExprKind::Sequence(items) => items.iter().for_each(&mut check),
+            _ => check(t),
+        }
+        found
+    }
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `==`
+    Eq,
+    /// `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtE,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtE,
+    /// `is`, `is not`, `in`, `not in`.
+    Other,
+}
+
+/// Boolean operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoolOpKind {
+    /// `and`
+    And,
+    /// `or`
+    Or,
+}
+
 /// A context manager in a `with` statement.
 #[derive(Debug, Clone)]
 pub struct WithItem {
@@ -187,8 +251,25 @@ pub enum StmtKind {
     Delete(Vec<Expr>),
     /// `import ...` / `from ... import ...`.
     Import(Vec<ImportBinding>),
-    /// A block that runs in sequence (e.g. the parts of a `try`).
+    /// A block that runs in sequence (e.g. the cases of a `match`).
     Block(Vec<Stmt>),
+    /// `try: body except ...: handlers else: orelse finally: finalbody`.
+    Try {
+        /// The guarded block.
+        body: Vec<Stmt>,
+        /// The `except` clauses in order.
+        handlers: Vec<Handler>,
+        /// The `else` block (runs when `body` raised nothing).
+        orelse: Vec<Stmt>,
+        /// The `finally` block.
+        finalbody: Vec<Stmt>,
+    },
+    /// `break`.
+    Break,
+    /// `continue`.
+    Continue,
+    /// `raise exc from cause`.
+    Raise(Vec<Expr>),
     /// Anything else; its sub-expressions are still visited.
     Other(Vec<Expr>),
 }
@@ -288,11 +369,51 @@ pub enum ExprKind {
     Dict(Vec<(Option<Expr>, Expr)>),
     /// `*value` / `**value`.
     Starred(Box<Expr>),
-    /// A lambda, comprehension or other construct with its own scope; its
+    /// A comprehension or other construct with its own scope; its
     /// sub-expressions are visited but bind nothing outside.
     Nested(Vec<Expr>),
-    /// Any other expression (comparisons, boolean operators, conditional
-    /// expressions, await, f-strings); sub-expressions are kept.
+    /// `lambda params: body`.
+    Lambda {
+        /// Parameter names.
+        params: Vec<String>,
+        /// The body expression.
+        body: Box<Expr>,
+    },
+    /// `left op1 c1 op2 c2 ...`.
+    Compare {
+        /// Leftmost operand.
+        left: Box<Expr>,
+        /// Operators, one per comparator.
+        ops: Vec<CmpOp>,
+        /// The right-hand operands.
+        comparators: Vec<Expr>,
+    },
+    /// `a and b`, `a or b or c`.
+    BoolOp {
+        /// The operator.
+        op: BoolOpKind,
+        /// Operands in order.
+        values: Vec<Expr>,
+    },
+    /// `body if test else orelse`.
+    IfExp {
+        /// Condition.
+        test: Box<Expr>,
+        /// Value when true.
+        body: Box<Expr>,
+        /// Value when false.
+        orelse: Box<Expr>,
+    },
+    /// `target := value`.
+    Named {
+        /// The bound name.
+        target: Box<Expr>,
+        /// The value.
+        value: Box<Expr>,
+    },
+    /// `yield value` / `yield from value`.
+    Yield(Option<Box<Expr>>),
+    /// Any other expression (await, f-strings); sub-expressions are kept.
     Other(Vec<Expr>),
 }
 
@@ -376,6 +497,26 @@ impl Expr {
                 f(right);
             }
             ExprKind::Unary(e) | ExprKind::Starred(e) => f(e),
+            ExprKind::Lambda { body, .. } => f(body),
+            ExprKind::Yield(v) => {
+                if let Some(v) = v {
+                    f(v);
+                }
+            }
+            ExprKind::Compare { left, comparators, .. } => {
+                f(left);
+                comparators.iter().for_each(f);
+            }
+            ExprKind::BoolOp { values, .. } => values.iter().for_each(f),
+            ExprKind::IfExp { test, body, orelse } => {
+                f(test);
+                f(body);
+                f(orelse);
+            }
+            ExprKind::Named { target, value } => {
+                f(target);
+                f(value);
+            }
             ExprKind::Sequence(es) | ExprKind::Nested(es) | ExprKind::Other(es) => es.iter().for_each(f),
             ExprKind::Dict(items) => {
                 for (k, v) in items {
@@ -443,8 +584,19 @@ impl Stmt {
                 bases.iter().for_each(&mut f);
             }
             StmtKind::Return(Some(e)) => f(e),
-            StmtKind::Delete(es) | StmtKind::Other(es) => es.iter().for_each(f),
-            StmtKind::Return(None) | StmtKind::Import(_) | StmtKind::Block(_) => {}
+            StmtKind::Delete(es) | StmtKind::Other(es) | StmtKind::Raise(es) => es.iter().for_each(f),
+            StmtKind::Try { handlers, .. } => {
+                for h in handlers {
+                    if let Some(t) = &h.types {
+                        f(t);
+                    }
+                }
+            }
+            StmtKind::Return(None)
+            | StmtKind::Import(_)
+            | StmtKind::Block(_)
+            | StmtKind::Break
+            | StmtKind::Continue => {}
         }
     }
 
@@ -457,6 +609,13 @@ impl Stmt {
             | StmtKind::If { body, orelse, .. } => vec![body, orelse],
             StmtKind::With { body, .. } => vec![body],
             StmtKind::Block(body) => vec![body],
+            StmtKind::Try { body, handlers, orelse, finalbody } => {
+                let mut out: Vec<&[Stmt]> = vec![body];
+                out.extend(handlers.iter().map(|h| h.body.as_slice()));
+                out.push(orelse);
+                out.push(finalbody);
+                out
+            }
             _ => vec![],
         }
     }

@@ -21,12 +21,17 @@
 //! *before* that statement runs; the statement's own effects are applied after
 //! every rule has seen it.
 
+pub mod api;
+pub mod index;
 pub mod ir;
 mod context;
 mod names;
+mod summary;
 mod views;
 
 pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
+pub use index::{FileSummary, ModuleInfo, ProjectIndex, Role};
+pub use summary::summarize;
 pub use names::QualifiedName;
 pub use views::{Part, ViewOf};
 

@@ -1,11 +1,19 @@
-use memlint_semantic::ir::{Expr, ExprKind, Language};
+use memlint_diagnostics::Span;
+use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+use memlint_semantic::{Role, ValueKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags reads and assignments of `.data` on a tensor: `p.data`,
-    /// `m.weight.data.normal_()`, `p.data = p.data.clamp(0, 1)`.
+    /// Flags reads and assignments of `.data` on a tensor (`p.data`,
+    /// `p.grad.data.clamp_()`, `p.data = p.data.clamp(0, 1)`) in code that
+    /// runs while an autograd graph may be live: the body of a training or
+    /// evaluation loop, a `forward` method, an optimizer's `step`, a
+    /// framework step hook (`training_step`), or a function called from one
+    /// of those (in the same file or another file of the run); and anywhere
+    /// on a value that carries autograd history (`layer(x).data`,
+    /// `loss.data`). One finding per line (`a.data = b.data` is one).
     ///
     /// ## Why is this bad?
     /// `.data` returns the tensor's storage without autograd's version
@@ -13,12 +21,15 @@ declare_rule! {
     /// PyTorch would raise a loud error ("one of the variables needed for
     /// gradient computation has been modified by an inplace operation"), the
     /// backward pass silently uses the modified values and computes wrong
-    /// gradients.
+    /// gradients. On a value with history it also silently cuts the graph.
     ///
     /// ## Example
     /// ```python
-    /// for p in model.parameters():
-    ///     p.data.clamp_(-1, 1)
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     for p in model.parameters():
+    ///         p.data.clamp_(-1, 1)
     /// ```
     ///
     /// ## Use instead
@@ -30,13 +41,20 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
+    /// Not reported in construction, initialisation, conversion or loading
+    /// code where no graph is live (`__init__`, `reset_parameters`,
+    /// `_init_weights`, functions passed to `model.apply`, fuse /
+    /// reparameterize / convert / quantize / load helpers that no step
+    /// calls) nor in unit tests: ML107 `data-attribute-in-setup` (off by
+    /// default) covers those. Step code is found through the project index;
+    /// a helper reached only by dynamic dispatch (`getattr`, a callback kept
+    /// in a list, a method of an object whose class is unknown) or from code
+    /// outside the run is not known to be step code and is not reported.
     /// The rule fires only where the object is known to be a tensor: a
     /// parameter (`.parameters()` loop variable, `nn.Parameter`), `.weight`,
     /// `.bias`, `.grad`, `.running_mean` or `.running_var` of an object, or a
-    /// value built by a `torch` function.
-    /// `.data` of anything else (`args.data`, `self.dataset.data`, a pandas
-    /// frame) is never reported, so tensors whose origin is not visible in the
-    /// file are missed.
+    /// value built by a `torch` function. `.data` of anything else
+    /// (`args.data`, `self.dataset.data`, a pandas frame) is never reported.
     ///
     /// ## References
     /// - [Autograd mechanics: in-place correctness checks](https://pytorch.org/docs/stable/notes/autograd.html#in-place-correctness-checks)
@@ -50,8 +68,40 @@ declare_rule! {
     }
 }
 
+/// How a `.data` use relates to the step code around it.
+pub(crate) enum DataUse {
+    /// In step code, or on a value that carries a graph: ML103.
+    Live,
+    /// Where no graph is live (setup, conversion, tests): ML107.
+    Setup,
+}
+
+/// Classifies a `.data` use on `value` (the object before `.data`), or
+/// `None` when `value` is not known to be a tensor.
+pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
+    let cx = checker.cx;
+    let graph = cx.carries_graph(value);
+    let output = graph && matches!(cx.kind_of(value), Some(ValueKind::Output | ValueKind::Tensor));
+    if !DataAttribute::is_tensor_like(checker, value) && !output {
+        return None;
+    }
+    if cx.function_role() == Role::Test {
+        return None;
+    }
+    if cx.in_step_code() || graph {
+        Some(DataUse::Live)
+    } else {
+        Some(DataUse::Setup)
+    }
+}
+
+/// The `.data` span of `value.data`.
+pub(crate) fn data_span(attr_span: Span) -> Span {
+    Span::new(attr_span.start.saturating_sub(1), attr_span.end)
+}
+
 impl DataAttribute {
-    fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
+    pub(crate) fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
         if checker.cx.qualified_name(value).is_some() {
             return false;
         }
@@ -74,19 +124,45 @@ impl Rule for DataAttribute {
         &Self::META
     }
 
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
+        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+            return;
+        }
+        // `p.data = ...`: when the swap changes dtype, device or class, say so.
+        let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
+        for t in targets {
+            let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
+            if attr != "data" || !matches!(data_use(checker, value), Some(DataUse::Live)) {
+                continue;
+            }
+            let name = checker.text(value.span).to_string();
+            let d = match checker.cx.current_data_swap() {
+                Some(kind) => Self::META
+                    .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` swaps the tensor's {kind} behind autograd's back while a graph may be live"))
+                    .with_help(format!("do the swap outside the training step (or assign a new `nn.Parameter`); a `{name}` in a live graph keeps the old {kind}")),
+                None => Self::META
+                    .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
+                    .with_help(format!("write the values inside `with torch.no_grad(): {name}.copy_(...)`")),
+            };
+            checker.report(d);
+        }
+    }
+
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
-        if attr != "data" || !Self::is_tensor_like(checker, value) {
+        if attr != "data" || checker.cx.is_assign_target(expr.span) {
+            return;
+        }
+        if !matches!(data_use(checker, value), Some(DataUse::Live)) {
             return;
         }
         let name = checker.text(value.span).to_string();
-        let span = memlint_diagnostics::Span::new(attr_span.start.saturating_sub(1), attr_span.end);
         checker.report(
             Self::META
-                .diagnostic(span, format!("`.data` on `{name}` bypasses autograd's version tracking"))
+                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
                 .with_help(format!(
                     "use `{name}.detach()` to read the values, or change them inside `with torch.no_grad():`"
                 )),

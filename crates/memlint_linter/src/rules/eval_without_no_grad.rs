@@ -7,10 +7,14 @@ declare_rule! {
     /// Flags forward passes (`model(x)`, `model.forward(x)`) in evaluation
     /// code that runs with autograd enabled. Evaluation code is: what follows
     /// `model.eval()` in the same function, a function named like
-    /// validate/validation/evaluate/eval/test/predict/inference, or a loop over
-    /// a loader whose name says val/valid/test/eval. A function that also
-    /// calls `backward()` or `torch.autograd.grad` is training code and is not
-    /// reported.
+    /// validate/validation/evaluate/eval/test/predict/inference, a loop over
+    /// a loader whose name says val/valid/test/eval, or a function that
+    /// sets the train mode from a flag (`net.train(mode=train_model)`) that
+    /// a caller passes `False`. A `backward()` in the same region makes it
+    /// training (or adversarial evaluation) and the forward is not reported:
+    /// in the enclosing loops up to the evaluation loop, or, outside every
+    /// loop, in the function outside its loops. An evaluation loop that
+    /// follows a training loop in the same function is still evaluation.
     ///
     /// ## Why is this bad?
     /// With grad enabled, every forward pass records the autograd graph and
@@ -39,18 +43,28 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// A function whose every call site in the same file runs under
-    /// `torch.no_grad()` is treated as running without grad; an evaluation
-    /// function called only from another file under `no_grad` is still
-    /// reported. Models are recognised by their constructor
-    /// (`nn.*`, a class deriving from `nn.Module` in the same file,
-    /// `torchvision.models.*`) or by a model-like name (`model`, `net`,
-    /// `encoder`, `self.backbone`...), never by a call of a class or of a
-    /// function named after an action on a model (`wrap_model`, `load_net`).
-    /// Test modules (`test_*.py`, `*_test.py`, under `tests/`) and methods of
-    /// `nn.Module` subclasses (model code: the caller picks the grad mode) are
-    /// not taken as evaluation code by their names; Lightning's `validation_step`/`test_step`/`predict_step` methods run
-    /// under no_grad already and are skipped.
+    /// Grad is off under `torch.no_grad()`/`torch.inference_mode()` (as a
+    /// block or decorator), under a decorator or context manager of the
+    /// project whose definition enters one of them (`@smart_inference_mode()`,
+    /// in any file of the run), and in a function every known caller of
+    /// which runs with grad off (callers in other files of the run
+    /// included). A forward of a model whose parameters were all frozen
+    /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
+    /// parameters) is not reported, nor a call of an instance of a project
+    /// class that is not an `nn.Module` (a trainer or predictor wrapping a
+    /// model). Callers reached by dynamic dispatch or outside the run are
+    /// not seen: an evaluation function whose only callers are there is
+    /// reported. Models are recognised by their constructor (`nn.*`, a
+    /// class deriving from `nn.Module` in the run, `torchvision.models.*`)
+    /// or by a model-like name (`model`, `net`, `encoder`,
+    /// `self.backbone`...), never by a call of a class or of a function
+    /// named after an action on a model (`wrap_model`, `load_net`). Test
+    /// modules (`test_*.py`, `*_test.py`, under `tests/`) and methods of
+    /// `nn.Module` subclasses (model code: the caller picks the grad mode)
+    /// are not taken as evaluation code by their names; Lightning's
+    /// `validation_step`/`test_step`/`predict_step` methods run under
+    /// no_grad already and are skipped. `a if c else b` with two forwards
+    /// is one finding.
     ///
     /// ## References
     /// - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
@@ -72,7 +86,7 @@ impl Rule for EvalWithoutNoGrad {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.function_calls_backward() {
+        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
@@ -81,6 +95,10 @@ impl Rule for EvalWithoutNoGrad {
             _ if cx.is_model(func) => func,
             _ => return,
         };
+        // A model whose parameters were all frozen records no graph.
+        if model.dotted().is_some_and(|d| cx.is_frozen(&d)) {
+            return;
+        }
         let name = checker.text(model.span).to_string();
         let place = match cx.function_name() {
             Some(f) => format!(" in `{f}`"),

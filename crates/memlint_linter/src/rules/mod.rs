@@ -3,6 +3,8 @@
 
 /// ML103 data-attribute.
 pub mod data_attribute;
+/// ML107 data-attribute-in-setup.
+pub mod data_attribute_in_setup;
 /// ML401 deprecated-cuda-amp.
 pub mod deprecated_cuda_amp;
 /// ML201 eval-without-no-grad.

@@ -1,0 +1,158 @@
+//! Project facts read from the file system: a file's module path (from
+//! the packages' `__init__.py` files above it) and the lowest torch
+//! version the project declares.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use memlint_linter::ModuleInfo;
+
+/// Caches per directory what the file system says.
+#[derive(Default)]
+pub struct ProjectFacts {
+    packages: Mutex<HashMap<PathBuf, Option<String>>>,
+    torch: Mutex<HashMap<PathBuf, Option<(u32, u32)>>>,
+}
+
+impl ProjectFacts {
+    /// The module path of `file` (absolute): the dotted path below the
+    /// topmost directory of consecutive packages, or the file stem for a
+    /// script outside any package.
+    pub fn module_of(&self, file: &Path) -> ModuleInfo {
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+        let is_package = stem == "__init__";
+        let dir = file.parent().unwrap_or(Path::new(""));
+        let package = self.package_of(dir);
+        let path = match (package, is_package) {
+            (Some(p), true) => p,
+            (Some(p), false) => format!("{p}.{stem}"),
+            (None, _) => stem,
+        };
+        ModuleInfo { path, is_package }
+    }
+
+    /// The dotted package path of `dir`, `None` when it is not a package.
+    fn package_of(&self, dir: &Path) -> Option<String> {
+        if let Ok(cache) = self.packages.lock() {
+            if let Some(hit) = cache.get(dir) {
+                return hit.clone();
+            }
+        }
+        let name = dir.file_name().and_then(|n| n.to_str()).map(str::to_string);
+        let result = match name {
+            Some(name) if dir.join("__init__.py").is_file() => {
+                match dir.parent().and_then(|p| self.package_of(p)) {
+                    Some(parent) => Some(format!("{parent}.{name}")),
+                    None => Some(name),
+                }
+            }
+            _ => None,
+        };
+        if let Ok(mut cache) = self.packages.lock() {
+            cache.insert(dir.to_path_buf(), result.clone());
+        }
+        result
+    }
+
+    /// The lowest torch version declared by the closest project above
+    /// `dir` (absolute): `torch>=X.Y` (or `==`, `~=`, `>`) in
+    /// pyproject.toml, setup.cfg, setup.py or requirements*.txt.
+    pub fn torch_minimum(&self, dir: &Path) -> Option<(u32, u32)> {
+        if let Ok(cache) = self.torch.lock() {
+            if let Some(hit) = cache.get(dir) {
+                return *hit;
+            }
+        }
+        let mut found = None;
+        let mut is_root = false;
+        for name in ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt"] {
+            let p = dir.join(name);
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                is_root = true;
+                if let Some(v) = declared_torch_minimum(&text) {
+                    found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
+                }
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                if n.starts_with("requirements") && n.ends_with(".txt") && n != "requirements.txt" {
+                    if let Ok(text) = std::fs::read_to_string(e.path()) {
+                        if let Some(v) = declared_torch_minimum(&text) {
+                            found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
+                        }
+                    }
+                }
+            }
+        }
+        // The closest project root decides; above it, nothing is declared.
+        let result = if is_root || found.is_some() { found } else { dir.parent().and_then(|p| self.torch_minimum(p)) };
+        if let Ok(mut cache) = self.torch.lock() {
+            cache.insert(dir.to_path_buf(), result);
+        }
+        result
+    }
+}
+
+/// The lowest `torch` version a requirements text allows, from
+/// specifiers such as `torch>=2.4`, `"torch >= 2.4.0, <3"`, `torch==2.5.1`,
+/// `torch~=2.4`. `None` when torch is not pinned from below.
+pub fn declared_torch_minimum(text: &str) -> Option<(u32, u32)> {
+    let mut best: Option<(u32, u32)> = None;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = text[i..].find("torch") {
+        let start = i + pos;
+        i = start + 5;
+        // A whole word: not `pytorch-lightning`, `torchvision`.
+        let before_ok = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'-' | b'_' | b'.'));
+        let after = &text[i..];
+        if !before_ok || after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            continue;
+        }
+        let spec = after.trim_start_matches([' ', '\t']);
+        let spec = spec.strip_prefix('[').map(|s| s.split_once(']').map(|(_, r)| r).unwrap_or("")).unwrap_or(spec);
+        let spec = spec.trim_start();
+        let rest = ["==", ">=", "~=", ">"].iter().find_map(|op| spec.strip_prefix(op));
+        let Some(rest) = rest else { continue };
+        let version: String = rest.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+        if let (Some(major), minor) = (parts.next(), parts.next()) {
+            let v = (major, minor.unwrap_or(0));
+            best = Some(best.map_or(v, |b| b.min(v)));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_torch_specifiers() {
+        assert_eq!(declared_torch_minimum("torch>=2.4\nnumpy"), Some((2, 4)));
+        assert_eq!(declared_torch_minimum("dependencies = [\"torch >= 2.1.0, <3\"]"), Some((2, 1)));
+        assert_eq!(declared_torch_minimum("install_requires=['torch==2.5.1']"), Some((2, 5)));
+        assert_eq!(declared_torch_minimum("torchvision>=0.20\npytorch-lightning>=2"), None);
+        assert_eq!(declared_torch_minimum("torch\n"), None);
+        assert_eq!(declared_torch_minimum("torch[cuda]>=2.3"), Some((2, 3)));
+    }
+
+    #[test]
+    fn module_paths_follow_packages() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pkg = dir.path().join("pkg/sub");
+        std::fs::create_dir_all(&pkg).expect("mkdir");
+        std::fs::write(dir.path().join("pkg/__init__.py"), "").expect("write");
+        std::fs::write(pkg.join("__init__.py"), "").expect("write");
+        let facts = ProjectFacts::default();
+        assert_eq!(facts.module_of(&pkg.join("mod.py")).path, "pkg.sub.mod");
+        let init = facts.module_of(&pkg.join("__init__.py"));
+        assert_eq!((init.path.as_str(), init.is_package), ("pkg.sub", true));
+        assert_eq!(facts.module_of(&dir.path().join("train.py")).path, "train");
+    }
+}

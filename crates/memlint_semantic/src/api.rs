@@ -1,0 +1,186 @@
+//! The torch API layer: what a call means for a training program, written
+//! once so rules match events, not spellings.
+//!
+//! [`event_of`] turns a call into a [`Event`] (backward, zero-grad,
+//! optimizer or scaler step, cache flush...), given the callee's resolved
+//! qualified name (if it is a library function) and the method name.
+//! [`saved_for_backward`] is the table of what autograd saves for the
+//! backward pass of an op, after the semantics of PyTorch's
+//! `tools/autograd/derivatives.yaml`: it is data, not code, so a rule that
+//! asks "did this op save its output?" reads one row.
+
+use crate::ir::Expr;
+
+/// What a call does to a training program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// `loss.backward()`, `torch.autograd.backward(...)`, `torch.autograd.grad(...)`.
+    Backward,
+    /// `optimizer.zero_grad(...)` / `model.zero_grad(...)`; `set_to_none`
+    /// as written (`None`: not written, PyTorch's default `True`).
+    ZeroGrad {
+        /// The `set_to_none=` argument when it is a literal.
+        set_to_none: Option<bool>,
+    },
+    /// `optimizer.step()`.
+    OptimizerStep,
+    /// `scaler.scale(loss)`.
+    ScalerScale,
+    /// `scaler.unscale_(optimizer)`.
+    ScalerUnscale,
+    /// `scaler.step(optimizer)`.
+    ScalerStep,
+    /// `scaler.update()`.
+    ScalerUpdate,
+    /// `torch.cuda.empty_cache()`.
+    EmptyCache,
+    /// `torch.nn.utils.clip_grad_norm_/clip_grad_value_`.
+    ClipGrad,
+}
+
+/// Classifies a call. `qualified` is the callee's resolved library name
+/// when it has one (`torch.cuda.empty_cache`); `method` the attribute name
+/// of a method call on a local value (`backward` in `loss.backward()`).
+pub fn event_of(call: &Expr, qualified: Option<&str>, method: Option<&str>) -> Option<Event> {
+    if let Some(q) = qualified {
+        return match q {
+            "torch.autograd.backward" | "torch.autograd.grad" => Some(Event::Backward),
+            "torch.cuda.empty_cache" => Some(Event::EmptyCache),
+            "torch.nn.utils.clip_grad_norm_" | "torch.nn.utils.clip_grad_value_" | "torch.nn.utils.clip_grad.clip_grad_norm_" => {
+                Some(Event::ClipGrad)
+            }
+            _ => None,
+        };
+    }
+    match method? {
+        "backward" => Some(Event::Backward),
+        "zero_grad" => Some(Event::ZeroGrad {
+            set_to_none: call.keyword("set_to_none").and_then(|v| {
+                if v.is_true() {
+                    Some(true)
+                } else if v.is_false() {
+                    Some(false)
+                } else {
+                    None
+                }
+            }),
+        }),
+        _ => None,
+    }
+}
+
+/// What autograd saves of an op's operands for its backward pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saves {
+    /// The op's result (`sigmoid`, `tanh`, `exp`, `softmax`, `relu`...):
+    /// changing the result in place invalidates the backward.
+    Output,
+    /// The inputs, when the other operand requires grad (`a * b` of two
+    /// tensors, `matmul`, `linear`); multiplying by a Python scalar saves
+    /// nothing.
+    Inputs,
+    /// The inputs, whatever the other operand (`pow`, `div` by a tensor).
+    SelfInput,
+    /// Nothing that an in-place change of the operands could invalidate
+    /// (`add`, `sub`, `view`, `clone`).
+    Nothing,
+}
+
+/// `(op, what it saves)`, from derivatives.yaml: ops whose formula uses
+/// `result` save their output; ops whose formula uses `self`/`other` save
+/// their inputs.
+pub const SAVED_FOR_BACKWARD: &[(&str, Saves)] = &[
+    ("sigmoid", Saves::Output),
+    ("tanh", Saves::Output),
+    ("exp", Saves::Output),
+    ("exp2", Saves::Output),
+    ("expm1", Saves::Output),
+    ("softmax", Saves::Output),
+    ("log_softmax", Saves::Output),
+    ("relu", Saves::Output),
+    ("sqrt", Saves::Output),
+    ("rsqrt", Saves::Output),
+    ("elu", Saves::Output),
+    ("hardtanh", Saves::Inputs),
+    ("mul", Saves::Inputs),
+    ("div", Saves::SelfInput),
+    ("matmul", Saves::Inputs),
+    ("mm", Saves::Inputs),
+    ("bmm", Saves::Inputs),
+    ("mv", Saves::Inputs),
+    ("linear", Saves::Inputs),
+    ("conv1d", Saves::Inputs),
+    ("conv2d", Saves::Inputs),
+    ("conv3d", Saves::Inputs),
+    ("pow", Saves::SelfInput),
+    ("log", Saves::SelfInput),
+    ("sin", Saves::SelfInput),
+    ("cos", Saves::SelfInput),
+    ("abs", Saves::SelfInput),
+    ("add", Saves::Nothing),
+    ("sub", Saves::Nothing),
+    ("neg", Saves::Nothing),
+    ("clone", Saves::Nothing),
+    ("view", Saves::Nothing),
+    ("reshape", Saves::Nothing),
+];
+
+/// What `op` saves for backward; `None` for ops not in the table.
+pub fn saved_for_backward(op: &str) -> Option<Saves> {
+    SAVED_FOR_BACKWARD.iter().find(|(name, _)| *name == op).map(|(_, s)| *s)
+}
+
+/// Qualified names of the grad-disabling APIs.
+pub const GRAD_OFF_APIS: &[&str] = &[
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.autograd.no_grad",
+    "torch.autograd.inference_mode",
+    "torch.autograd.grad_mode.no_grad",
+    "torch.autograd.grad_mode.inference_mode",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{ExprKind, Keyword, Literal};
+    use memlint_diagnostics::Span;
+
+    fn call(kw: Option<(&str, bool)>) -> Expr {
+        let name = |n: &str| Expr { span: Span::new(0, 0), kind: ExprKind::Name(n.into()) };
+        Expr {
+            span: Span::new(0, 0),
+            kind: ExprKind::Call {
+                func: Box::new(name("f")),
+                args: vec![],
+                keywords: kw
+                    .map(|(k, v)| Keyword {
+                        name: Some(k.into()),
+                        value: Expr { span: Span::new(0, 0), kind: ExprKind::Literal(Literal::Bool(v)) },
+                    })
+                    .into_iter()
+                    .collect(),
+                args_span: Span::new(0, 0),
+            },
+        }
+    }
+
+    #[test]
+    fn classifies_events() {
+        assert_eq!(event_of(&call(None), None, Some("backward")), Some(Event::Backward));
+        assert_eq!(event_of(&call(None), Some("torch.cuda.empty_cache"), None), Some(Event::EmptyCache));
+        assert_eq!(
+            event_of(&call(Some(("set_to_none", false))), None, Some("zero_grad")),
+            Some(Event::ZeroGrad { set_to_none: Some(false) })
+        );
+        assert_eq!(event_of(&call(None), None, Some("append")), None);
+    }
+
+    #[test]
+    fn saved_tensors_follow_derivatives_yaml() {
+        assert_eq!(saved_for_backward("sigmoid"), Some(Saves::Output));
+        assert_eq!(saved_for_backward("matmul"), Some(Saves::Inputs));
+        assert_eq!(saved_for_backward("add"), Some(Saves::Nothing));
+        assert_eq!(saved_for_backward("frobnicate"), None);
+    }
+}

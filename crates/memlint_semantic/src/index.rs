@@ -1,0 +1,597 @@
+//! The project index: what one run knows about the functions and classes
+//! of all its files, so a finding in one file can rest on facts from
+//! another.
+//!
+//! It is built in two steps. [`summarize`] runs once per file (in
+//! parallel, independent of every other file) and records the file's
+//! definitions and call sites with what was visible locally: the grad mode
+//! at each call site, the enclosing function, whether the site sits in a
+//! training or evaluation loop. [`ProjectIndex::build`] joins the
+//! summaries: it resolves callees through the project's own imports
+//! (relative ones included) and computes, to a fixpoint over the call
+//! graph, which functions
+//!
+//! - disable grad when used as a decorator or context manager
+//!   (`smart_inference_mode()` defined in the project),
+//! - run only with grad disabled (every call site is under `no_grad`, a
+//!   grad-disabling decorator, or in such a function),
+//! - are step code (reachable from a training/evaluation loop, a `forward`,
+//!   an optimizer's `step`),
+//! - call `backward()` (themselves or through what they call).
+//!
+//! What the index does not see: callees reached by dynamic dispatch
+//! (`getattr`, callbacks stored in containers, methods of an object whose
+//! class is unknown) and code outside the run. Queries answer "unknown"
+//! there, and the rules treat unknown as "no evidence".
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+/// Where a file sits in the project's module tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Dotted module path (`timm.models.resnet`, or `train` for a script).
+    pub path: String,
+    /// The file is a package's `__init__`: relative imports resolve
+    /// against the module itself, not its parent.
+    pub is_package: bool,
+}
+
+impl ModuleInfo {
+    /// Resolves a relative import target (`.utils.helper`, `..x`) to an
+    /// absolute dotted name; absolute names are returned as they are.
+    pub fn resolve_relative(&self, name: &str) -> String {
+        let level = name.chars().take_while(|c| *c == '.').count();
+        if level == 0 {
+            return name.to_string();
+        }
+        let mut parts: Vec<&str> = if self.path.is_empty() { Vec::new() } else { self.path.split('.').collect() };
+        // One dot is the current package.
+        let up = if self.is_package { level - 1 } else { level };
+        for _ in 0..up {
+            parts.pop();
+        }
+        let rest = &name[level..];
+        if !rest.is_empty() {
+            parts.push(rest);
+        }
+        parts.join(".")
+    }
+}
+
+/// The part a function plays in a training program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Runs while a graph may be live: a training or evaluation step, a
+    /// `forward`, an optimizer's `step`, or something those call.
+    Step,
+    /// Construction, initialisation, conversion or loading code: no graph
+    /// is live (`__init__`, `reset_parameters`, `_init_weights`, functions
+    /// passed to `model.apply`, fuse/convert/quantize/load helpers).
+    Setup,
+    /// A unit test (or a helper in a test module).
+    Test,
+    /// Nothing is known.
+    Other,
+}
+
+/// What one function looks like from its own file.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionSummary {
+    /// Fully qualified name: `module.Class.method`, `module.func`.
+    pub qualname: String,
+    /// The bare name.
+    pub name: String,
+    /// Qualified name of the class it is a method of.
+    pub class: Option<String>,
+    /// Parameter names in order (`self` included for methods).
+    pub params: Vec<String>,
+    /// The body calls `backward()` or `torch.autograd.grad`.
+    pub calls_backward: bool,
+    /// The body contains a training or evaluation loop.
+    pub has_step_loop: bool,
+    /// A decorator of the function disables grad (torch's own, seen locally).
+    pub decorated_no_grad: bool,
+    /// Qualified names of the decorators that are not torch's (resolved
+    /// against the project at join time).
+    pub project_decorators: Vec<String>,
+    /// Using the function as a decorator or context manager disables grad:
+    /// it applies or returns `torch.no_grad`/`torch.inference_mode`, or is
+    /// a `@contextmanager` that yields under one.
+    pub disables_grad: bool,
+    /// A returned value carries an autograd graph (a loss or model output
+    /// not detached), and for tuple returns which positions do.
+    pub returns_graph: bool,
+    /// Positions of a returned tuple that carry a graph.
+    pub returns_graph_at: Vec<usize>,
+    /// Positions of arguments (after `self`) accumulated into `self.<attr>`
+    /// (`self.sum += val`, `self.vals.append(val)`): a meter's `update`.
+    pub accumulates_args: Vec<usize>,
+    /// Position (after `self`) of a parameter that sets the train/eval
+    /// mode (`net.train(mode=train_model)`).
+    pub train_flag_param: Option<usize>,
+    /// The name says construction/initialisation/conversion/loading.
+    pub setup_named: bool,
+    /// The name says construction or weight initialisation (`__init__`,
+    /// `reset_parameters`, `_init_weights`): setup even when a step calls it.
+    pub init_named: bool,
+    /// A unit test or a helper in a test module.
+    pub unit_test: bool,
+    /// A `forward`, an optimizer's `step`, or a framework step hook.
+    pub step_root: bool,
+}
+
+/// One call of a (possibly project) function.
+#[derive(Debug, Clone, Default)]
+pub struct CallSite {
+    /// Qualified name of the enclosing function (`None` at module level).
+    pub caller: Option<String>,
+    /// The callee's qualified name as resolved in the calling file.
+    pub callee: String,
+    /// Grad is disabled at the site by what the file shows.
+    pub grad_off: bool,
+    /// Qualified names of enclosing `with` contexts that are not torch's
+    /// (a project context manager may disable grad).
+    pub contexts: Vec<String>,
+    /// The site is inside a training or evaluation loop.
+    pub in_step_loop: bool,
+    /// Argument positions (after `self` for methods) and keyword names
+    /// passed the literal `False`.
+    pub false_positions: Vec<usize>,
+    /// Keyword names passed the literal `False`.
+    pub false_keywords: Vec<String>,
+}
+
+/// What one class looks like from its own file.
+#[derive(Debug, Clone, Default)]
+pub struct ClassSummary {
+    /// Fully qualified name.
+    pub qualname: String,
+    /// Qualified names of the bases as resolved in the file.
+    pub bases: Vec<String>,
+    /// A base is a torch module class, or the class defines `forward` or
+    /// owns parameters.
+    pub is_module_locally: bool,
+    /// A base is a torch optimizer.
+    pub is_optimizer_locally: bool,
+    /// `self.<attr>` assigned an `nn.Parameter` somewhere in the class.
+    pub parameter_attrs: Vec<String>,
+    /// `__enter__` disables grad.
+    pub disables_grad: bool,
+}
+
+/// Everything one file contributes to the index.
+#[derive(Debug, Clone, Default)]
+pub struct FileSummary {
+    /// The module.
+    pub module: ModuleInfo,
+    /// Functions and methods defined in the file.
+    pub functions: Vec<FunctionSummary>,
+    /// Classes defined in the file.
+    pub classes: Vec<ClassSummary>,
+    /// Calls to names that may be project functions.
+    pub calls: Vec<CallSite>,
+    /// `local name -> qualified name` of the module's imports (re-exports
+    /// of package `__init__`s are followed through these).
+    pub imports: Vec<(String, String)>,
+    /// Qualified names of functions passed to `.apply(...)` (weight init).
+    pub applied: Vec<String>,
+}
+
+/// The joined facts of all files of a run.
+#[derive(Debug, Default)]
+pub struct ProjectIndex {
+    functions: HashMap<String, FunctionSummary>,
+    classes: HashMap<String, ClassSummary>,
+    /// `module.name -> qualified target` for every import of every module.
+    aliases: HashMap<String, String>,
+    module_classes: HashSet<String>,
+    optimizer_classes: HashSet<String>,
+    grad_disabling: HashSet<String>,
+    no_grad_only: HashSet<String>,
+    step_code: HashSet<String>,
+    reaches_backward: HashSet<String>,
+    applied: HashSet<String>,
+    /// Functions with a train-mode flag parameter that some caller passes `False`.
+    eval_by_flag: HashSet<String>,
+}
+
+const TORCH_MODULE_BASES: &[&str] = &["torch.nn.Module", "torch.nn.modules.module.Module"];
+
+impl ProjectIndex {
+    /// An index that knows nothing (single-file use).
+    pub fn empty() -> ProjectIndex {
+        ProjectIndex::default()
+    }
+
+    /// Joins per-file summaries.
+    pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
+        let mut ix = ProjectIndex::default();
+        let mut calls = Vec::new();
+        for f in files {
+            for (local, q) in &f.imports {
+                ix.aliases.insert(format!("{}.{local}", f.module.path), q.clone());
+            }
+            for func in f.functions {
+                ix.functions.insert(func.qualname.clone(), func);
+            }
+            for c in f.classes {
+                ix.classes.insert(c.qualname.clone(), c);
+            }
+            ix.applied.extend(f.applied);
+            calls.extend(f.calls);
+        }
+        // Resolve every call's callee once.
+        for c in &mut calls {
+            if let Some(q) = ix.resolve_function(&c.callee) {
+                c.callee = q;
+            }
+            c.contexts = c.contexts.iter().map(|x| ix.canonical(x)).collect();
+        }
+        ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
+        ix.classify_classes();
+        ix.find_grad_disabling();
+        ix.propagate(&calls);
+        ix
+    }
+
+    /// Follows import aliases (re-exports) until a defined name is found.
+    fn canonical(&self, name: &str) -> String {
+        let mut cur = name.to_string();
+        for _ in 0..8 {
+            if self.functions.contains_key(&cur) || self.classes.contains_key(&cur) {
+                return cur;
+            }
+            match self.aliases.get(&cur) {
+                Some(next) if *next != cur => cur = next.clone(),
+                _ => break,
+            }
+        }
+        cur
+    }
+
+    /// The qualified name of the project function `name` refers to: a
+    /// function, a method through the class's project bases, or a class
+    /// (its `__init__` is not followed; a class used as a context manager
+    /// is answered by [`ProjectIndex::disables_grad`]).
+    pub fn resolve_function(&self, name: &str) -> Option<String> {
+        let c = self.canonical(name);
+        if self.functions.contains_key(&c) {
+            return Some(c);
+        }
+        // `module.Class.method` where the method is inherited.
+        let (class, method) = c.rsplit_once('.')?;
+        let class = self.canonical(class);
+        self.method_of(&class, method)
+    }
+
+    /// Finds `method` on `class` or its project bases.
+    pub fn method_of(&self, class: &str, method: &str) -> Option<String> {
+        let mut seen = HashSet::default();
+        let mut stack = vec![class.to_string()];
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c.clone()) {
+                continue;
+            }
+            let q = format!("{c}.{method}");
+            if self.functions.contains_key(&q) {
+                return Some(q);
+            }
+            if let Some(cs) = self.classes.get(&c) {
+                stack.extend(cs.bases.iter().map(|b| self.canonical(b)));
+            }
+        }
+        None
+    }
+
+    fn classify_classes(&mut self) {
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (q, c) in &self.classes {
+                if !self.module_classes.contains(q) {
+                    let is_module = c.is_module_locally
+                        || c.bases.iter().any(|b| {
+                            let b = self.canonical(b);
+                            TORCH_MODULE_BASES.contains(&b.as_str()) || self.module_classes.contains(&b)
+                        });
+                    if is_module {
+                        self.module_classes.insert(q.clone());
+                        changed = true;
+                    }
+                }
+                if !self.optimizer_classes.contains(q) {
+                    let is_opt = c.is_optimizer_locally
+                        || c.bases.iter().any(|b| self.optimizer_classes.contains(&self.canonical(b)));
+                    if is_opt {
+                        self.optimizer_classes.insert(q.clone());
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn find_grad_disabling(&mut self) {
+        for (q, f) in &self.functions {
+            if f.disables_grad {
+                self.grad_disabling.insert(q.clone());
+            }
+        }
+        for (q, c) in &self.classes {
+            if c.disables_grad {
+                self.grad_disabling.insert(q.clone());
+            }
+        }
+    }
+
+    fn decorated_off(&self, f: &FunctionSummary) -> bool {
+        f.decorated_no_grad || f.project_decorators.iter().any(|d| self.grad_disabling.contains(&self.canonical(d)))
+    }
+
+    fn propagate(&mut self, calls: &[CallSite]) {
+        let mut by_callee: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+        for c in calls {
+            if self.functions.contains_key(&c.callee) {
+                by_callee.entry(c.callee.as_str()).or_default().push(c);
+            }
+        }
+        // Grad off at every call site, to a fixpoint (least: a function
+        // with no known caller runs with grad on as far as we know).
+        let mut off: HashSet<String> =
+            self.functions.iter().filter(|(_, f)| self.decorated_off(f)).map(|(q, _)| q.clone()).collect();
+        loop {
+            let mut changed = false;
+            for (callee, sites) in &by_callee {
+                if off.contains(*callee) {
+                    continue;
+                }
+                let all_off = sites.iter().all(|s| {
+                    s.grad_off
+                        || s.contexts.iter().any(|c| self.grad_disabling.contains(c))
+                        || s.caller.as_ref().is_some_and(|c| off.contains(c))
+                });
+                if all_off {
+                    off.insert((*callee).to_string());
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.no_grad_only = off;
+
+        // Step code: roots, then whatever they (or step loops) call.
+        let mut step: HashSet<String> = HashSet::default();
+        for (q, f) in &self.functions {
+            let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| self.optimizer_classes.contains(c));
+            let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| self.module_classes.contains(c));
+            if f.step_root || optimizer_step || forward || f.has_step_loop {
+                step.insert(q.clone());
+            }
+        }
+        loop {
+            let mut changed = false;
+            for (callee, sites) in &by_callee {
+                if step.contains(*callee) {
+                    continue;
+                }
+                let f = &self.functions[*callee];
+                if f.unit_test {
+                    continue;
+                }
+                if sites.iter().any(|s| s.in_step_loop || s.caller.as_ref().is_some_and(|c| step.contains(c))) {
+                    step.insert((*callee).to_string());
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.step_code = step;
+
+        // Reaches backward through its callees.
+        let mut back: HashSet<String> =
+            self.functions.iter().filter(|(_, f)| f.calls_backward).map(|(q, _)| q.clone()).collect();
+        loop {
+            let mut changed = false;
+            for c in calls {
+                if let Some(caller) = &c.caller {
+                    if !back.contains(caller) && back.contains(&c.callee) {
+                        back.insert(caller.clone());
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.reaches_backward = back;
+
+        for (callee, sites) in &by_callee {
+            let f = &self.functions[*callee];
+            let Some(pos) = f.train_flag_param else { continue };
+            let name = f.params.get(pos + usize::from(f.class.is_some())).cloned().unwrap_or_default();
+            if sites.iter().any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name)) {
+                self.eval_by_flag.insert((*callee).to_string());
+            }
+        }
+    }
+
+    /// The summary of a project function.
+    pub fn function(&self, qualname: &str) -> Option<&FunctionSummary> {
+        self.functions.get(qualname)
+    }
+
+    /// Whether `qualified` (a function or class, through re-exports)
+    /// disables grad when used as a decorator or context manager.
+    pub fn disables_grad(&self, qualified: &str) -> bool {
+        self.grad_disabling.contains(&self.canonical(qualified))
+    }
+
+    /// Whether every known call of the function runs with grad disabled.
+    pub fn only_called_without_grad(&self, qualname: &str) -> bool {
+        self.no_grad_only.contains(qualname)
+    }
+
+    /// Whether the function is step code (see [`Role::Step`]).
+    pub fn is_step_code(&self, qualname: &str) -> bool {
+        self.step_code.contains(qualname)
+    }
+
+    /// Whether calling the function reaches `backward()`.
+    pub fn reaches_backward(&self, qualname: &str) -> bool {
+        self.reaches_backward.contains(qualname)
+    }
+
+    /// Whether the function is passed to `.apply(...)` somewhere.
+    pub fn is_applied(&self, qualname: &str) -> bool {
+        self.applied.contains(qualname)
+    }
+
+    /// Whether the function evaluates when a caller passes `False` to its
+    /// train-mode flag parameter.
+    pub fn evaluates_by_flag(&self, qualname: &str) -> bool {
+        self.eval_by_flag.contains(qualname)
+    }
+
+    /// Whether a project class (through re-exports) is an `nn.Module`:
+    /// `Some(false)` for a project class that is not one, `None` when the
+    /// class is not the project's.
+    pub fn class_is_module(&self, qualified: &str) -> Option<bool> {
+        let c = self.canonical(qualified);
+        self.classes.contains_key(&c).then(|| self.module_classes.contains(&c))
+    }
+
+    /// Whether `attr` is an `nn.Parameter` attribute of the project class
+    /// (or one of its project bases).
+    pub fn class_has_parameter(&self, class: &str, attr: &str) -> bool {
+        let mut seen = HashSet::default();
+        let mut stack = vec![self.canonical(class)];
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c.clone()) {
+                continue;
+            }
+            if let Some(cs) = self.classes.get(&c) {
+                if cs.parameter_attrs.iter().any(|a| a == attr) {
+                    return true;
+                }
+                stack.extend(cs.bases.iter().map(|b| self.canonical(b)));
+            }
+        }
+        false
+    }
+
+    /// The role of a project function.
+    pub fn role(&self, qualname: &str) -> Role {
+        let Some(f) = self.functions.get(qualname) else { return Role::Other };
+        if f.unit_test {
+            return Role::Test;
+        }
+        if f.init_named || self.applied.contains(qualname) {
+            return Role::Setup;
+        }
+        if self.step_code.contains(qualname) {
+            return Role::Step;
+        }
+        if f.setup_named {
+            return Role::Setup;
+        }
+        Role::Other
+    }
+
+    /// Number of functions indexed (for tests and progress output).
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+}
+
+/// Words that name construction, initialisation, conversion or loading.
+const SETUP_FIRST_WORDS: &[&str] = &[
+    "init", "initialize", "initialise", "reset", "fuse", "reparameterize", "reparameterise", "reparam", "convert",
+    "quantize", "quantise", "load", "from", "build", "create", "make", "setup", "prepare", "switch", "deploy",
+    "remap", "prune", "export", "copy", "transfer", "migrate", "resize", "tie", "untie", "merge", "unmerge",
+    "checkpoint", "restore", "import", "port", "replace", "inflate", "expand", "freeze", "unfreeze", "set",
+];
+
+/// Whether a function name says construction or weight initialisation,
+/// which no step makes step code.
+pub fn is_init_name(name: &str) -> bool {
+    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats") {
+        return true;
+    }
+    let ws = crate::names::words(name);
+    ws.iter().any(|w| matches!(w.as_str(), "init" | "initialize" | "initialise"))
+        || (ws.iter().any(|w| w == "weights") && ws.iter().any(|w| matches!(w.as_str(), "init" | "reset" | "normal" | "uniform" | "xavier" | "kaiming")))
+}
+
+/// Whether a function name says it is setup code (see [`Role::Setup`]).
+pub fn is_setup_name(name: &str) -> bool {
+    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats")
+    {
+        return true;
+    }
+    let ws = crate::names::words(name);
+    if ws.iter().any(|w| matches!(w.as_str(), "init" | "initialize" | "initialise" | "weights" | "reparameterize" | "fuse" | "fused"))
+        && !ws.iter().any(|w| w == "forward")
+    {
+        return true;
+    }
+    ws.first().is_some_and(|w| SETUP_FIRST_WORDS.contains(&w.as_str()))
+        || name.ends_with("_state_dict")
+        || name.ends_with("_pretrained")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_imports_resolve_against_the_package() {
+        let m = ModuleInfo { path: "pkg.sub.mod".into(), is_package: false };
+        assert_eq!(m.resolve_relative(".utils.f"), "pkg.sub.utils.f");
+        assert_eq!(m.resolve_relative("..a.b"), "pkg.a.b");
+        assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
+        let init = ModuleInfo { path: "pkg.sub".into(), is_package: true };
+        assert_eq!(init.resolve_relative(".mod.f"), "pkg.sub.mod.f");
+    }
+
+    #[test]
+    fn setup_names() {
+        for n in ["__init__", "_init_weights", "init_weights", "reset_parameters", "fuse_model", "load_pretrained", "weights_init", "switch_to_deploy", "convert_sync_batchnorm"] {
+            assert!(is_setup_name(n), "{n}");
+        }
+        for n in ["forward", "train_one_epoch", "step", "validate", "update"] {
+            assert!(!is_setup_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn grad_off_propagates_through_callers_in_other_files() {
+        let a = FileSummary {
+            module: ModuleInfo { path: "pkg.eval".into(), is_package: false },
+            functions: vec![
+                FunctionSummary { qualname: "pkg.eval.run".into(), name: "run".into(), ..Default::default() },
+                FunctionSummary { qualname: "pkg.eval.inner".into(), name: "inner".into(), ..Default::default() },
+            ],
+            calls: vec![CallSite { caller: Some("pkg.eval.run".into()), callee: "pkg.eval.inner".into(), ..Default::default() }],
+            ..Default::default()
+        };
+        let b = FileSummary {
+            module: ModuleInfo { path: "main".into(), is_package: false },
+            imports: vec![("run".into(), "pkg.eval.run".into())],
+            calls: vec![CallSite { caller: None, callee: "pkg.eval.run".into(), grad_off: true, ..Default::default() }],
+            ..Default::default()
+        };
+        let ix = ProjectIndex::build(vec![a, b]);
+        assert!(ix.only_called_without_grad("pkg.eval.run"));
+        assert!(ix.only_called_without_grad("pkg.eval.inner"));
+    }
+}

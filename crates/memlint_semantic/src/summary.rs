@@ -1,0 +1,302 @@
+//! The per-file half of the project index: one walk of a file with the
+//! semantic model, recording its definitions and call sites.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::context::{calls_backward, class_attr_kinds, Context, ContextOptions, Visitor};
+use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
+use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind};
+use crate::ValueKind;
+
+/// Names of methods and functions that frameworks call for a step.
+const STEP_ROOTS: &[&str] =
+    &["forward", "training_step", "train_step", "validation_step", "val_step", "eval_step", "test_step", "predict_step"];
+
+/// Summarizes one file for the project index. The walk sees only this
+/// file: what depends on other files (project decorators, callers'
+/// grad mode) is recorded as names and resolved by
+/// [`crate::ProjectIndex::build`].
+pub fn summarize(module: &Module, options: ContextOptions) -> FileSummary {
+    let mut v = SummaryVisitor {
+        summary: FileSummary { module: options.module.clone(), ..FileSummary::default() },
+        functions: HashMap::default(),
+        order: Vec::new(),
+        is_test_file: options.is_test_file,
+    };
+    Context::walk(module, options, &mut v);
+    let SummaryVisitor { mut summary, mut functions, order, .. } = v;
+    summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
+    summary
+}
+
+struct SummaryVisitor {
+    summary: FileSummary,
+    functions: HashMap<String, FunctionSummary>,
+    order: Vec<String>,
+    is_test_file: bool,
+}
+
+impl SummaryVisitor {
+    fn function(&mut self, f: &crate::ir::Function, cx: &Context) {
+        let qualname = cx.qualname_for(&f.name);
+        let class = if cx.in_class_body() { cx.current_class_qualname() } else { None };
+        let offset = usize::from(class.is_some());
+        let params: Vec<String> = f.params.iter().map(|p| p.name.clone()).collect();
+        let mut project_decorators = Vec::new();
+        for d in &f.decorators {
+            let callee = match &d.kind {
+                ExprKind::Call { func, .. } => func,
+                _ => d,
+            };
+            if let Some(q) = cx.resolve_callee(callee) {
+                if !q.starts_with("torch.") && q != "torch" {
+                    project_decorators.push(q);
+                }
+            }
+        }
+        let is_contextmanager = f.decorators.iter().any(|d| {
+            cx.qualified_name(d).is_some_and(|q| q.last() == "contextmanager")
+        });
+        let summary = FunctionSummary {
+            qualname: qualname.clone(),
+            name: f.name.clone(),
+            class,
+            calls_backward: calls_backward(&f.body),
+            has_step_loop: has_step_loop(&f.body, cx),
+            decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
+            project_decorators,
+            disables_grad: applies_grad_off(&f.body, cx, is_contextmanager),
+            returns_graph: false,
+            returns_graph_at: Vec::new(),
+            accumulates_args: if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { Vec::new() },
+            train_flag_param: train_flag(&f.body, &params).and_then(|i| i.checked_sub(offset)),
+            setup_named: is_setup_name(&f.name),
+            init_named: is_init_name(&f.name),
+            unit_test: self.is_test_file,
+            step_root: STEP_ROOTS.contains(&f.name.as_str()),
+            params,
+        };
+        self.order.push(qualname.clone());
+        self.functions.insert(qualname, summary);
+    }
+
+    fn class(&mut self, name: &str, bases: &[Expr], body: &[Stmt], cx: &Context) {
+        let qualname = cx.qualname_for(name);
+        let resolved: Vec<String> = bases.iter().filter_map(|b| cx.resolve_callee(b)).collect();
+        let torch_module = resolved.iter().any(|q| {
+            (q.starts_with("torch.nn.") && q.rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_uppercase())))
+                || q.ends_with("LightningModule")
+        });
+        let attrs = class_attr_kinds(body, cx);
+        let parameter_attrs: Vec<String> =
+            attrs.iter().filter(|(_, k)| **k == ValueKind::Parameter).map(|(a, _)| a.clone()).collect();
+        let defines_forward = body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
+        let disables_grad = body.iter().any(|s| match &s.kind {
+            StmtKind::Function(f) if f.name == "__enter__" => applies_grad_off(&f.body, cx, false),
+            _ => false,
+        }) || resolved.iter().any(|q| matches!(q.as_str(), "torch.no_grad" | "torch.inference_mode" | "torch.autograd.no_grad"));
+        self.summary.classes.push(ClassSummary {
+            qualname,
+            is_module_locally: torch_module || defines_forward || !parameter_attrs.is_empty(),
+            is_optimizer_locally: resolved.iter().any(|q| q.starts_with("torch.optim.")),
+            bases: resolved,
+            parameter_attrs,
+            disables_grad,
+        });
+    }
+}
+
+impl Visitor for SummaryVisitor {
+    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
+        match &stmt.kind {
+            StmtKind::Function(f) => self.function(f, cx),
+            StmtKind::Class { name, bases, body, .. } => self.class(name, bases, body, cx),
+            StmtKind::Import(bindings) if cx.function_qualname().is_none() && !cx.in_class_body() => {
+                for b in bindings {
+                    self.summary.imports.push((b.local.clone(), cx.module_info().resolve_relative(&b.qualified)));
+                }
+            }
+            StmtKind::Return(Some(v)) => {
+                let Some(q) = cx.function_qualname() else { return };
+                let (any, at) = match &v.kind {
+                    ExprKind::Sequence(items) => {
+                        let at: Vec<usize> =
+                            items.iter().enumerate().filter(|(_, i)| cx.carries_graph(i)).map(|(i, _)| i).collect();
+                        (false, at)
+                    }
+                    _ => (cx.carries_graph(v), Vec::new()),
+                };
+                if let Some(f) = self.functions.get_mut(q) {
+                    f.returns_graph |= any;
+                    for i in at {
+                        if !f.returns_graph_at.contains(&i) {
+                            f.returns_graph_at.push(i);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
+        let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
+        // `model.apply(init_weights)`: the function initialises weights.
+        if let ExprKind::Attribute { attr, .. } = &func.kind {
+            if attr == "apply" && args.len() == 1 {
+                if let Some(q) = cx.resolve_callee(&args[0]) {
+                    self.summary.applied.push(q);
+                }
+            }
+        }
+        let Some(callee) = cx.resolve_callee(func) else { return };
+        if callee.starts_with("torch.") || callee == "torch" {
+            return;
+        }
+        let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
+        let false_keywords =
+            keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.clone()).collect();
+        self.summary.calls.push(CallSite {
+            caller: cx.function_qualname().map(str::to_string),
+            callee,
+            grad_off: !cx.grad_enabled(),
+            contexts: cx.with_contexts(),
+            in_step_loop: cx.in_step_loop(),
+            false_positions,
+            false_keywords,
+        });
+    }
+}
+
+/// Whether the body has a training or evaluation loop.
+fn has_step_loop(body: &[Stmt], cx: &Context) -> bool {
+    let mut found = false;
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::For { iter, body, .. } => {
+            found |= cx.loop_kind_of(iter, body) != crate::LoopKind::Other;
+        }
+        StmtKind::While { body, .. } => found |= calls_backward(body),
+        _ => {}
+    });
+    found
+}
+
+/// Whether the body (nested functions included) applies or returns
+/// `torch.no_grad`/`torch.inference_mode` outside a `with` of its own, or
+/// calls `torch.set_grad_enabled(False)`; for a `@contextmanager`, whether
+/// it yields inside such a `with`.
+fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
+    fn is_off_api(cx: &Context, e: &Expr) -> bool {
+        cx.qualified_name(e).is_some_and(|q| {
+            q.is_any(&[
+                "torch.no_grad",
+                "torch.inference_mode",
+                "torch.autograd.no_grad",
+                "torch.autograd.inference_mode",
+                "torch.autograd.grad_mode.no_grad",
+                "torch.autograd.grad_mode.inference_mode",
+            ])
+        })
+    }
+    fn expr_applies(cx: &Context, e: &Expr) -> bool {
+        e.any(&mut |x| {
+            if is_off_api(cx, x) {
+                return true;
+            }
+            if let Some((func, args, _)) = x.as_call() {
+                if cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.set_grad_enabled", "torch.autograd.set_grad_enabled"])) {
+                    return args.first().is_some_and(Expr::is_false);
+                }
+            }
+            false
+        })
+    }
+    fn yields(body: &[Stmt]) -> bool {
+        let mut found = false;
+        for_each_stmt_in_function(body, &mut |s| {
+            s.for_each_expr(|e| found |= e.any(&mut |x| matches!(&x.kind, ExprKind::Yield(_))));
+        });
+        found
+    }
+    let mut found = false;
+    fn rec(body: &[Stmt], cx: &Context, cm: bool, found: &mut bool) {
+        for s in body {
+            if *found {
+                return;
+            }
+            match &s.kind {
+                StmtKind::With { items, body } => {
+                    if cm && items.iter().any(|i| expr_applies(cx, &i.context)) && yields(body) {
+                        *found = true;
+                        return;
+                    }
+                    rec(body, cx, cm, found);
+                }
+                StmtKind::Function(f) => rec(&f.body, cx, false, found),
+                _ => {
+                    s.for_each_expr(|e| *found |= expr_applies(cx, e));
+                    for b in s.child_blocks() {
+                        rec(b, cx, cm, found);
+                    }
+                }
+            }
+        }
+    }
+    rec(body, cx, contextmanager, &mut found);
+    found
+}
+
+/// Positions of `params` (after `self`) accumulated into `self.<attr>`.
+fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let reads_param = |e: &Expr, out: &mut Vec<usize>| {
+        for (i, p) in params.iter().enumerate() {
+            if e.any(&mut |x| x.as_name() == Some(p)) && !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    };
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::AugAssign { target, op: BinOp::Add, value } => {
+            if target.dotted().is_some_and(|d| d.starts_with("self.")) {
+                reads_param(value, &mut out);
+            }
+        }
+        StmtKind::Expr(e) => {
+            if let Some((recv, "append" | "extend")) = e.as_method_call() {
+                if recv.dotted().is_some_and(|d| d.starts_with("self.")) {
+                    if let Some((_, args, _)) = e.as_call() {
+                        for a in args {
+                            reads_param(a, &mut out);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+/// Index of a parameter passed as the mode of `x.train(...)`.
+fn train_flag(body: &[Stmt], params: &[String]) -> Option<usize> {
+    let mut found = None;
+    for_each_stmt_in_function(body, &mut |s| {
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let Some((_, "train")) = x.as_method_call() {
+                    if let Some((_, args, kws)) = x.as_call() {
+                        let flag = args.first().or_else(|| kws.iter().find(|k| k.name.as_deref() == Some("mode")).map(|k| &k.value));
+                        if let Some(n) = flag.and_then(Expr::as_name) {
+                            if let Some(i) = params.iter().position(|p| p == n) {
+                                found = Some(i);
+                            }
+                        }
+                    }
+                }
+                false
+            });
+        });
+    });
+    found
+}
