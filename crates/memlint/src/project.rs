@@ -75,16 +75,33 @@ impl ProjectFacts {
                 }
             }
         }
+        // `requirements-*.txt` beside them, and `requirements/**/*.txt`.
+        let mut txts = Vec::new();
         if let Ok(entries) = std::fs::read_dir(dir) {
             for e in entries.flatten() {
-                let n = e.file_name();
-                let n = n.to_string_lossy();
+                let n = e.file_name().to_string_lossy().to_string();
                 if n.starts_with("requirements") && n.ends_with(".txt") && n != "requirements.txt" {
-                    if let Ok(text) = std::fs::read_to_string(e.path()) {
-                        if let Some(v) = declared_torch_minimum(&text) {
-                            found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
-                        }
-                    }
+                    txts.push(e.path());
+                }
+            }
+        }
+        let mut stack = vec![(dir.join("requirements"), 0)];
+        while let Some((d, depth)) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() && depth < 2 {
+                    stack.push((p, depth + 1));
+                } else if p.extension().is_some_and(|x| x == "txt") {
+                    txts.push(p);
+                }
+            }
+        }
+        for p in txts {
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                is_root = true;
+                if let Some(v) = declared_torch_minimum(&text) {
+                    found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
                 }
             }
         }

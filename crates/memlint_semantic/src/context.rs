@@ -101,6 +101,8 @@ struct Frame {
     backward_outside_loops: bool,
     /// A caller passes `False` to the function's train-mode flag.
     eval_by_flag: bool,
+    /// That flag parameter: `backward()` under `if <flag>:` runs only when training.
+    flag_param: Option<String>,
     /// Project class of instance bindings (`meter = AverageMeter()`).
     instances: HashMap<String, String>,
     /// Models whose parameters were all frozen.
@@ -1072,7 +1074,8 @@ impl Context {
 
     fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
-            v.visit_expr(e, cx);
+            // The node itself already counts: a rule checking the operands
+            // of `a if TORCH_2_4 else b` from the node sees compatibility code.
             let compat = match &e.kind {
                 ExprKind::IfExp { test, .. } => cx.is_version_guard(test),
                 ExprKind::Call { func, .. } => {
@@ -1083,6 +1086,7 @@ impl Context {
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() + 1);
             }
+            v.visit_expr(e, cx);
             e.for_each_child(|c| rec(c, cx, v));
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() - 1);
@@ -1346,6 +1350,7 @@ impl Context {
             None
         };
         frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
+        frame.flag_param = flag;
         frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
         // Without an index entry (a nested function), the name still says setup.
         if frame.role == Some(Role::Other) && is_setup_name(&func.name) {
@@ -1381,6 +1386,11 @@ impl Context {
     /// Whether a loop body calls `backward()`, itself or through a project
     /// function (in any file of the run) that reaches it.
     fn body_calls_backward(&self, body: &[Stmt]) -> bool {
+        if let Some(flag) = &self.frame().flag_param {
+            if !backward_unguarded(body, flag) {
+                return false;
+            }
+        }
         if calls_backward(body) {
             return true;
         }
@@ -2014,4 +2024,23 @@ fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>, HashMap<St
         }
     }
     (frozen, instances)
+}
+
+/// Whether `backward()` is called in the body (loops included) other than
+/// under `if <flag>:`.
+fn backward_unguarded(body: &[Stmt], flag: &str) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::Function(_) | StmtKind::Class { .. } => false,
+        StmtKind::If { test, body, orelse } => {
+            if test.any(&mut |e| e.as_name() == Some(flag)) {
+                return backward_unguarded(orelse, flag);
+            }
+            backward_unguarded(body, flag) || backward_unguarded(orelse, flag)
+        }
+        _ => {
+            let mut found = false;
+            s.for_each_expr(|e| found |= e.any(&mut |x| is_backward_call(x)));
+            found || s.child_blocks().into_iter().any(|b| backward_unguarded(b, flag))
+        }
+    })
 }

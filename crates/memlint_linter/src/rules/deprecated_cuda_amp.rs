@@ -35,9 +35,21 @@ declare_rule! {
     /// only, `GradScaler` with any arguments, and the file imports `torch`.
     ///
     /// ## Known false positives
-    /// None known: only these exact qualified names are matched. Positional
+    /// Compatibility code is not reported: a branch guarded by a torch
+    /// version or API check (`if TORCH_2_4: ... else: ...`,
+    /// `if version.parse(torch.__version__) >= ...`, `hasattr(torch, "amp")`,
+    /// and conditional expressions on such checks), an `except` fallback
+    /// after the new API failed, a name imported both from `torch.amp` and
+    /// (as a fallback) from `torch.cuda.amp`, and `isinstance` checks. Its
+    /// fix would break the old-torch path those projects still support. A
+    /// guard whose name says nothing of versions (`if legacy:`) is not
+    /// recognised. Only these exact qualified names are matched. Positional
     /// arguments to `torch.cuda.amp.autocast` (`autocast(True)`) get no fix,
     /// because `torch.amp.autocast`'s second positional parameter is `dtype`.
+    /// The fix is safe only when the project declares a torch minimum that
+    /// has the new API (`torch>=2.4` in pyproject.toml, setup.cfg, setup.py or
+    /// a requirements file; `GradScaler("cuda")` needs 2.3); otherwise it is
+    /// unsafe and its message names the torch version it needs.
     ///
     /// ## References
     /// - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
@@ -48,6 +60,21 @@ declare_rule! {
         severity: Warning,
         default: true,
         languages: [Python],
+    }
+}
+
+/// `torch.cuda.amp`, `torch.cpu.amp` and what is below them.
+fn is_deprecated_module(q: &str) -> bool {
+    ["torch.cuda.amp", "torch.cpu.amp"].iter().any(|m| q == *m || q.strip_prefix(m).is_some_and(|rest| rest.starts_with('.')))
+}
+
+/// The torch version the replacement needs: `torch.amp.GradScaler("cuda")`
+/// exists since 2.3, `torch.amp.autocast("cuda")` and
+/// `torch.amp.custom_fwd(device_type=...)` since 2.4.
+fn needed_torch(rep: Replacement) -> (u32, u32) {
+    match rep.text().0 {
+        "GradScaler" => (2, 3),
+        _ => (2, 4),
     }
 }
 
@@ -91,8 +118,21 @@ impl DeprecatedCudaAmp {
         if !matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
             return None;
         }
+        // Compatibility code keeps the old API for old torch on purpose.
+        if checker.cx.in_compat_code() {
+            return None;
+        }
         let q = checker.cx.qualified_name(e)?;
-        Some((q.as_str().to_string(), replacement(q.as_str())?))
+        let rep = replacement(q.as_str())?;
+        // `try: from torch.amp import X / except ImportError: from torch.cuda.amp import X`:
+        // the name is also bound to the current API, so it is an alias, not a use of the old one.
+        let root = e.dotted()?;
+        let root = root.split('.').next().unwrap_or(&root);
+        let targets = checker.cx.import_targets(root);
+        if targets.len() > 1 && targets.iter().any(|t| replacement(t).is_none() && !is_deprecated_module(t)) {
+            return None;
+        }
+        Some((q.as_str().to_string(), rep))
     }
 
     fn report(checker: &mut Checker<'_>, reference: &Expr, qualified: &str, rep: Replacement, fix: Option<Fix>) {
@@ -135,7 +175,20 @@ impl DeprecatedCudaAmp {
                 edits[0].content = format!("{new_callee}(device_type=\"{device}\")");
             }
         }
-        Some(Fix { applicability: Applicability::Safe, message: format!("use `{}`", rep.suggestion()), edits })
+        // Safe only when the project cannot run on a torch without the new API.
+        let needed = needed_torch(rep);
+        let (applicability, message) = match checker.cx.declared_torch_minimum() {
+            Some(min) if min >= needed => (Applicability::Safe, format!("use `{}`", rep.suggestion())),
+            Some((ma, mi)) => (
+                Applicability::Unsafe,
+                format!("use `{}` (needs torch >= {}.{}; the project declares torch >= {ma}.{mi})", rep.suggestion(), needed.0, needed.1),
+            ),
+            None => (
+                Applicability::Unsafe,
+                format!("use `{}` (needs torch >= {}.{}; the project declares no minimum torch version)", rep.suggestion(), needed.0, needed.1),
+            ),
+        };
+        Some(Fix { applicability, message, edits })
     }
 }
 
