@@ -60,6 +60,11 @@ declare_rule! {
 impl LossAccumulatedWithGraph {
     fn check(checker: &mut Checker<'_>, acc: &Expr, value: &Expr, span: memlint_diagnostics::Span) {
         let cx = checker.cx;
+        // `totals["loss"] += loss`: the accumulator is the container.
+        let acc = match &acc.kind {
+            ExprKind::Subscript { value: container, .. } => container.as_ref(),
+            _ => acc,
+        };
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
             return;
@@ -97,14 +102,14 @@ impl Rule for LossAccumulatedWithGraph {
             StmtKind::Assign { targets, value } if targets.len() == 1 => {
                 let target = &targets[0];
                 let Some(t) = target.dotted() else { return };
-                if let ExprKind::BinOp { left, op: BinOp::Add, right } = &value.kind {
-                    let other = if left.dotted().as_deref() == Some(&t) {
-                        right
-                    } else if right.dotted().as_deref() == Some(&t) {
-                        left
-                    } else {
-                        return;
-                    };
+                // `total = total + loss`, `ema = 0.9 * ema + 0.1 * loss`: the
+                // new value is built from the old one and a graph-carrying term.
+                let mut terms = Vec::new();
+                sum_terms(value, &mut terms);
+                if terms.len() < 2 || !terms.iter().any(|e| reads_name(e, &t)) {
+                    return;
+                }
+                if let Some(other) = terms.iter().find(|e| !reads_name(e, &t) && checker.cx.carries_graph(e)) {
                     Self::check(checker, target, other, stmt.span);
                 }
             }
@@ -116,10 +121,56 @@ impl Rule for LossAccumulatedWithGraph {
         if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
             return;
         }
-        let Some((list, "append")) = expr.as_method_call() else { return };
+        let Some((recv, method)) = expr.as_method_call() else { return };
         let Some((_, args, _)) = expr.as_call() else { return };
-        if let [value] = args {
-            Self::check(checker, list, value, expr.span);
+        if let ("append", [value]) = (method, args) {
+            Self::check(checker, recv, value, expr.span);
+            return;
         }
+        // `meter.update(loss)` where the project's `update` does `self.sum += val`.
+        let Some(f) = checker.cx.project_callee(expr) else { return };
+        let positions = f.accumulates_args.clone();
+        let method_name = f.qualname.rsplit('.').take(2).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(".");
+        for i in positions {
+            let Some(value) = args.get(i) else { continue };
+            let cx = checker.cx;
+            let Some(acc_name) = recv.dotted() else { return };
+            if cx.qualified_name(recv).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+                continue;
+            }
+            let value_text = checker.text(value.span).to_string();
+            checker.report(
+                Self::META
+                    .diagnostic(
+                        expr.span,
+                        format!("`{method_name}` accumulates `{value_text}` into `{acc_name}` with its autograd graph across training iterations"),
+                    )
+                    .with_help(format!("pass `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed")),
+            );
+            return;
+        }
+    }
+}
+
+/// The terms of a sum (`a + b * c - d` -> `a`, `b * c`, `d`).
+fn sum_terms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::BinOp { left, op: BinOp::Add | BinOp::Sub, right } => {
+            sum_terms(left, out);
+            sum_terms(right, out);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// Whether a term reads `name` outside any call (`0.9 * ema`, `ema`).
+fn reads_name(e: &Expr, name: &str) -> bool {
+    if e.dotted().as_deref() == Some(name) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::BinOp { left, right, .. } => reads_name(left, name) || reads_name(right, name),
+        ExprKind::Unary(x) => reads_name(x, name),
+        _ => false,
     }
 }
