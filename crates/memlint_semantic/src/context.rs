@@ -11,7 +11,7 @@ use crate::ir::{
     StmtKind,
 };
 use crate::names::{words, QualifiedName};
-use crate::views::{is_tensor_indexing, view_chain, ViewOf};
+use crate::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
 
 /// What kind of value a binding is known to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,9 +637,15 @@ impl Context {
         let (base, part) = view_chain(expr)?;
         let base_name = base.dotted()?;
         let tensor_op = is_tensor_indexing(expr);
+        let detached = chain_detaches(expr);
         match self.frame().views.get(&base_name) {
-            Some(inner) => Some(ViewOf { base: inner.base.clone(), part: part.max(inner.part), tensor_op: tensor_op || inner.tensor_op }),
-            None => Some(ViewOf { base: base_name, part, tensor_op }),
+            Some(inner) => Some(ViewOf {
+                base: inner.base.clone(),
+                part: part.max(inner.part),
+                tensor_op: tensor_op || inner.tensor_op,
+                detached: detached || inner.detached,
+            }),
+            None => Some(ViewOf { base: base_name, part, tensor_op, detached }),
         }
     }
 
@@ -721,6 +727,44 @@ impl Context {
         MODEL_SUFFIXES.iter().any(|s| lower == *s || lower.ends_with(s)) && !lower.ends_with("subnet")
             || lower == "net_g"
             || lower == "net_d"
+    }
+
+    /// Whether `expr` is a module reached through attributes of a model:
+    /// `model`, `model.emb`, `self.fc` (a module attribute of the class),
+    /// `self.encoder.layer`.
+    pub fn is_module_path(&self, expr: &Expr) -> bool {
+        let mut cur = expr;
+        loop {
+            if self.is_model(cur) || self.kind_of(cur) == Some(ValueKind::Module) {
+                return true;
+            }
+            match &cur.kind {
+                ExprKind::Attribute { value, .. } => cur = value,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Whether a dotted path is a parameter: a leaf that requires grad, or
+    /// the `weight`/`bias` of a module path.
+    pub fn is_parameter_path(&self, dotted: &str) -> bool {
+        if self.is_requires_grad_leaf(dotted) || self.kind_of_binding(dotted) == Some(ValueKind::Parameter) {
+            return true;
+        }
+        let Some((owner, attr)) = dotted.rsplit_once('.') else { return false };
+        if !matches!(attr, "weight" | "bias") {
+            return false;
+        }
+        let mut parts = owner.split('.');
+        let Some(root) = parts.next() else { return false };
+        let mut e = Expr { span: memlint_diagnostics::Span::new(0, 0), kind: ExprKind::Name(root.to_string()) };
+        for p in parts {
+            e = Expr {
+                span: memlint_diagnostics::Span::new(0, 0),
+                kind: ExprKind::Attribute { value: Box::new(e), attr: p.to_string(), attr_span: memlint_diagnostics::Span::new(0, 0) },
+            };
+        }
+        self.qualified_name(&e).is_none() && self.is_module_path(&e)
     }
 
     /// Whether `expr` is a loss module (`criterion`, `loss_fn`, an
@@ -805,10 +849,9 @@ impl Context {
                     return Some(ValueKind::Parameter);
                 }
                 if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
-                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none()
-                        && (self.is_model(value) || self.kind_of(value) == Some(ValueKind::Module)) {
-                            return Some(ValueKind::Parameter);
-                        }
+                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none() && self.is_module_path(value) {
+                        return Some(ValueKind::Parameter);
+                    }
                     if attr == "grad" && self.is_tensor(value) {
                         return Some(ValueKind::Tensor);
                     }

@@ -121,4 +121,23 @@ pub struct ViewOf {
     /// Whether some step is certainly a tensor operation (a multi-dimensional
     /// index or a tensor method), so the base cannot be a tuple.
     pub tensor_op: bool,
+    /// Whether the chain goes through `detach()`: the view shares the
+    /// base's storage but not its autograd identity.
+    pub detached: bool,
+}
+
+/// Whether a view chain calls `detach()` somewhere.
+pub(crate) fn chain_detaches(e: &Expr) -> bool {
+    let mut cur = e;
+    loop {
+        match &cur.kind {
+            ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } => cur = value,
+            ExprKind::Call { .. } => match cur.as_method_call() {
+                Some((_, "detach")) => return true,
+                Some((recv, _)) => cur = recv,
+                None => return false,
+            },
+            _ => return false,
+        }
+    }
 }

@@ -77,12 +77,27 @@ impl InplaceOnLeaf {
         );
     }
 
+    /// The leaf an in-place op on `target` modifies: the target itself
+    /// (`w`, `model.emb.weight`, `self.fc.bias`, a `.parameters()` loop
+    /// variable), or the leaf it is a view of (`b = conv.bias.view(3, -1)`).
     fn target_leaf(checker: &Checker<'_>, target: &Expr) -> Option<String> {
-        let d = target.dotted()?;
-        if checker.cx.qualified_name(target).is_some() {
+        let cx = checker.cx;
+        if cx.qualified_name(target).is_some() {
             return None;
         }
-        checker.cx.is_requires_grad_leaf(&d).then_some(d)
+        if let Some(d) = target.dotted() {
+            if cx.is_parameter_path(&d) {
+                return Some(d);
+            }
+        }
+        let view = cx.view_of(target)?;
+        if view.detached || !cx.is_parameter_path(&view.base) {
+            return None;
+        }
+        Some(match target.dotted() {
+            Some(d) => format!("{d}`, a view of `{}", view.base),
+            None => view.base,
+        })
     }
 }
 
@@ -97,7 +112,12 @@ impl Rule for InplaceOnLeaf {
         }
         match &stmt.kind {
             StmtKind::AugAssign { target, .. } => {
-                if let Some(d) = Self::target_leaf(checker, target) {
+                // `w += x`, and `b[:, 4] += 1.0` on a leaf or a view of one.
+                let on = match &target.kind {
+                    ExprKind::Subscript { value, .. } => value.as_ref(),
+                    _ => target,
+                };
+                if let Some(d) = Self::target_leaf(checker, on) {
                     Self::report(checker, stmt.span, "augmented assignment", &d);
                 }
             }

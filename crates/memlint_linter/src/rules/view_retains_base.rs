@@ -86,21 +86,25 @@ impl ViewRetainsBase {
             return;
         }
         let b = view.base;
-        if b.starts_with("self.") || cx.is_kept_alive(&b) || cx.is_import(&b) {
+        // `out.logits[:, -1]`: the base is a tensor attribute of a model's
+        // output, which lives and dies with the output binding.
+        let root = b.split('.').next().unwrap_or(&b).to_string();
+        if b.starts_with("self.") || cx.is_kept_alive(&b) || cx.is_kept_alive(&root) || cx.is_import(&b) {
             return;
         }
         let tensor_view = match cx.kind_of_binding(&b) {
             Some(ValueKind::Tensor | ValueKind::Parameter) => true,
             Some(ValueKind::Output) => view.tensor_op,
+            None if root != b => cx.kind_of_binding(&root) == Some(ValueKind::Output),
             _ => false,
         };
         if !tensor_view {
             return;
         }
         let freed_otherwise = if cx.in_loop() && !returned {
-            cx.is_iteration_local(&b)
+            cx.is_iteration_local(&root)
         } else {
-            !cx.is_function_param(&b) && cx.function_name().is_some()
+            !cx.is_function_param(&root) && cx.function_name().is_some()
         };
         if !freed_otherwise {
             return;
@@ -116,6 +120,10 @@ impl ViewRetainsBase {
     fn container_outlives(checker: &Checker<'_>, container: &Expr) -> bool {
         let Some(c) = container.dotted() else { return false };
         if checker.cx.qualified_name(container).is_some() {
+            return false;
+        }
+        // `buf[i] = view` into a tensor copies the values: nothing is pinned.
+        if matches!(checker.cx.kind_of_binding(&c), Some(ValueKind::Tensor | ValueKind::Parameter)) {
             return false;
         }
         c.starts_with("self.") || (checker.cx.in_loop() && checker.cx.outlives_iteration(&c))
