@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
 use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
+use memlint_linter::notebook::{is_notebook_path, lint_notebook};
 use memlint_linter::{is_test_path, lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
 use rayon::prelude::*;
 
@@ -131,6 +132,7 @@ fn check_file(job: &Job) -> Option<FileReport> {
         .map_err(|e| format!("cannot read file: {e}"))
         .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
     let (text, diagnostics) = match text {
+        Ok(text) if is_notebook_path(path) => return check_notebook(job, display, &text),
         Ok(text) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let diagnostics = lint_source(&text, &options);
@@ -149,4 +151,12 @@ fn check_file(job: &Job) -> Option<FileReport> {
         }
     };
     (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics })
+}
+
+/// Checks a notebook's JSON text: its code cells as one module, findings
+/// located by cell (see `memlint_linter::notebook`).
+fn check_notebook(job: &Job, display: String, json: &str) -> Option<FileReport> {
+    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
+    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display);
+    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(file), diagnostics })
 }

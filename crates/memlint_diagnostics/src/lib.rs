@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub mod render;
 mod source;
 
-pub use source::{LineIndex, SourceFile};
+pub use source::{CellMap, CellSpan, LineIndex, Position, SourceFile};
 
 /// How serious a finding is; ordered so that `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
