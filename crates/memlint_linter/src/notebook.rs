@@ -19,8 +19,10 @@
 //!   source does not end with one), so cells are whole lines.
 //! - IPython syntax is never given to the parser: line magics (`%pip ...`,
 //!   `%time expr`), shell lines (`!pip install`, `files = !ls`), help lines
-//!   (`obj?`, `??obj`) and the first line of a cell magic are replaced by
-//!   spaces of the same byte length. The virtual source keeps the original
+//!   (`obj?`, `??obj`) are replaced by `pass` at the same indentation,
+//!   padded with spaces to the same byte length (a magic may be the only
+//!   statement of a block); the first line of a cell magic and the lines of
+//!   skipped cells are replaced by spaces. The virtual source keeps the original
 //!   text for frames, and the blanked copy ([`Notebook::python`]) has the
 //!   same offsets, so no span needs translating. A line counts as a magic only
 //!   where a Python logical line starts (not inside brackets, strings or
@@ -302,16 +304,36 @@ fn python_view(source: &str) -> (String, CellRole) {
     let mut continued_magic = false;
     for line in &lines[rest..] {
         let body = line.trim_end_matches(['\n', '\r']);
-        if continued_magic || (scan.at_logical_start() && is_ipython_line(body)) {
+        if continued_magic {
             // A magic continues on the next line after a trailing backslash.
             continued_magic = body.ends_with('\\');
             out.push(blank(line));
+        } else if scan.at_logical_start() && is_ipython_line(body) {
+            continued_magic = body.ends_with('\\');
+            out.push(placeholder(line));
         } else {
             scan.line(body);
             out.push(line.to_string());
         }
     }
     (out.concat(), role)
+}
+
+/// A statement in place of an IPython line, same length and indentation:
+/// `pass` padded with spaces (`...` or `0` when the line is shorter), so a
+/// magic that is the only statement of a block leaves the block valid, as
+/// IPython's own rewrite does.
+fn placeholder(line: &str) -> String {
+    let indent = line.len() - line.trim_start_matches([' ', '\t', '\x0c']).len();
+    let body = line.trim_end_matches(['\n', '\r']);
+    let width = body.len() - indent;
+    let stmt = ["pass", "...", "0"].into_iter().find(|s| s.len() <= width).unwrap_or("");
+    let mut out = String::with_capacity(line.len());
+    out.push_str(&line[..indent]);
+    out.push_str(stmt);
+    out.push_str(&" ".repeat(width - stmt.len()));
+    out.push_str(&line[body.len()..]);
+    out
 }
 
 /// Whether a line that starts a logical line is IPython syntax.
@@ -556,12 +578,26 @@ mod tests {
         let (py, role) = python_view(src);
         assert_eq!(role, CellRole::Module);
         assert_eq!(py.len(), src.len());
+        let replaced: Vec<usize> =
+            py.lines().zip(src.lines()).enumerate().filter(|(_, (p, s))| p != s).map(|(i, _)| i).collect();
+        assert_eq!(replaced, [0, 1, 2, 3, 4, 5, 7]);
         let lines: Vec<&str> = py.lines().collect();
-        for (i, l) in lines.iter().enumerate() {
-            let blanked = l.trim().is_empty();
-            let expected = matches!(i, 0..=5 | 7);
-            assert_eq!(blanked, expected, "line {i}: {l:?}");
-        }
+        assert_eq!(lines[0], format!("pass{}", " ".repeat(14)));
+        // The backslash continuation of a shell line is blank.
+        assert_eq!(lines[2], "   ");
+        assert_eq!(lines[4], "pass  ");
+        assert_eq!(lines[7], format!("    pass{}", " ".repeat(6)));
+        assert!(memlint_python::parse(&py).errors.is_empty());
+    }
+
+    #[test]
+    fn short_magics_and_magics_alone_in_a_block() {
+        assert_eq!(placeholder("!ls\n"), "...\n");
+        assert_eq!(placeholder("  ?x\r\n"), "  0 \r\n");
+        assert_eq!(placeholder("\t!cd"), "\t...");
+        let (py, _) = python_view("for i in range(3):\n    !echo {i}\nif True:\n    %ls\n");
+        assert_eq!(py, "for i in range(3):\n    pass     \nif True:\n    ...\n");
+        assert!(memlint_python::parse(&py).errors.is_empty());
     }
 
     #[test]
