@@ -6,6 +6,11 @@
 //! those are derived from the file's [`LineIndex`] when rendering, so a
 //! diagnostic stays valid however it is later presented.
 //!
+//! A notebook is one [`SourceFile`] whose text is its code cells joined, with
+//! a [`CellMap`]; output formats show [`SourceFile::position`] (cell, line
+//! within the cell, column) rather than [`SourceFile::location`] (line in
+//! the joined text), and plain files get the same values from both.
+//!
 //! Renderers ([`render::Renderer`]) take a [`Report`] (every checked file with
 //! its diagnostics) and write one output format each: `full`, `concise`,
 //! `json`. Machine formats carry a schema version.
