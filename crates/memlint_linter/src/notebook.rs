@@ -228,7 +228,8 @@ fn read_cells(root: &Value) -> Result<(Vec<RawCell>, bool), NotebookError> {
                 python &= lang.eq_ignore_ascii_case("python");
             }
         }
-        let text = cell_text(c.get(if code { code_key } else { "source" }), n, if code { code_key } else { "source" })?;
+        let key = if code { code_key } else { "source" };
+        let text = cell_text(c.get(key), n, key)?;
         out.push(RawCell { code, text });
     }
     Ok((out, python))
@@ -277,7 +278,8 @@ fn blank(s: &str) -> String {
     s.bytes().map(|b| if b == b'\n' || b == b'\r' { b as char } else { ' ' }).collect()
 }
 
-/// A cell's source with IPython syntax blanked, and how the cell is checked.
+/// A cell's source with IPython syntax replaced (same length), and how the
+/// cell is checked.
 fn python_view(source: &str) -> (String, CellRole) {
     let lines: Vec<&str> = source.split_inclusive('\n').collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
@@ -326,7 +328,7 @@ fn python_view(source: &str) -> (String, CellRole) {
 fn placeholder(line: &str) -> String {
     let indent = line.len() - line.trim_start_matches([' ', '\t', '\x0c']).len();
     let body = line.trim_end_matches(['\n', '\r']);
-    let width = body.len() - indent;
+    let width = body.len().saturating_sub(indent);
     let stmt = ["pass", "...", "0"].into_iter().find(|s| s.len() <= width).unwrap_or("");
     let mut out = String::with_capacity(line.len());
     out.push_str(&line[..indent]);
