@@ -16,9 +16,12 @@ pub struct Cli {
 pub enum Command {
     /// Check files and directories (default: the current directory).
     ///
-    /// Directories are walked in parallel, honouring .gitignore and skipping
-    /// hidden directories, virtualenvs and build directories unless they are
-    /// given explicitly. Configuration comes from the closest `memlint.toml`
+    /// Directories are walked in parallel for Python files (`.py`, `.pyi`) and
+    /// Jupyter notebooks (`.ipynb`), honouring .gitignore and skipping hidden
+    /// directories (`.ipynb_checkpoints` among them), virtualenvs and build
+    /// directories unless they are given explicitly. A notebook is checked as
+    /// one module of its code cells; findings are located by cell
+    /// (`nb.ipynb:cell 3:4:9`). Configuration comes from the closest `memlint.toml`
     /// or `[tool.memlint]` in `pyproject.toml` above each file; flags override it.
     ///
     /// Exit status: 0 when nothing at or above the fail level was found,

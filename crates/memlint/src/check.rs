@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
 use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
+use memlint_linter::notebook::{is_notebook_path, lint_notebook};
 use memlint_linter::{
     is_test_path, lint_file, summarize_source, FileContext, LintOptions, ModuleInfo, ProjectIndex, RuleSet, Selector,
     PARSE_ERROR,
@@ -148,6 +149,10 @@ fn read_source(path: &std::path::Path) -> Result<String, String> {
 /// (`None` for a file that cannot be read; the second phase reports it).
 fn summarize_file(job: &Job) -> Option<memlint_linter::FileSummary> {
     let path = &job.candidate.path;
+    // A notebook is its own program: nothing imports it.
+    if is_notebook_path(path) {
+        return None;
+    }
     let text = read_source(path).ok()?;
     Some(summarize_source(&text, job.module.clone(), is_test_path(path)))
 }
@@ -159,6 +164,7 @@ fn check_file(job: &Job, index: &Arc<ProjectIndex>) -> Option<FileReport> {
     let display = path.display().to_string();
     let text = read_source(path);
     let (text, diagnostics) = match text {
+        Ok(text) if is_notebook_path(path) => return check_notebook(job, display, &text),
         Ok(text) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext { module: job.module.clone(), index: index.clone(), torch_minimum: job.torch_minimum };
@@ -178,4 +184,12 @@ fn check_file(job: &Job, index: &Arc<ProjectIndex>) -> Option<FileReport> {
         }
     };
     (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics })
+}
+
+/// Checks a notebook's JSON text: its code cells as one module, findings
+/// located by cell (see `memlint_linter::notebook`).
+fn check_notebook(job: &Job, display: String, json: &str) -> Option<FileReport> {
+    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
+    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display);
+    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(file), diagnostics })
 }

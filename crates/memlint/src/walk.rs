@@ -17,8 +17,19 @@ pub struct Candidate {
 }
 
 /// Directory names never descended into unless given explicitly.
+/// (`.ipynb_checkpoints`, Jupyter's autosaved copies, is hidden anyway; it is
+/// named so that the rule does not rest on the hidden-file setting.)
 const SKIPPED_DIRS: &[&str] = &[
-    "venv", "site-packages", "__pycache__", "__pypackages__", "node_modules", "build", "dist", "_build", "buck-out",
+    "venv",
+    "site-packages",
+    "__pycache__",
+    "__pypackages__",
+    "node_modules",
+    "build",
+    "dist",
+    "_build",
+    "buck-out",
+    ".ipynb_checkpoints",
 ];
 
 fn skip_dir(entry: &DirEntry) -> bool {
@@ -32,8 +43,9 @@ fn skip_dir(entry: &DirEntry) -> bool {
         || entry.path().join("pyvenv.cfg").is_file()
 }
 
-fn is_python(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "py" || e == "pyi")
+/// Python modules, stubs and Jupyter notebooks.
+fn is_checked_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py" || e == "pyi" || e.eq_ignore_ascii_case("ipynb"))
 }
 
 /// Expands the command-line paths into the files to check, sorted.
@@ -60,7 +72,7 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
             let found = &found;
             Box::new(move |entry| {
                 if let Ok(entry) = entry {
-                    if entry.file_type().is_some_and(|t| t.is_file()) && is_python(entry.path()) {
+                    if entry.file_type().is_some_and(|t| t.is_file()) && is_checked_file(entry.path()) {
                         if let Ok(mut f) = found.lock() {
                             f.push(Candidate { path: entry.into_path(), explicit: false });
                         }

@@ -114,12 +114,59 @@ fn json_format_snapshot() {
 fn json_fix_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "amp.py", "import torch\nscaler = torch.cuda.amp.GradScaler()\n");
+    // No declared torch minimum: the fix would break an old torch, so it is unsafe.
     let o = memlint(dir.path(), &["check", "amp.py", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let fix = &v["diagnostics"][0]["fix"];
-    assert_eq!(fix["applicability"], "safe");
+    assert_eq!(fix["applicability"], "unsafe");
+    assert!(fix["message"].as_str().unwrap().contains("needs torch >= 2.3"), "{fix}");
     assert_eq!(fix["edits"][0]["content"], "torch.amp.GradScaler");
     assert_eq!(fix["edits"][1]["content"], "\"cuda\"");
+    // A project that requires torch >= 2.4 can take it safely.
+    write(dir.path(), "requirements.txt", "numpy\ntorch>=2.4.0\n");
+    let o = memlint(dir.path(), &["check", "amp.py", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["diagnostics"][0]["fix"]["applicability"], "safe");
+    // One that still supports torch 2.1 cannot.
+    write(dir.path(), "pyproject.toml", "[project]\ndependencies = [\"torch >= 2.1, < 3\"]\n");
+    let o = memlint(dir.path(), &["check", "amp.py", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let fix = &v["diagnostics"][0]["fix"];
+    assert_eq!(fix["applicability"], "unsafe");
+    assert!(fix["message"].as_str().unwrap().contains("declares torch >= 2.1"), "{fix}");
+}
+
+#[test]
+fn findings_rest_on_facts_from_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // A project decorator defined in one module and used in another.
+    write(dir.path(), "pkg/__init__.py", "");
+    write(
+        dir.path(),
+        "pkg/utils.py",
+        "import torch\n\ndef smart_inference_mode():\n    def decorate(fn):\n        return torch.inference_mode()(fn)\n    return decorate\n",
+    );
+    write(
+        dir.path(),
+        "pkg/val.py",
+        "import torch\nfrom .utils import smart_inference_mode\n\n@smart_inference_mode()\ndef evaluate(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n\ndef evaluate_plain(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n",
+    );
+    // A helper called from a training loop in another file is step code.
+    write(dir.path(), "pkg/clip.py", "import torch\n\ndef clip(model):\n    for p in model.parameters():\n        p.data.clamp_(-1, 1)\n\ndef unused(model):\n    for p in model.parameters():\n        p.data.clamp_(-1, 1)\n");
+    write(
+        dir.path(),
+        "train.py",
+        "import torch\nfrom pkg.clip import clip\n\ndef train(model, loader, opt):\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n        clip(model)\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
+    let out = stdout(&o);
+    assert!(out.contains("pkg/val.py:11:13: ML201"), "{out}");
+    assert!(!out.contains("pkg/val.py:7"), "{out}");
+    assert!(out.contains("pkg/clip.py:5:10: ML103"), "{out}");
+    assert!(!out.contains("pkg/clip.py:9"), "{out}");
+    // Alone, the helper file has no step code calling `clip`.
+    let o = memlint(dir.path(), &["check", "pkg/clip.py", "--format", "concise", "--quiet"]);
+    assert!(!stdout(&o).contains("ML103"), "{}", stdout(&o));
 }
 
 #[test]

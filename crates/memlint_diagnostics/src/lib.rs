@@ -6,6 +6,11 @@
 //! those are derived from the file's [`LineIndex`] when rendering, so a
 //! diagnostic stays valid however it is later presented.
 //!
+//! A notebook is one [`SourceFile`] whose text is its code cells joined, with
+//! a [`CellMap`]; output formats show [`SourceFile::position`] (cell, line
+//! within the cell, column) rather than [`SourceFile::location`] (line in
+//! the joined text), and plain files get the same values from both.
+//!
 //! Renderers ([`render::Renderer`]) take a [`Report`] (every checked file with
 //! its diagnostics) and write one output format each: `full`, `concise`,
 //! `json`. Machine formats carry a schema version.
@@ -23,7 +28,7 @@ use std::sync::Arc;
 pub mod render;
 mod source;
 
-pub use source::{LineIndex, SourceFile};
+pub use source::{CellMap, CellSpan, LineIndex, Position, SourceFile};
 
 /// How serious a finding is; ordered so that `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]

@@ -9,6 +9,8 @@
 //!   (`ML2`), name or `ALL`.
 //! - [`suppression`]: `# memlint: ignore[...]`, `# noqa: ...` and
 //!   `# memlint: ignore-file[...]` comments.
+//! - [`notebook`]: Jupyter notebooks read as one module of their code cells
+//!   ([`notebook::lint_notebook`]).
 //!
 //! [`lint_source`] is the per-file entry point. It never panics on any input
 //! text: a file that does not parse yields the findings of the recovered
@@ -22,6 +24,7 @@
 //! ```
 
 pub mod docs;
+pub mod notebook;
 pub mod registry;
 pub mod rules;
 pub mod selection;

@@ -87,13 +87,18 @@ macro_rules! declare_rule {
 
 declare_rule! {
     /// ## What it does
-    /// Reports a file that cannot be checked: it does not parse as Python, or
-    /// it cannot be read (permissions, not UTF-8, binary).
+    /// Reports a file that cannot be checked: it does not parse as Python, it
+    /// cannot be read (permissions, not UTF-8, binary), or a `.ipynb` file is
+    /// not a notebook (not JSON, no `cells` list, a cell without `source`,
+    /// wrong types). In a notebook, each code cell that does not parse is
+    /// reported in that cell.
     ///
     /// ## Why is this bad?
     /// Findings in the rest of a file that does not parse come only from the
     /// parts the parser recovered, so some hazards may be missed; a file that
-    /// cannot be read is not checked at all.
+    /// cannot be read, or a notebook that cannot be read as one, is not
+    /// checked at all. A notebook cell that does not parse does not hide the
+    /// findings of the other cells.
     ///
     /// ## Example
     /// ```python
@@ -108,7 +113,9 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// Syntax newer than the parser understands is reported as an error.
+    /// Syntax newer than the parser understands is reported as an error. In
+    /// notebooks, IPython syntax other than magics (`%`, `%%`), shell lines
+    /// (`!`) and help (`?`), such as autocall (`/func x`), is reported too.
     ///
     /// ## References
     /// - [Python grammar](https://docs.python.org/3/reference/grammar.html)

@@ -3,7 +3,8 @@ use std::io::{self, Write};
 use super::{summary_line, Renderer};
 use crate::Report;
 
-/// One line per diagnostic: `path:line:col: CODE [severity] message`.
+/// One line per diagnostic: `path:line:col: CODE [severity] message`
+/// (`nb.ipynb:cell 3:4:9: ...` in a notebook).
 #[derive(Debug, Default)]
 pub struct ConciseRenderer {
     /// Omit the closing summary line.
@@ -13,13 +14,11 @@ pub struct ConciseRenderer {
 impl Renderer for ConciseRenderer {
     fn render(&self, report: &Report, out: &mut dyn Write) -> io::Result<()> {
         for (file, d) in report.diagnostics() {
-            let (line, col) = file.location(d.span.start);
             writeln!(
                 out,
-                "{}:{}:{}: {} [{}] {}: {}",
+                "{}:{}: {} [{}] {}: {}",
                 file.path(),
-                line,
-                col,
+                file.position(d.span.start),
                 d.code,
                 d.severity,
                 d.name,

@@ -30,8 +30,10 @@ impl FullRenderer {
         let lvl = level(d.severity);
         let index = file.line_index();
         let text = file.text();
-        // The frame's header adds `:line:col` itself.
-        let origin = file.path().to_string();
+        // The frame's header adds `:line:col` itself; in a notebook the
+        // origin names the cell and the frame's lines count from the cell's
+        // first line.
+        let origin = file.origin(d.span.start);
         let mut message = lvl.title(&title).id(d.code);
         if text.is_empty() {
             // Nothing to frame (unreadable file): the path alone.
@@ -40,7 +42,13 @@ impl FullRenderer {
             // Frame only the lines the span covers, so the cost does not grow
             // with the file's size.
             let first = index.line_of(d.span.start);
-            let last = index.line_of(d.span.end.saturating_sub(1).max(d.span.start));
+            let mut last = index.line_of(d.span.end.saturating_sub(1).max(d.span.start));
+            let position = file.position(d.span.start);
+            let first_shown = position.line;
+            if let Some(cell) = file.cells().and_then(|m| m.cell_at(d.span.start)) {
+                // A frame never runs into the next cell.
+                last = last.min(index.line_of(cell.end.saturating_sub(1)).max(first));
+            }
             let (frame_start, _) = index.line_range(first, text);
             let (_, frame_end) = index.line_range(last, text);
             let source = &text[frame_start..frame_end];
@@ -50,7 +58,7 @@ impl FullRenderer {
                 rel_end = (rel_start + 1).min(source.len().max(rel_start));
             }
             let snippet = Snippet::source(source)
-                .line_start(first + 1)
+                .line_start(first_shown)
                 .origin(&origin)
                 .annotation(lvl.span(rel_start..rel_end));
             message = message.snippet(snippet);

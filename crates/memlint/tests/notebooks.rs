@@ -1,0 +1,225 @@
+//! End-to-end tests of the `memlint` binary on Jupyter notebooks: the
+//! fixtures in `fixtures/notebooks/` and temporary trees.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/notebooks")
+}
+
+fn memlint(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memlint"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("memlint runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).expect("json output")
+}
+
+/// `path cell:line:col CODE` per diagnostic of a JSON report.
+fn located(o: &Output) -> Vec<String> {
+    json(o)["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{} {}:{}:{} {}", d["path"].as_str().unwrap(), d["cell"], d["line"], d["column"], d["code"].as_str().unwrap()))
+        .collect()
+}
+
+fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn copy_fixture(dir: &Path, name: &str, to: &str) {
+    write(dir, to, std::fs::read(fixtures().join(name)).unwrap());
+}
+
+#[test]
+fn notebook_full_format_snapshot() {
+    // Magics, shell and help lines are never parsed: the only ML000 is the
+    // broken cell's.
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "broken_cell.ipynb"]);
+    assert_eq!(o.status.code(), Some(1));
+    insta::assert_snapshot!("notebook_full", stdout(&o));
+}
+
+#[test]
+fn notebook_concise_format_snapshot() {
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "broken_cell.ipynb", "--format", "concise"]);
+    insta::assert_snapshot!("notebook_concise", stdout(&o));
+}
+
+#[test]
+fn notebook_json_format_snapshot() {
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "--format", "json"]);
+    let v = json(&o);
+    // `cell` follows `path`; the other keys keep the order of every file's.
+    let keys: Vec<&str> = v["diagnostics"][0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["code", "name", "severity", "path", "cell", "line", "column", "end_line", "end_column", "message", "help", "fix"]
+    );
+    insta::assert_snapshot!("notebook_json", stdout(&o));
+}
+
+#[test]
+fn fix_edits_are_located_in_their_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let nb = r#"{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ["import torch"]},
+ {"cell_type": "markdown", "metadata": {}, "source": ["Mixed precision"]},
+ {"cell_type": "code", "metadata": {}, "outputs": [], "source": ["\n", "scaler = torch.cuda.amp.GradScaler()"]}],
+ "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#;
+    write(dir.path(), "amp.ipynb", nb);
+    let v = json(&memlint(dir.path(), &["check", "amp.ipynb", "--format", "json"]));
+    let d = &v["diagnostics"][0];
+    assert_eq!((d["code"].as_str(), d["cell"].as_u64(), d["line"].as_u64(), d["column"].as_u64()), (Some("ML401"), Some(3), Some(2), Some(10)));
+    let edit = &d["fix"]["edits"][0];
+    assert_eq!(edit["content"], "torch.amp.GradScaler");
+    let keys: Vec<&str> = edit.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["content", "cell", "line", "column", "end_line", "end_column"]);
+    assert_eq!((edit["cell"].as_u64(), edit["line"].as_u64(), edit["column"].as_u64()), (Some(3), Some(2), Some(10)));
+}
+
+#[test]
+fn python_files_have_no_cell_key() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.py", "import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.eval()\nfor x in val_loader:\n    out = model(x)\n");
+    copy_fixture(dir.path(), "source_list.ipynb", "b.ipynb");
+    let v = json(&memlint(dir.path(), &["check", ".", "--format", "json"]));
+    let diags = v["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 2);
+    assert_eq!(diags[0]["path"], "./a.py");
+    assert!(diags[0].get("cell").is_none());
+    assert_eq!((diags[0]["line"].as_u64(), diags[0]["column"].as_u64()), (Some(5), Some(11)));
+    assert_eq!(diags[1]["path"], "./b.ipynb");
+    assert_eq!(diags[1]["cell"], 1);
+}
+
+#[test]
+fn a_syntax_error_in_one_cell_does_not_hide_the_others() {
+    let o = memlint(&fixtures(), &["check", "broken_cell.ipynb", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(located(&o), ["broken_cell.ipynb 2:2:5 ML000", "broken_cell.ipynb 3:3:11 ML201"]);
+    let v = json(&o);
+    assert_eq!(v["diagnostics"][0]["message"], "syntax error: Expected an expression (and 1 more)");
+}
+
+#[test]
+fn list_and_string_sources_and_nbformat_3_give_the_same_findings() {
+    let o = memlint(
+        &fixtures(),
+        &["check", "source_list.ipynb", "source_string.ipynb", "nbformat3.ipynb", "--format", "json"],
+    );
+    assert_eq!(
+        located(&o),
+        ["nbformat3.ipynb 2:5:11 ML201", "source_list.ipynb 1:5:11 ML201", "source_string.ipynb 1:5:11 ML201"]
+    );
+}
+
+#[test]
+fn malformed_notebooks_are_one_ml000_each_and_the_run_goes_on() {
+    let o = memlint(
+        &fixtures(),
+        &["check", "not_json.ipynb", "no_cells.ipynb", "bad_source.ipynb", "source_list.ipynb", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v = json(&o);
+    let got: Vec<String> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| format!("{} {} {}", d["path"].as_str().unwrap(), d["code"].as_str().unwrap(), d["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "bad_source.ipynb ML000 not a notebook: `source` of cell 2 is a number, expected a string or a list of strings",
+            "no_cells.ipynb ML000 not a notebook: expected a JSON object with a `cells` list (line 1, column 1)",
+            "not_json.ipynb ML000 not a notebook: invalid JSON: expected value (line 1, column 1)",
+            "source_list.ipynb ML201 forward pass of `model` in evaluation code runs with autograd enabled",
+        ]
+    );
+    assert!(v["diagnostics"][0].get("cell").is_none(), "a file that is not a notebook has no cells");
+    assert_eq!(v["summary"]["files"], 4);
+    // Without ML000 the malformed files report nothing.
+    let o = memlint(&fixtures(), &["check", "not_json.ipynb", "--ignore", "ML000", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    // The full format names the file and the problem without a frame.
+    let o = memlint(&fixtures(), &["check", "no_cells.ipynb"]);
+    let text = stdout(&o);
+    assert!(text.contains("error[ML000]: parse-error: not a notebook: expected a JSON object with a `cells` list"), "{text}");
+    assert!(text.contains("= note: no_cells.ipynb"), "{text}");
+}
+
+#[test]
+fn suppressions_inside_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixtures().join("training.ipynb")).unwrap();
+    write(dir.path(), "as_is.ipynb", &text);
+    // Without its comment, cell 7's forward pass is reported in cell 7.
+    write(dir.path(), "unsuppressed.ipynb", text.replace("  # memlint: ignore[ML201]", ""));
+    // `noqa` works too.
+    write(dir.path(), "noqa.ipynb", text.replace("# memlint: ignore[ML201]", "# noqa: ML201"));
+    // A file-level suppression in any cell covers every cell.
+    write(dir.path(), "file_level.ipynb", text.replace("%matplotlib inline\\n", "%matplotlib inline\\n# memlint: ignore-file[ML2]\\n"));
+    let o = memlint(dir.path(), &["check", ".", "--format", "json"]);
+    assert_eq!(
+        located(&o),
+        [
+            "./as_is.ipynb 5:8:9 ML202",
+            "./as_is.ipynb 6:4:11 ML201",
+            "./noqa.ipynb 5:8:9 ML202",
+            "./noqa.ipynb 6:4:11 ML201",
+            "./unsuppressed.ipynb 5:8:9 ML202",
+            "./unsuppressed.ipynb 6:4:11 ML201",
+            "./unsuppressed.ipynb 7:2:13 ML201",
+        ]
+    );
+}
+
+#[test]
+fn walk_includes_notebooks_and_skips_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture(dir.path(), "source_list.ipynb", "nb/eval.ipynb");
+    copy_fixture(dir.path(), "source_list.ipynb", "nb/.ipynb_checkpoints/eval-checkpoint.ipynb");
+    copy_fixture(dir.path(), "source_list.ipynb", "nb/Upper.IPYNB");
+    copy_fixture(dir.path(), "source_list.ipynb", "generated/out.ipynb");
+    copy_fixture(dir.path(), "source_list.ipynb", ".venv/share/x.ipynb");
+    copy_fixture(dir.path(), "source_list.ipynb", "build/y.ipynb");
+    write(dir.path(), ".gitignore", "generated/\n");
+    let o = memlint(dir.path(), &["check", "--format", "json"]);
+    let v = json(&o);
+    assert_eq!(v["summary"]["files"], 2, "{}", stdout(&o));
+    assert_eq!(located(&o), ["./nb/Upper.IPYNB 1:5:11 ML201", "./nb/eval.ipynb 1:5:11 ML201"]);
+    // Named explicitly, a checkpoint is checked, and as a notebook.
+    let o = memlint(dir.path(), &["check", "nb/.ipynb_checkpoints/eval-checkpoint.ipynb", "--format", "json"]);
+    assert_eq!(located(&o), ["nb/.ipynb_checkpoints/eval-checkpoint.ipynb 1:5:11 ML201"]);
+    // So is a checkpoints directory named on the command line.
+    let o = memlint(dir.path(), &["check", "nb/.ipynb_checkpoints", "--format", "json"]);
+    assert_eq!(json(&o)["summary"]["files"], 1);
+}
+
+#[test]
+fn non_python_kernels_are_not_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = r#"{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ["x <- c(1, 2"]}],
+ "metadata": {"kernelspec": {"display_name": "R", "language": "R", "name": "ir"}}, "nbformat": 4, "nbformat_minor": 5}"#;
+    write(dir.path(), "analysis.ipynb", r);
+    let o = memlint(dir.path(), &["check", ".", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v = json(&o);
+    assert_eq!(v["summary"]["files"], 1);
+    assert_eq!(v["summary"]["diagnostics"], 0);
+}

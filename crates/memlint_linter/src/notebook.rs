@@ -1,0 +1,719 @@
+//! Jupyter notebooks (`.ipynb`).
+//!
+//! A notebook's code cells share one namespace when it runs (a model defined
+//! in cell 1 and evaluated in cell 5 is one program), so a notebook is
+//! checked as one Python module made of its code cells in order: the
+//! *virtual source*. Diagnostics' spans index that text like any file's, and
+//! a [`CellMap`] turns an offset into `cell N, line L, column C` when
+//! rendering.
+//!
+//! [`read_notebook`] builds the virtual source; [`lint_notebook`] checks it.
+//! What is read, and how:
+//!
+//! - nbformat 4 (`cells`) and nbformat 3 (`worksheets[].cells`, code in
+//!   `input`); a cell's source is a string or a list of strings, joined as
+//!   they are. Markdown, raw and heading cells are left out of the virtual
+//!   source, but they count in the cell numbers: `cell 3` is the third cell
+//!   from the top, whatever its neighbours are.
+//! - Each code cell ends with `\n` in the virtual source (added when its
+//!   source does not end with one), so cells are whole lines.
+//! - IPython syntax is never given to the parser: line magics (`%pip ...`,
+//!   `%time expr`), shell lines (`!pip install`, `files = !ls`), help lines
+//!   (`obj?`, `??obj`) are replaced by `pass` at the same indentation,
+//!   padded with spaces to the same byte length (a magic may be the only
+//!   statement of a block); the first line of a cell magic and the lines of
+//!   skipped cells are replaced by spaces. The virtual source keeps the original
+//!   text for frames, and the blanked copy ([`Notebook::python`]) has the
+//!   same offsets, so no span needs translating. A line counts as a magic only
+//!   where a Python logical line starts (not inside brackets, strings or
+//!   after a backslash), as in IPython.
+//! - Cell magics: `%%time`, `%%timeit`, `%%capture`, `%%prun`, `%%debug` and
+//!   `%%memit` run their body as Python in the notebook's namespace, so the
+//!   body is checked with the rest. `%%writefile x.py` writes a module that
+//!   runs elsewhere: the body is checked as a module of its own. Every other
+//!   cell magic (`%%bash`, `%%html`, `%%sql`, `%%script`, `%%python`, ...)
+//!   is not Python in this namespace and the cell is skipped.
+//! - Cells are compiled one at a time at run time, so each code cell is
+//!   parsed on its own for syntax errors: a cell that does not parse is one
+//!   `ML000` located in it, is left out of the joined module (an unclosed
+//!   bracket must not swallow the cells after it), and is checked alone
+//!   after the cells above it, so its recovered parts are still checked with
+//!   the names defined before it.
+//! - Suppression comments work per line in a cell; `# memlint:
+//!   ignore-file[...]` in any cell applies to the whole notebook.
+//! - A notebook whose kernel language (`metadata.language_info.name` or
+//!   `metadata.kernelspec.language`) is given and is not Python is not
+//!   checked.
+//! - A file that is not a notebook (not JSON, no `cells` list, a cell without
+//!   `source`, wrong types) is one `ML000` naming the problem.
+
+use memlint_diagnostics::{CellMap, CellSpan, Diagnostic, SourceFile, Span};
+use serde_json::Value;
+
+use crate::registry::PARSE_ERROR;
+use crate::suppression::Suppressions;
+use crate::{lint_source, LintOptions};
+
+/// Cell magics whose body runs as Python in the notebook's namespace.
+const PYTHON_CELL_MAGICS: &[&str] = &["time", "timeit", "capture", "prun", "debug", "memit"];
+
+/// How a code cell takes part in the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellRole {
+    /// Part of the notebook's module (the shared namespace).
+    Module,
+    /// Checked as a module of its own (`%%writefile x.py`).
+    Standalone,
+    /// Not Python in this namespace (`%%bash`, `%%html`, ...): not checked.
+    Skipped,
+}
+
+/// One code cell of a [`Notebook`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeCell {
+    /// 1-based index among all the notebook's cells.
+    pub cell: u32,
+    /// Where the cell lies in the virtual source (ends with its `\n`).
+    pub span: Span,
+    /// How it is checked.
+    pub role: CellRole,
+    /// The reader appended the final `\n` (the cell's source did not end
+    /// with one): a writer putting edited text back drops it.
+    pub newline_added: bool,
+}
+
+/// A notebook read into a virtual Python source.
+#[derive(Debug, Clone)]
+pub struct Notebook {
+    /// The code cells joined, as written: what diagnostics' spans index and
+    /// frames show.
+    pub text: String,
+    /// [`Notebook::text`] with IPython syntax and skipped cells replaced by
+    /// spaces (newlines kept): what the parser reads. Same length, same
+    /// offsets.
+    pub python: String,
+    /// Offsets to cells, for rendering.
+    pub cells: CellMap,
+    /// The non-empty code cells, in order.
+    pub code_cells: Vec<CodeCell>,
+    /// Whether the kernel is Python (or unspecified); other notebooks are
+    /// not checked.
+    pub is_python: bool,
+}
+
+/// Why a file is not a notebook; the message is the `ML000` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a notebook: {0}")]
+pub struct NotebookError(pub String);
+
+/// The outcome of [`lint_notebook`].
+#[derive(Debug, Clone)]
+pub struct NotebookResult {
+    /// The virtual source the diagnostics' spans index (empty when the file
+    /// is not a notebook).
+    pub text: String,
+    /// The cell map; `None` when the file is not a notebook (its `ML000` then
+    /// has an empty span and says where the problem is in its message).
+    pub cells: Option<CellMap>,
+    /// Sorted by position, suppressions applied.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl NotebookResult {
+    /// The file to render the diagnostics against, and the diagnostics.
+    pub fn into_source_file(self, path: impl Into<String>) -> (SourceFile, Vec<Diagnostic>) {
+        let file = match self.cells {
+            Some(cells) => SourceFile::notebook(path, self.text, cells),
+            None => SourceFile::new(path, self.text),
+        };
+        (file, self.diagnostics)
+    }
+}
+
+/// Whether a path names a notebook (`.ipynb`, any case).
+pub fn is_notebook_path(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+fn bad(msg: impl Into<String>) -> NotebookError {
+    NotebookError(msg.into())
+}
+
+/// A cell's text: a string, or a list of strings joined as they are.
+fn cell_text(v: Option<&Value>, cell: usize, key: &str) -> Result<String, NotebookError> {
+    match v {
+        None => Err(bad(format!("cell {cell} has no `{key}`"))),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut s = String::new();
+            for (i, p) in parts.iter().enumerate() {
+                match p {
+                    Value::String(p) => s.push_str(p),
+                    other => {
+                        return Err(bad(format!(
+                            "`{key}` of cell {cell} has a {} at index {i}, expected strings",
+                            kind(other)
+                        )))
+                    }
+                }
+            }
+            Ok(s)
+        }
+        Some(other) => Err(bad(format!("`{key}` of cell {cell} is a {}, expected a string or a list of strings", kind(other)))),
+    }
+}
+
+/// The notebook's kernel language, when it says.
+fn language(root: &Value) -> Option<&str> {
+    let meta = root.get("metadata")?;
+    meta.get("language_info")
+        .and_then(|l| l.get("name"))
+        .or_else(|| meta.get("kernelspec").and_then(|k| k.get("language")))
+        .and_then(Value::as_str)
+}
+
+/// One cell as read: whether it is code, and its text.
+struct RawCell {
+    code: bool,
+    text: String,
+}
+
+fn read_cells(root: &Value) -> Result<(Vec<RawCell>, bool), NotebookError> {
+    let expected = "expected a JSON object with a `cells` list (line 1, column 1)";
+    let Value::Object(obj) = root else {
+        return Err(bad(format!("{expected}, found a {}", kind(root))));
+    };
+    // nbformat 3 keeps cells in worksheets, and code in `input`.
+    let (cells, code_key, v3): (Vec<&Value>, &str, bool) = match (obj.get("cells"), obj.get("worksheets")) {
+        (Some(Value::Array(cells)), _) => (cells.iter().collect(), "source", false),
+        (Some(other), _) => return Err(bad(format!("`cells` is a {}, expected a list", kind(other)))),
+        (None, Some(Value::Array(sheets))) => {
+            let mut cells = Vec::new();
+            for (i, sheet) in sheets.iter().enumerate() {
+                match sheet.get("cells") {
+                    Some(Value::Array(c)) => cells.extend(c.iter()),
+                    _ => return Err(bad(format!("worksheet {} has no `cells` list", i + 1))),
+                }
+            }
+            (cells, "input", true)
+        }
+        (None, _) => return Err(bad(expected)),
+    };
+    let mut out = Vec::with_capacity(cells.len());
+    let mut python = language(root).is_none_or(|l| l.eq_ignore_ascii_case("python"));
+    for (i, cell) in cells.iter().enumerate() {
+        let n = i + 1;
+        let Value::Object(c) = cell else {
+            return Err(bad(format!("cell {n} is a {}, expected an object", kind(cell))));
+        };
+        let code = match c.get("cell_type") {
+            Some(Value::String(t)) => t == "code",
+            Some(other) => return Err(bad(format!("`cell_type` of cell {n} is a {}, expected a string", kind(other)))),
+            None => return Err(bad(format!("cell {n} has no `cell_type`"))),
+        };
+        if v3 && code {
+            // nbformat 3 names the language per code cell.
+            if let Some(lang) = c.get("language").and_then(Value::as_str) {
+                python &= lang.eq_ignore_ascii_case("python");
+            }
+        }
+        let key = if code { code_key } else { "source" };
+        let text = cell_text(c.get(key), n, key)?;
+        out.push(RawCell { code, text });
+    }
+    Ok((out, python))
+}
+
+/// Reads a notebook's JSON into its virtual source.
+pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
+    let root: Value = serde_json::from_str(json).map_err(|e| {
+        // serde_json's message ends with " at line L column C"; say it our way.
+        let full = e.to_string();
+        let msg = full.rfind(" at line ").map_or(full.as_str(), |i| &full[..i]);
+        bad(format!("invalid JSON: {msg} (line {}, column {})", e.line(), e.column()))
+    })?;
+    let (cells, is_python) = read_cells(&root)?;
+    let mut text = String::new();
+    let mut python = String::new();
+    let mut spans = Vec::new();
+    let mut code_cells = Vec::new();
+    for (i, cell) in cells.into_iter().enumerate() {
+        if !cell.code || cell.text.is_empty() {
+            continue;
+        }
+        let number = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let start = offset(text.len());
+        let newline_added = !cell.text.ends_with('\n');
+        let mut source = cell.text;
+        if newline_added {
+            source.push('\n');
+        }
+        let (blanked, role) = python_view(&source);
+        text.push_str(&source);
+        python.push_str(&blanked);
+        let span = Span::new(start, offset(text.len()));
+        spans.push(CellSpan { cell: number, start: span.start, end: span.end });
+        code_cells.push(CodeCell { cell: number, span, role, newline_added });
+    }
+    Ok(Notebook { text, python, cells: CellMap::new(spans), code_cells, is_python })
+}
+
+fn offset(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Replaces every byte of `s` but line terminators by a space.
+fn blank(s: &str) -> String {
+    s.bytes().map(|b| if b == b'\n' || b == b'\r' { b as char } else { ' ' }).collect()
+}
+
+/// A cell's source with IPython syntax replaced (same length), and how the
+/// cell is checked.
+fn python_view(source: &str) -> (String, CellRole) {
+    let lines: Vec<&str> = source.split_inclusive('\n').collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut role = CellRole::Module;
+    let mut rest = 0;
+    // A cell magic is the cell's first non-blank line.
+    if let Some(first) = lines.iter().position(|l| !l.trim().is_empty()) {
+        if let Some(magic) = lines[first].strip_prefix("%%") {
+            let mut words = magic.split_whitespace();
+            let name = words.next().unwrap_or("");
+            if PYTHON_CELL_MAGICS.contains(&name) {
+                role = CellRole::Module;
+            } else if name == "writefile" && words.last().is_some_and(|f| f.ends_with(".py")) {
+                role = CellRole::Standalone;
+            } else {
+                return (blank(source), CellRole::Skipped);
+            }
+            out.extend(lines[..first].iter().map(|l| l.to_string()));
+            out.push(blank(lines[first]));
+            rest = first + 1;
+        }
+    }
+    let mut scan = Scanner::default();
+    let mut continued_magic = false;
+    for line in &lines[rest..] {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if continued_magic {
+            // A magic continues on the next line after a trailing backslash.
+            continued_magic = body.ends_with('\\');
+            out.push(blank(line));
+        } else if scan.at_logical_start() && is_ipython_line(body) {
+            continued_magic = body.ends_with('\\');
+            out.push(placeholder(line));
+        } else {
+            scan.line(body);
+            out.push(line.to_string());
+        }
+    }
+    (out.concat(), role)
+}
+
+/// A statement in place of an IPython line, same length and indentation:
+/// `pass` padded with spaces (`...` or `0` when the line is shorter), so a
+/// magic that is the only statement of a block leaves the block valid, as
+/// IPython's own rewrite does.
+fn placeholder(line: &str) -> String {
+    let indent = line.len() - line.trim_start_matches([' ', '\t', '\x0c']).len();
+    let body = line.trim_end_matches(['\n', '\r']);
+    let width = body.len().saturating_sub(indent);
+    let stmt = ["pass", "...", "0"].into_iter().find(|s| s.len() <= width).unwrap_or("");
+    let mut out = String::with_capacity(line.len());
+    out.push_str(&line[..indent]);
+    out.push_str(stmt);
+    out.push_str(&" ".repeat(width - stmt.len()));
+    out.push_str(&line[body.len()..]);
+    out
+}
+
+/// Whether a line that starts a logical line is IPython syntax.
+fn is_ipython_line(line: &str) -> bool {
+    let t = line.trim();
+    if t.starts_with('%') || t.starts_with('!') || t.starts_with('?') {
+        return true;
+    }
+    // `obj?`, `obj??`: Python has no `?`, so a trailing one (outside a
+    // comment) is the help syntax.
+    let code = t.split('#').next().unwrap_or("").trim_end();
+    if code.ends_with('?') && !code.contains(['"', '\'']) {
+        return true;
+    }
+    // `files = !ls`, `a, b = %sx cmd`: a plain target list assigned from a
+    // shell command or magic.
+    if let Some((lhs, rhs)) = t.split_once('=') {
+        let rhs = rhs.trim_start();
+        let lhs_plain =
+            !lhs.trim().is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ',' || c == ' ' || c == '.');
+        if lhs_plain && (rhs.starts_with('!') || rhs.starts_with('%')) && !rhs.starts_with("!=") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Just enough of Python's tokenizer to know where logical lines start:
+/// open brackets, strings (triple-quoted ones span lines), comments and
+/// backslash continuations.
+#[derive(Debug, Default)]
+struct Scanner {
+    depth: u32,
+    /// The open string's quote character and whether it is triple-quoted.
+    string: Option<(char, bool)>,
+    backslash: bool,
+}
+
+impl Scanner {
+    fn at_logical_start(&self) -> bool {
+        self.depth == 0 && self.string.is_none() && !self.backslash
+    }
+
+    fn line(&mut self, line: &str) {
+        self.backslash = false;
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if let Some((q, triple)) = self.string {
+                if c == '\\' {
+                    i += 2;
+                    if i > chars.len() {
+                        // A backslash ending a line inside a string continues it.
+                        self.backslash = !triple;
+                    }
+                    continue;
+                }
+                if c == q {
+                    if !triple {
+                        self.string = None;
+                    } else if chars.get(i + 1) == Some(&q) && chars.get(i + 2) == Some(&q) {
+                        self.string = None;
+                        i += 2;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                '#' => break,
+                '\'' | '"' => {
+                    let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+                    self.string = Some((c, triple));
+                    i += if triple { 3 } else { 1 };
+                    continue;
+                }
+                '(' | '[' | '{' => self.depth += 1,
+                ')' | ']' | '}' => self.depth = self.depth.saturating_sub(1),
+                '\\' if i + 1 == chars.len() => self.backslash = true,
+                _ => {}
+            }
+            i += 1;
+        }
+        // A single-quoted string cannot span lines unless continued.
+        if matches!(self.string, Some((_, false))) && !self.backslash {
+            self.string = None;
+        }
+    }
+}
+
+/// The `ML000` of a file that is not a notebook.
+fn not_a_notebook(err: &NotebookError) -> Diagnostic {
+    PARSE_ERROR
+        .diagnostic(Span::new(0, 0), err.to_string())
+        .with_help("save the file as a Jupyter notebook (nbformat 4), or exclude it in the configuration")
+}
+
+/// Lints a notebook's JSON text: diagnostics index the virtual source in
+/// [`NotebookResult::text`], sorted by position, suppressions applied.
+pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
+    let nb = match read_notebook(json) {
+        Ok(nb) => nb,
+        Err(e) => {
+            let diagnostics =
+                if options.rules.contains(PARSE_ERROR.code) { vec![not_a_notebook(&e)] } else { Vec::new() };
+            return NotebookResult { text: String::new(), cells: None, diagnostics };
+        }
+    };
+    let diagnostics = if nb.is_python { lint_cells(&nb, options) } else { Vec::new() };
+    NotebookResult { text: nb.text, cells: Some(nb.cells), diagnostics }
+}
+
+fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let mut comments = Vec::new();
+    // Cells checked on their own: broken ones and standalone modules.
+    let mut alone: Vec<&CodeCell> = Vec::new();
+    for cell in nb.code_cells.iter().filter(|c| c.role != CellRole::Skipped) {
+        let range = cell.span.start as usize..cell.span.end as usize;
+        let Some(source) = nb.python.get(range) else { continue };
+        let parsed = memlint_python::parse(source);
+        let shift = |s: Span| Span::new(s.start + cell.span.start, s.end + cell.span.start);
+        comments.extend(parsed.comments.iter().copied().map(shift));
+        if let Some(first) = parsed.errors.first() {
+            if options.rules.contains(PARSE_ERROR.code) {
+                // An error at the end of the cell points at its last newline,
+                // so it is shown in this cell and not the next.
+                let last = cell.span.end.saturating_sub(1);
+                let s = shift(first.span);
+                let span = Span::new(s.start.min(last), s.end.min(cell.span.end));
+                let more = parsed.errors.len() - 1;
+                let mut message = format!("syntax error: {}", first.message);
+                if more > 0 {
+                    message.push_str(&format!(" (and {more} more)"));
+                }
+                diagnostics.push(PARSE_ERROR.diagnostic(span, message).with_help(
+                    "fix the syntax error; findings for the rest of this cell come from what the parser recovered",
+                ));
+            }
+            alone.push(cell);
+        } else if cell.role == CellRole::Standalone {
+            alone.push(cell);
+        }
+    }
+
+    // The notebook's module: every cell that parses and runs in its namespace.
+    let mut module = nb.python.clone();
+    for cell in &alone {
+        blank_range(&mut module, cell.span);
+    }
+    let keep = |d: &Diagnostic| d.code != PARSE_ERROR.code;
+    diagnostics.extend(lint_source(&module, options).into_iter().filter(keep));
+
+    for cell in alone {
+        let (start, end) = (cell.span.start as usize, cell.span.end as usize);
+        // What runs before the cell: the module's cells above it, or nothing
+        // for a file written by `%%writefile`.
+        let prefix = match cell.role {
+            CellRole::Standalone => blank(&nb.python[..start]),
+            _ => module[..start].to_string(),
+        };
+        let text = prefix + &nb.python[start..end];
+        diagnostics.extend(
+            lint_source(&text, options)
+                .into_iter()
+                .filter(|d| keep(d) && d.span.start >= cell.span.start && d.span.start < cell.span.end),
+        );
+    }
+
+    // `ignore-file` in any cell covers the whole notebook, and line
+    // suppressions in a cell checked alone apply to the findings of the module.
+    let suppressions = Suppressions::from_comments(&nb.python, &comments);
+    diagnostics.retain(|d| !suppressions.is_suppressed(d));
+    diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
+    diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
+    diagnostics
+}
+
+/// Blanks `span` of `text` in place (same length, newlines kept).
+fn blank_range(text: &mut String, span: Span) {
+    let (start, end) = (span.start as usize, span.end as usize);
+    if let Some(part) = text.get(start..end) {
+        let blanked = blank(part);
+        text.replace_range(start..end, &blanked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RuleSet;
+
+    fn options() -> LintOptions {
+        LintOptions { rules: RuleSet::defaults(), is_test_file: false }
+    }
+
+    fn nb(cells: &[(&str, &str)]) -> String {
+        let cells: Vec<Value> = cells
+            .iter()
+            .map(|(t, s)| serde_json::json!({"cell_type": t, "metadata": {}, "source": s}))
+            .collect();
+        serde_json::json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}).to_string()
+    }
+
+    #[test]
+    fn joins_code_cells_and_maps_cells() {
+        let json = nb(&[("code", "import torch"), ("markdown", "# Title"), ("code", "x = 1\ny = 2\n")]);
+        let n = read_notebook(&json).unwrap();
+        assert_eq!(n.text, "import torch\nx = 1\ny = 2\n");
+        assert_eq!(n.python, n.text);
+        let cells: Vec<(u32, u32, u32)> = n.cells.cells().iter().map(|c| (c.cell, c.start, c.end)).collect();
+        assert_eq!(cells, [(1, 0, 13), (3, 13, 25)]);
+        assert!(n.code_cells[0].newline_added && !n.code_cells[1].newline_added);
+        let file = SourceFile::notebook("nb.ipynb", n.text, n.cells);
+        assert_eq!(file.position(19).to_string(), "cell 3:2:1");
+    }
+
+    #[test]
+    fn list_and_string_sources_read_the_same() {
+        let list = serde_json::json!({"cells": [{"cell_type": "code", "source": ["a = 1\n", "b = 2"]}]}).to_string();
+        let string = serde_json::json!({"cells": [{"cell_type": "code", "source": "a = 1\nb = 2"}]}).to_string();
+        assert_eq!(read_notebook(&list).unwrap().text, read_notebook(&string).unwrap().text);
+    }
+
+    #[test]
+    fn nbformat_3_worksheets() {
+        let json = serde_json::json!({"nbformat": 3, "worksheets": [{"cells": [
+            {"cell_type": "heading", "level": 1, "source": ["Title"]},
+            {"cell_type": "code", "language": "python", "input": ["import torch\n", "x = 1"]}
+        ]}]})
+        .to_string();
+        let n = read_notebook(&json).unwrap();
+        assert_eq!(n.text, "import torch\nx = 1\n");
+        assert_eq!(n.code_cells[0].cell, 2);
+        assert!(n.is_python);
+    }
+
+    #[test]
+    fn magics_shell_and_help_lines_are_blanked_in_place() {
+        let src = "%matplotlib inline\n!pip install x \\\n  y\nfiles = !ls\nmodel?\n??torch.nn\nfor i in range(3):\n    %time f(i)\nz = (a\n     % b)\ns = '''\n%not a magic\n'''\n";
+        let (py, role) = python_view(src);
+        assert_eq!(role, CellRole::Module);
+        assert_eq!(py.len(), src.len());
+        let replaced: Vec<usize> =
+            py.lines().zip(src.lines()).enumerate().filter(|(_, (p, s))| p != s).map(|(i, _)| i).collect();
+        assert_eq!(replaced, [0, 1, 2, 3, 4, 5, 7]);
+        let lines: Vec<&str> = py.lines().collect();
+        assert_eq!(lines[0], format!("pass{}", " ".repeat(14)));
+        // The backslash continuation of a shell line is blank.
+        assert_eq!(lines[2], "   ");
+        assert_eq!(lines[4], "pass  ");
+        assert_eq!(lines[7], format!("    pass{}", " ".repeat(6)));
+        assert!(memlint_python::parse(&py).errors.is_empty());
+    }
+
+    #[test]
+    fn short_magics_and_magics_alone_in_a_block() {
+        assert_eq!(placeholder("!ls\n"), "...\n");
+        assert_eq!(placeholder("  ?x\r\n"), "  0 \r\n");
+        assert_eq!(placeholder("\t!cd"), "\t...");
+        let (py, _) = python_view("for i in range(3):\n    !echo {i}\nif True:\n    %ls\n");
+        assert_eq!(py, "for i in range(3):\n    pass     \nif True:\n    ...\n");
+        assert!(memlint_python::parse(&py).errors.is_empty());
+    }
+
+    #[test]
+    fn cell_magics() {
+        assert_eq!(python_view("%%bash\necho hi\n"), ("      \n       \n".to_string(), CellRole::Skipped));
+        assert_eq!(python_view("%%time\nx = 1\n"), ("      \nx = 1\n".to_string(), CellRole::Module));
+        assert_eq!(python_view("%%writefile -a train.py\nx = 1\n").1, CellRole::Standalone);
+        assert_eq!(python_view("%%writefile notes.txt\nhello\n").1, CellRole::Skipped);
+    }
+
+    #[test]
+    fn malformed_notebooks_name_the_problem() {
+        let err = |s: &str| read_notebook(s).unwrap_err().to_string();
+        assert_eq!(err("{\"cells\": [}"), "not a notebook: invalid JSON: expected value (line 1, column 12)");
+        assert_eq!(
+            err("[1, 2]"),
+            "not a notebook: expected a JSON object with a `cells` list (line 1, column 1), found a list"
+        );
+        assert_eq!(err("{}"), "not a notebook: expected a JSON object with a `cells` list (line 1, column 1)");
+        assert_eq!(err("{\"cells\": 3}"), "not a notebook: `cells` is a number, expected a list");
+        assert_eq!(err("{\"cells\": [{\"cell_type\": \"code\"}]}"), "not a notebook: cell 1 has no `source`");
+        assert_eq!(err("{\"cells\": [{\"source\": \"x\"}]}"), "not a notebook: cell 1 has no `cell_type`");
+        assert_eq!(
+            err("{\"cells\": [{\"cell_type\": \"markdown\", \"source\": \"\"}, {\"cell_type\": \"code\", \"source\": 7}]}"),
+            "not a notebook: `source` of cell 2 is a number, expected a string or a list of strings"
+        );
+        assert_eq!(
+            err("{\"cells\": [{\"cell_type\": \"code\", \"source\": [\"x\", null]}]}"),
+            "not a notebook: `source` of cell 1 has a null at index 1, expected strings"
+        );
+        assert_eq!(err("{\"cells\": [5]}"), "not a notebook: cell 1 is a number, expected an object");
+    }
+
+    #[test]
+    fn a_model_from_one_cell_evaluated_in_another() {
+        let json = nb(&[
+            ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
+            ("markdown", "Evaluate"),
+            ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\n"),
+        ]);
+        let r = lint_notebook(&json, &options());
+        let (file, diags) = r.into_source_file("nb.ipynb");
+        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        assert_eq!(found, ["ML201 cell 3:3:11"]);
+    }
+
+    #[test]
+    fn a_broken_cell_does_not_hide_the_others() {
+        let json = nb(&[
+            ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
+            ("code", "x = (1,\nmodel.eval()\nout = model(x)"),
+            ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\n"),
+        ]);
+        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
+        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        assert_eq!(found[0], "ML000 cell 2:3:1", "{found:?}");
+        assert_eq!(found[1..], ["ML201 cell 3:3:11"]);
+    }
+
+    #[test]
+    fn a_broken_cell_is_still_checked_with_the_cells_above() {
+        let json = nb(&[
+            ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
+            ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\ndef oops(:\n    pass\n"),
+        ]);
+        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
+        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        assert_eq!(found, ["ML201 cell 2:3:11", "ML000 cell 2:4:10"]);
+    }
+
+    #[test]
+    fn suppressions_per_line_and_ignore_file_in_any_cell() {
+        let cells = [
+            ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
+            ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)  # memlint: ignore[ML201]\n    out2 = model(x)\n"),
+        ];
+        let diags = lint_notebook(&nb(&cells), &options()).diagnostics;
+        assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["ML201"]);
+        let mut with_file = cells.to_vec();
+        with_file.push(("code", "# memlint: ignore-file[ML2]\n"));
+        assert!(lint_notebook(&nb(&with_file), &options()).diagnostics.is_empty());
+        // In a cell checked alone (it has a syntax error) too.
+        with_file[1].1 = "model.eval()\nfor x in val_loader:\n    out = model(x)\n(\n";
+        let codes: Vec<&str> = lint_notebook(&nb(&with_file), &options()).diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["ML000"]);
+    }
+
+    #[test]
+    fn writefile_cells_are_modules_of_their_own() {
+        let json = nb(&[
+            ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
+            // Runs elsewhere: `model` and `torch` are not this namespace's.
+            ("code", "%%writefile evaluate.py\nmodel.eval()\nfor x in val_loader:\n    out = model(x)\n"),
+            ("code", "%%writefile train.py\nimport torch\ndef evaluate(model, val_loader):\n    model.eval()\n    for x in val_loader:\n        out = model(x)\n"),
+        ]);
+        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
+        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        assert_eq!(found, ["ML201 cell 3:6:15"]);
+    }
+
+    #[test]
+    fn other_kernels_are_not_checked() {
+        let json = serde_json::json!({"cells": [{"cell_type": "code", "source": "x <- c(1, 2"}],
+            "metadata": {"kernelspec": {"language": "R", "name": "ir"}}})
+        .to_string();
+        assert!(lint_notebook(&json, &options()).diagnostics.is_empty());
+    }
+
+    #[test]
+    fn not_a_notebook_is_one_ml000_without_a_map() {
+        let r = lint_notebook("print('hi')\n", &options());
+        assert!(r.cells.is_none() && r.text.is_empty());
+        assert_eq!(r.diagnostics.len(), 1);
+        assert_eq!(r.diagnostics[0].code, "ML000");
+        assert_eq!(r.diagnostics[0].message, "not a notebook: invalid JSON: expected value (line 1, column 1)");
+    }
+}
