@@ -109,6 +109,10 @@ struct Frame {
     frozen: HashSet<String>,
     /// Enclosing `with` contexts that are not torch's (qualified names).
     with_contexts: Vec<String>,
+    /// Locals holding what a project function returned (`ctx =
+    /// self.get_inference_context()`), by the function's qualified name: a
+    /// later `with ctx():` uses that function's context.
+    factories: HashMap<String, String>,
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,
@@ -165,6 +169,9 @@ pub struct Context {
     /// Compatibility depth of the expression being visited (a conditional
     /// expression under a version guard, an `isinstance` check).
     compat_expr: Cell<usize>,
+    /// Receivers of copying or reducing methods among the enclosing
+    /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
+    copied_reads: std::cell::RefCell<Vec<memlint_diagnostics::Span>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
@@ -172,6 +179,9 @@ pub struct Context {
     assign_targets: Vec<memlint_diagnostics::Span>,
     /// The statement being visited is a `.data =` swap changing this.
     data_swap: Option<&'static str>,
+    /// Depth of branches that run only for another framework
+    /// (`if self.framework == "tf":`, the `else` of `== "pt"`).
+    non_torch_depth: usize,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -188,6 +198,14 @@ const ACTION_VERBS: &[&str] = &[
     "train", "predict", "infer", "compute", "fit", "instantiate", "download", "push", "merge", "shard", "cast",
 ];
 const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
+/// Methods whose result shares nothing with the receiver that a later
+/// in-place change could corrupt: copies and reductions.
+const COPYING_METHODS: &[&str] = &[
+    "detach", "clone", "item", "tolist", "numpy", "norm", "min", "max", "sum", "mean", "std", "var", "amax", "amin",
+    "argmax", "argmin", "abs", "numel", "size", "dim", "float", "double", "half", "cpu", "allclose", "equal", "isnan",
+    "isinf", "any", "all", "nonzero", "count_nonzero",
+];
+
 /// Tensor methods whose result carries no autograd history.
 const DETACHING_METHODS: &[&str] = &[
     "item", "detach", "tolist", "numpy", "size", "dim", "numel", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
@@ -220,10 +238,12 @@ impl Context {
             import_targets: HashMap::default(),
             compat_depth: 0,
             compat_expr: Cell::new(0),
+            copied_reads: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
             class_instances: HashMap::default(),
             assign_targets: Vec::new(),
             data_swap: None,
+            non_torch_depth: 0,
         };
         cx.prescan_module(&module.body);
         if let Some(f) = cx.frames.last_mut() {
@@ -320,6 +340,39 @@ impl Context {
         let last = d.rsplit('.').next().unwrap_or(&d);
         let is_class = last.starts_with(|c: char| c.is_ascii_uppercase());
         is_class.then_some("class")
+    }
+
+    /// Whether the value at `span` is only read through a method that copies
+    /// or reduces it (`.detach()`, `.clone()`, `.item()`, `.norm()`,
+    /// `.min()`...): no alias of it survives the expression.
+    pub fn is_copied_read(&self, span: memlint_diagnostics::Span) -> bool {
+        self.copied_reads.borrow().last() == Some(&span)
+    }
+
+    /// Whether `dotted` is rooted at a module constructed in the current
+    /// function (`new = nn.Embedding(...)`): its parameters carry no graph yet.
+    pub fn is_fresh_module(&self, dotted: &str) -> bool {
+        let root = dotted.split('.').next().unwrap_or(dotted);
+        let f = self.frame();
+        self.frames.len() > 1 && !f.params.contains(root) && f.kinds.get(root) == Some(&ValueKind::Module)
+    }
+
+    /// Whether the current function is model code: a method of an
+    /// `nn.Module` class (of this file or the run), or step code reached
+    /// from a `forward`/training step.
+    pub fn in_model_code(&self) -> bool {
+        let f = self.frame();
+        if f.role == Some(Role::Step) {
+            return true;
+        }
+        let Some(class) = &f.class else { return false };
+        self.module_classes.contains(class) || self.index.class_is_module(&self.qualify(class)) == Some(true)
+    }
+
+    /// Whether the file is a test module (its code is unit tests and their
+    /// helpers: hazards there do not reach training runs).
+    pub fn in_test_module(&self) -> bool {
+        self.options.is_test_file
     }
 
     /// Whether the walk is directly in a class body.
@@ -969,7 +1022,7 @@ impl Context {
             ExprKind::Call { func, .. } => func,
             _ => ctx,
         };
-        if let Some(q) = self.resolve_callee(callee) {
+        if let Some(q) = self.context_callee(callee) {
             if !q.starts_with("torch.") && self.index.disables_grad(&q) {
                 return Some(Some(false));
             }
@@ -995,6 +1048,25 @@ impl Context {
             },
             _ => None,
         }
+    }
+
+    /// The project function a `with` context comes from: its callee, or,
+    /// for a local holding what a project function returned, that function.
+    fn context_callee(&self, callee: &Expr) -> Option<String> {
+        if let Some(n) = callee.dotted() {
+            for f in self.visible_frames() {
+                if let Some(q) = f.factories.get(&n) {
+                    return Some(q.clone());
+                }
+            }
+        }
+        self.resolve_callee(callee)
+    }
+
+    /// Whether the current point is in a branch that runs only for another
+    /// framework (`if self.framework == "tf":`).
+    pub fn in_non_torch_branch(&self) -> bool {
+        self.non_torch_depth > 0
     }
 
     /// The qualified name of the project class a call constructs.
@@ -1129,8 +1201,18 @@ impl Context {
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() + 1);
             }
+            let copied = match e.as_method_call() {
+                Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.span),
+                _ => None,
+            };
             v.visit_expr(e, cx);
+            if let Some(span) = copied {
+                cx.copied_reads.borrow_mut().push(span);
+            }
             e.for_each_child(|c| rec(c, cx, v));
+            if copied.is_some() {
+                cx.copied_reads.borrow_mut().pop();
+            }
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() - 1);
             }
@@ -1169,7 +1251,20 @@ impl Context {
             }
         }
         visitor.visit_stmt(stmt, self);
+        // `buf[i] = x.data` copies the values into `buf`: no alias survives.
+        let copied = match &stmt.kind {
+            StmtKind::Assign { targets, value } if targets.iter().all(|t| matches!(t.kind, ExprKind::Subscript { .. })) => {
+                Some(value.span)
+            }
+            _ => None,
+        };
+        if let Some(span) = copied {
+            self.copied_reads.borrow_mut().push(span);
+        }
         self.visit_exprs(stmt, visitor);
+        if copied.is_some() {
+            self.copied_reads.borrow_mut().pop();
+        }
         match &stmt.kind {
             StmtKind::Import(bindings) => {
                 for b in bindings {
@@ -1250,9 +1345,14 @@ impl Context {
             }
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
+                let (body_other, else_other) = framework_branches(test);
                 self.compat_depth += guard;
+                self.non_torch_depth += usize::from(body_other);
                 self.walk_body(body, visitor);
+                self.non_torch_depth -= usize::from(body_other);
+                self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
+                self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
             }
             StmtKind::Block(body) => self.walk_body(body, visitor),
@@ -1280,7 +1380,7 @@ impl Context {
                         ExprKind::Call { func, .. } => func.as_ref(),
                         _ => &it.context,
                     };
-                    if let Some(q) = self.resolve_callee(callee).filter(|q| !q.starts_with("torch.")) {
+                    if let Some(q) = self.context_callee(callee).filter(|q| !q.starts_with("torch.")) {
                         self.frame_mut().with_contexts.push(q);
                         contexts += 1;
                     }
@@ -1557,6 +1657,7 @@ impl Context {
 
     fn forget(&mut self, dotted: &str) {
         let f = self.frame_mut();
+        f.factories.remove(dotted);
         f.instances.remove(dotted);
         f.frozen.remove(dotted);
         f.kinds.remove(dotted);
@@ -1617,7 +1718,14 @@ impl Context {
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
                 let view = value.and_then(|v| self.view_of(v)).filter(|v| v.base != d);
                 let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
+                let factory = value
+                    .and_then(|v| v.as_call())
+                    .and_then(|(func, _, _)| self.resolve_callee(func))
+                    .filter(|q| !q.starts_with("torch."));
                 self.forget(&d);
+                if let Some(q) = factory {
+                    self.frame_mut().factories.insert(d.clone(), q);
+                }
                 if let Some(c) = instance {
                     self.frame_mut().instances.insert(d.clone(), c);
                 }
@@ -2086,4 +2194,24 @@ fn backward_unguarded(body: &[Stmt], flag: &str) -> bool {
             found || s.child_blocks().into_iter().any(|b| backward_unguarded(b, flag))
         }
     })
+}
+
+/// For `if <...framework> == "tf":` (or `"jax"`, `"flax"`, `"np"`), the
+/// body runs for another framework; for `== "pt"`, the `else` does.
+fn framework_branches(test: &Expr) -> (bool, bool) {
+    let ExprKind::Compare { left, ops, comparators } = &test.kind else { return (false, false) };
+    let names_framework = left.dotted().is_some_and(|d| d.rsplit('.').next().is_some_and(|l| l.contains("framework")));
+    let (Some(op), Some(right)) = (ops.first(), comparators.first()) else { return (false, false) };
+    let ExprKind::Literal(crate::ir::Literal::Str(value)) = &right.kind else { return (false, false) };
+    if !names_framework || !matches!(op, crate::ir::CmpOp::Eq | crate::ir::CmpOp::NotEq) {
+        return (false, false);
+    }
+    let other = matches!(value.as_str(), "tf" | "jax" | "flax" | "np" | "numpy" | "mlx");
+    let torch = value == "pt";
+    let eq = *op == crate::ir::CmpOp::Eq;
+    match (other, torch, eq) {
+        (true, _, true) | (_, true, false) => (true, false),
+        (_, true, true) | (true, _, false) => (false, true),
+        _ => (false, false),
+    }
 }

@@ -328,21 +328,56 @@ impl ProjectIndex {
         f.decorated_no_grad || f.project_decorators.iter().any(|d| self.grad_disabling.contains(&self.canonical(d)))
     }
 
+    /// Methods that override `class.method` in the project's subclasses:
+    /// a call of `self.method()` in the base class may run any of them.
+    fn overrides(&self) -> HashMap<String, Vec<String>> {
+        let mut children: HashMap<String, Vec<String>> = HashMap::default();
+        for (q, c) in &self.classes {
+            for b in &c.bases {
+                children.entry(self.canonical(b)).or_default().push(q.clone());
+            }
+        }
+        let mut out: HashMap<String, Vec<String>> = HashMap::default();
+        for (q, f) in &self.functions {
+            let Some(class) = &f.class else { continue };
+            let mut stack: Vec<String> = children.get(class).cloned().unwrap_or_default();
+            let mut seen = HashSet::default();
+            while let Some(c) = stack.pop() {
+                if !seen.insert(c.clone()) {
+                    continue;
+                }
+                let m = format!("{c}.{}", f.name);
+                if self.functions.contains_key(&m) {
+                    out.entry(q.clone()).or_default().push(m);
+                }
+                stack.extend(children.get(&c).cloned().unwrap_or_default());
+            }
+        }
+        out
+    }
+
     fn propagate(&mut self, calls: &[CallSite]) {
+        let overrides = self.overrides();
         let mut by_callee: HashMap<&str, Vec<&CallSite>> = HashMap::default();
         for c in calls {
             if self.functions.contains_key(&c.callee) {
                 by_callee.entry(c.callee.as_str()).or_default().push(c);
+                for o in overrides.get(&c.callee).into_iter().flatten() {
+                    by_callee.entry(o.as_str()).or_default().push(c);
+                }
             }
         }
-        // Grad off at every call site, to a fixpoint (least: a function
-        // with no known caller runs with grad on as far as we know).
-        let mut off: HashSet<String> =
+        // Grad off at every call site: the greatest fixpoint, so that a
+        // recursive helper called only under no_grad from outside counts.
+        // A function with no known caller runs with grad on as far as we know.
+        let decorated: HashSet<String> =
             self.functions.iter().filter(|(_, f)| self.decorated_off(f)).map(|(q, _)| q.clone()).collect();
+        let mut off: HashSet<String> = decorated.clone();
+        off.extend(by_callee.keys().map(|k| (*k).to_string()));
         loop {
             let mut changed = false;
             for (callee, sites) in &by_callee {
-                if off.contains(*callee) {
+                if !off.contains(*callee) || decorated.contains(*callee) {
                     continue;
                 }
                 let all_off = sites.iter().all(|s| {
@@ -350,8 +385,8 @@ impl ProjectIndex {
                         || s.contexts.iter().any(|c| self.grad_disabling.contains(c))
                         || s.caller.as_ref().is_some_and(|c| off.contains(c))
                 });
-                if all_off {
-                    off.insert((*callee).to_string());
+                if !all_off {
+                    off.remove(*callee);
                     changed = true;
                 }
             }

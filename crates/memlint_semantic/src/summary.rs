@@ -149,6 +149,10 @@ impl Visitor for SummaryVisitor {
                 }
             }
         }
+        // A call in another framework's branch is not a torch caller.
+        if cx.in_non_torch_branch() {
+            return;
+        }
         let Some(callee) = cx.resolve_callee(func) else { return };
         if callee.starts_with("torch.") || callee == "torch" {
             return;

@@ -88,6 +88,11 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if cx.function_role() == Role::Test {
         return None;
     }
+    // Inside `torch.no_grad()` autograd records nothing: the advice
+    // (no_grad) is already followed.
+    if !cx.grad_enabled() {
+        return Some(DataUse::Setup);
+    }
     if cx.in_step_code() || graph {
         Some(DataUse::Live)
     } else {
@@ -135,6 +140,9 @@ impl Rule for DataAttribute {
             if attr != "data" || !matches!(data_use(checker, value), Some(DataUse::Live)) {
                 continue;
             }
+            if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
+                continue;
+            }
             let name = checker.text(value.span).to_string();
             let d = match checker.cx.current_data_swap() {
                 Some(kind) => Self::META
@@ -154,6 +162,15 @@ impl Rule for DataAttribute {
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
         if attr != "data" || checker.cx.is_assign_target(expr.span) {
+            return;
+        }
+        // `p.grad.data.norm()`, `w.data.detach()`: a copy or a reduction
+        // keeps no alias an in-place change could corrupt.
+        if checker.cx.is_copied_read(expr.span) {
+            return;
+        }
+        // The parameters of a module built in this function have no graph yet.
+        if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
             return;
         }
         if !matches!(data_use(checker, value), Some(DataUse::Live)) {

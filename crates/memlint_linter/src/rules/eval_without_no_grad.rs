@@ -86,7 +86,7 @@ impl Rule for EvalWithoutNoGrad {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() {
+        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() || cx.in_non_torch_branch() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };

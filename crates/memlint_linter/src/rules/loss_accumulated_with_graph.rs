@@ -92,6 +92,9 @@ impl Rule for LossAccumulatedWithGraph {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
+        if checker.cx.in_test_module() {
+            return;
+        }
         if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
             return;
         }
@@ -118,6 +121,9 @@ impl Rule for LossAccumulatedWithGraph {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        if checker.cx.in_test_module() {
+            return;
+        }
         if !checker.cx.torch_imported() || !checker.cx.in_training_loop() {
             return;
         }

@@ -78,6 +78,11 @@ impl ViewRetainsBase {
         if returned && value.dotted().is_some() {
             return;
         }
+        // In model code a returned view feeds the next computation, and
+        // autograd keeps what backward needs of the base anyway.
+        if returned && cx.in_model_code() {
+            return;
+        }
         let Some(view) = cx.view_of(value) else { return };
         // A returned slice is most often a crop of padding (`o[..., :h, :w]`),
         // nearly all of the base: only a dropped dimension or a piece counts.
@@ -126,7 +131,17 @@ impl ViewRetainsBase {
         if matches!(checker.cx.kind_of_binding(&c), Some(ValueKind::Tensor | ValueKind::Parameter)) {
             return false;
         }
-        c.starts_with("self.") || (checker.cx.in_loop() && checker.cx.outlives_iteration(&c))
+        if c.starts_with("self.") {
+            return true;
+        }
+        // A local list that is neither returned nor stored, filled outside a
+        // training or evaluation loop, dies with the function (typically
+        // right after a `torch.stack`/`torch.cat`): the pin is transient.
+        let cx = checker.cx;
+        if !c.contains('.') && !cx.is_kept_alive(&c) && !cx.in_step_loop() {
+            return false;
+        }
+        cx.in_loop() && cx.outlives_iteration(&c)
     }
 }
 
@@ -136,6 +151,9 @@ impl Rule for ViewRetainsBase {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
+        if checker.cx.in_test_module() {
+            return;
+        }
         if !checker.cx.torch_imported() {
             return;
         }
@@ -169,6 +187,9 @@ impl Rule for ViewRetainsBase {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        if checker.cx.in_test_module() {
+            return;
+        }
         if !checker.cx.torch_imported() {
             return;
         }
