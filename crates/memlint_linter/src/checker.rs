@@ -1,7 +1,7 @@
 //! Dispatches the semantic walk's callbacks to the enabled rules.
 
 use memlint_diagnostics::{Diagnostic, Span};
-use memlint_semantic::ir::{Expr, Stmt};
+use memlint_semantic::ir::{Expr, Module, Stmt, StmtKind};
 use memlint_semantic::{Context, Visitor};
 
 use crate::registry::Rule;
@@ -30,31 +30,46 @@ impl Checker<'_> {
 pub(crate) struct RuleVisitor<'r> {
     rules: &'r [&'static dyn Rule],
     source: &'r str,
+    module: &'r Module,
     diagnostics: &'r mut Vec<Diagnostic>,
 }
 
 impl<'r> RuleVisitor<'r> {
-    pub(crate) fn new(rules: &'r [&'static dyn Rule], source: &'r str, diagnostics: &'r mut Vec<Diagnostic>) -> Self {
-        RuleVisitor { rules, source, diagnostics }
+    pub(crate) fn new(
+        rules: &'r [&'static dyn Rule],
+        source: &'r str,
+        module: &'r Module,
+        diagnostics: &'r mut Vec<Diagnostic>,
+    ) -> Self {
+        RuleVisitor { rules, source, module, diagnostics }
     }
 }
 
 impl Visitor for RuleVisitor<'_> {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
         let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
+        // The rules were filtered for the file's language once, by the driver.
         for rule in self.rules {
-            if rule.meta().languages.contains(&cx.language()) {
-                rule.check_stmt(stmt, &mut checker);
+            rule.check_stmt(stmt, &mut checker);
+            match &stmt.kind {
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => rule.check_loop(stmt, body, &mut checker),
+                StmtKind::Function(f) => rule.check_function(f, &mut checker),
+                _ => {}
             }
+        }
+    }
+
+    fn finish(&mut self, cx: &Context) {
+        let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
+        for rule in self.rules {
+            rule.check_file(self.module, &mut checker);
         }
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
         for rule in self.rules {
-            if rule.meta().languages.contains(&cx.language()) {
-                rule.check_expr(expr, &mut checker);
-            }
+            rule.check_expr(expr, &mut checker);
         }
     }
 }

@@ -24,6 +24,7 @@
 //! ```
 
 pub mod docs;
+pub mod frontend;
 pub mod notebook;
 pub mod registry;
 pub mod rules;
@@ -79,7 +80,8 @@ pub struct FileContext {
 /// The first phase of a project-wide lint: what one file contributes to
 /// the project index. Runs independently per file (in parallel).
 pub fn summarize_source(source: &str, module: ModuleInfo, is_test_file: bool) -> FileSummary {
-    let parsed = memlint_python::parse(source);
+    use frontend::Frontend;
+    let parsed = frontend::PYTHON.parse(source);
     memlint_semantic::summarize(
         &parsed.module,
         ContextOptions { is_test_file, module, index: Arc::new(ProjectIndex::empty()), torch_minimum: None },
@@ -99,7 +101,9 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
 /// Lints one file of a project: the second phase, after every file's
 /// [`summarize_source`] was joined into the [`ProjectIndex`].
 pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
-    let parsed = memlint_python::parse(source);
+    use frontend::Frontend;
+    let frontend: &dyn Frontend = &frontend::PYTHON;
+    let parsed = frontend.parse(source);
     let mut diagnostics = Vec::new();
     if let Some(first) = parsed.errors.first() {
         if options.rules.contains(PARSE_ERROR.code) {
@@ -116,12 +120,16 @@ pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec
             );
         }
     }
-    let rules: Vec<&'static dyn Rule> =
-        all_rules().iter().copied().filter(|r| options.rules.contains(r.meta().code)).collect();
+    // Rules are filtered once per file: selected, and for this language.
+    let rules: Vec<&'static dyn Rule> = all_rules()
+        .iter()
+        .copied()
+        .filter(|r| options.rules.contains(r.meta().code) && r.meta().languages.contains(&frontend.language()))
+        .collect();
     // Every rule is about PyTorch: a file that never imports it has nothing
     // to walk (the rules would all return at their `torch_imported` check).
     if !rules.is_empty() && memlint_semantic::imports_torch(&parsed.module) {
-        let mut visitor = checker::RuleVisitor::new(&rules, source, &mut diagnostics);
+        let mut visitor = checker::RuleVisitor::new(&rules, source, &parsed.module, &mut diagnostics);
         let cx_options = ContextOptions {
             is_test_file: options.is_test_file,
             module: file.module.clone(),

@@ -1,7 +1,7 @@
 //! The rule registry: every rule's metadata and checks, in code order.
 
 use memlint_diagnostics::{Diagnostic, Severity, Span};
-use memlint_semantic::ir::{Expr, Language, Stmt};
+use memlint_semantic::ir::{Expr, Function, Language, Module, Stmt};
 
 use crate::checker::Checker;
 use crate::rules;
@@ -52,6 +52,13 @@ pub trait Rule: Sync + Send {
     fn check_stmt(&self, _stmt: &Stmt, _checker: &mut Checker<'_>) {}
     /// Checks one expression.
     fn check_expr(&self, _expr: &Expr, _checker: &mut Checker<'_>) {}
+    /// Checks a `for`/`while` loop once, before its body is walked (the
+    /// body's control-flow graph: [`memlint_semantic::cfg::Cfg::build`]).
+    fn check_loop(&self, _stmt: &Stmt, _body: &[Stmt], _checker: &mut Checker<'_>) {}
+    /// Checks a function definition once, at its `def`.
+    fn check_function(&self, _func: &Function, _checker: &mut Checker<'_>) {}
+    /// Checks the whole file once, after its walk.
+    fn check_file(&self, _module: &Module, _checker: &mut Checker<'_>) {}
 }
 
 /// Declares a rule struct whose `///` doc comment becomes its documentation.

@@ -56,6 +56,9 @@ pub trait Visitor {
     /// Called for each expression (pre-order) of a statement, before the
     /// statement's effects are applied.
     fn visit_expr(&mut self, expr: &Expr, cx: &Context);
+    /// Called once after the whole file was walked, with the module-level
+    /// facts in force at its end.
+    fn finish(&mut self, _cx: &Context) {}
 }
 
 /// Facts about the file that the walk cannot see in the source.
@@ -256,6 +259,7 @@ impl Context {
 
     fn run(mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
         self.walk_body(body, visitor);
+        visitor.finish(&self);
     }
 
     // ----- queries -------------------------------------------------------
@@ -1869,35 +1873,39 @@ fn assigned_names(body: &[Stmt]) -> HashSet<String> {
     out
 }
 
-/// Names assigned (from a value that does not read them) by statements at
-/// the top level of a loop body or in its `with` blocks: every iteration
-/// re-creates them. An assignment under an `if` (`if i % 100 == 0: total = 0`)
+/// Names re-created on every iteration of a loop: on every path through
+/// the body (the control-flow graph's, `continue` included) an assignment
+/// binds them from a value that does not read them. An assignment under an
+/// `if` without an `else` that also assigns (`if i % 100 == 0: total = 0`)
 /// is not a reset.
 fn unconditional_assigned(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::default();
-    for s in body {
+    let candidates = assigned_names(body);
+    if candidates.is_empty() {
+        return candidates;
+    }
+    let cfg = crate::cfg::Cfg::build(body);
+    let binds = |node: crate::cfg::NodeId, name: &str| -> bool {
+        let Some(s) = cfg.stmt(node) else { return false };
+        let mut names = Vec::new();
         match &s.kind {
             StmtKind::Assign { targets, value } => {
                 for t in targets {
-                    let mut names = Vec::new();
                     collect_target_names(t, &mut names);
-                    out.extend(names.into_iter().filter(|n| !reads(value, n)));
                 }
+                names.iter().any(|n| n == name) && !reads(value, name)
             }
-            StmtKind::With { items, body } => {
+            StmtKind::With { items, .. } => {
                 for it in items {
                     if let Some(t) = &it.target {
-                        let mut names = Vec::new();
                         collect_target_names(t, &mut names);
-                        out.extend(names);
                     }
                 }
-                out.extend(unconditional_assigned(body));
+                names.iter().any(|n| n == name)
             }
-            _ => {}
+            _ => false,
         }
-    }
-    out
+    };
+    candidates.into_iter().filter(|n| cfg.every_iteration_through(&|node| binds(node, n))).collect()
 }
 
 fn reads(value: &Expr, dotted: &str) -> bool {

@@ -22,6 +22,7 @@
 //! every rule has seen it.
 
 pub mod api;
+pub mod cfg;
 pub mod index;
 pub mod ir;
 mod context;

@@ -261,10 +261,8 @@ fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
         }
     };
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::AugAssign { target, op: BinOp::Add, value } => {
-            if target.dotted().is_some_and(|d| d.starts_with("self.")) {
-                reads_param(value, &mut out);
-            }
+        StmtKind::AugAssign { target, op: BinOp::Add, value } if target.dotted().is_some_and(|d| d.starts_with("self.")) => {
+            reads_param(value, &mut out);
         }
         StmtKind::Expr(e) => {
             if let Some((recv, "append" | "extend")) = e.as_method_call() {

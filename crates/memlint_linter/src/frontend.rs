@@ -1,0 +1,95 @@
+//! Language frontends, chosen by file extension. A frontend parses source
+//! text into the language-neutral IR and says how comments look, so the
+//! driver, suppressions and rules stay the same for every language.
+//!
+//! Python (`.py`, `.pyi`) is the one frontend today; the Rust/tch frontend
+//! (syn) is added here as a second implementation of [`Frontend`].
+
+use std::path::Path;
+
+use memlint_diagnostics::Span;
+use memlint_semantic::ir::{Language, Module};
+
+/// A syntax error with its span.
+#[derive(Debug, Clone)]
+pub struct SyntaxError {
+    /// Where the parser stopped understanding.
+    pub span: Span,
+    /// The parser's message.
+    pub message: String,
+}
+
+/// A parsed file: the IR of what the parser recovered, its errors, and the
+/// spans of its comments (for suppressions).
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The lowered module.
+    pub module: Module,
+    /// Syntax errors, in order.
+    pub errors: Vec<SyntaxError>,
+    /// Comment spans, in order.
+    pub comments: Vec<Span>,
+}
+
+/// One source language.
+pub trait Frontend: Sync {
+    /// The language of the IR it produces.
+    fn language(&self) -> Language;
+    /// File extensions it reads (without the dot).
+    fn extensions(&self) -> &'static [&'static str];
+    /// The line-comment prefix suppressions are written after (`#`, `//`).
+    fn comment_prefix(&self) -> &'static str;
+    /// Parses source text, recovering from errors.
+    fn parse(&self, source: &str) -> Parsed;
+}
+
+/// The Python frontend (`ruff_python_parser`).
+#[derive(Debug, Default)]
+pub struct PythonFrontend;
+
+impl Frontend for PythonFrontend {
+    fn language(&self) -> Language {
+        Language::Python
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["py", "pyi"]
+    }
+
+    fn comment_prefix(&self) -> &'static str {
+        "#"
+    }
+
+    fn parse(&self, source: &str) -> Parsed {
+        let p = memlint_python::parse(source);
+        Parsed {
+            module: p.module,
+            errors: p.errors.into_iter().map(|e| SyntaxError { span: e.span, message: e.message }).collect(),
+            comments: p.comments,
+        }
+    }
+}
+
+/// The Python frontend.
+pub static PYTHON: PythonFrontend = PythonFrontend;
+
+static FRONTENDS: &[&dyn Frontend] = &[&PYTHON];
+
+/// The frontend for a path, by its extension.
+pub fn frontend_for(path: &Path) -> Option<&'static dyn Frontend> {
+    let ext = path.extension()?.to_str()?;
+    FRONTENDS.iter().copied().find(|f| f.extensions().iter().any(|e| e.eq_ignore_ascii_case(ext)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chosen_by_extension() {
+        assert_eq!(frontend_for(Path::new("a/train.py")).map(|f| f.language()), Some(Language::Python));
+        assert_eq!(frontend_for(Path::new("stubs.PYI")).map(|f| f.comment_prefix()), Some("#"));
+        assert!(frontend_for(Path::new("main.rs")).is_none());
+        assert!(frontend_for(Path::new("README")).is_none());
+    }
+}
