@@ -88,9 +88,11 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     // parallel), joined into the project index; then each file's rules
     // with the index (in parallel). Files are read and parsed in both
     // phases rather than kept in memory between them.
-    let summaries = jobs.par_iter().filter_map(summarize_file).collect();
+    let roots: Arc<rustc_hash::FxHashSet<String>> =
+        Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
+    let summaries = jobs.par_iter().filter_map(|j| summarize_file(j, &roots)).collect();
     let index = Arc::new(ProjectIndex::build(summaries));
-    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(|j| check_file(j, &index)).collect();
+    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(|j| check_file(j, &index, &roots)).collect();
     files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
     let report = Report { files, files_checked: jobs.len() };
 
@@ -147,19 +149,20 @@ fn read_source(path: &std::path::Path) -> Result<String, String> {
 
 /// The first phase: what the file contributes to the project index
 /// (`None` for a file that cannot be read; the second phase reports it).
-fn summarize_file(job: &Job) -> Option<memlint_linter::FileSummary> {
+fn summarize_file(job: &Job, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Option<memlint_linter::FileSummary> {
     let path = &job.candidate.path;
     // A notebook is its own program: nothing imports it.
     if is_notebook_path(path) {
         return None;
     }
     let text = read_source(path).ok()?;
-    Some(summarize_source(&text, job.module.clone(), is_test_path(path)))
+    let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
+    Some(summarize_source(&text, &file, is_test_path(path)))
 }
 
 /// Checks one file; `None` when it has no diagnostics (its text is then
 /// dropped without indexing its lines).
-fn check_file(job: &Job, index: &Arc<ProjectIndex>) -> Option<FileReport> {
+fn check_file(job: &Job, index: &Arc<ProjectIndex>, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Option<FileReport> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
     let text = read_source(path);
@@ -167,7 +170,12 @@ fn check_file(job: &Job, index: &Arc<ProjectIndex>) -> Option<FileReport> {
         Ok(text) if is_notebook_path(path) => return check_notebook(job, display, &text),
         Ok(text) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
-            let file = FileContext { module: job.module.clone(), index: index.clone(), torch_minimum: job.torch_minimum };
+            let file = FileContext {
+                module: job.module.clone(),
+                index: index.clone(),
+                torch_minimum: job.torch_minimum,
+                project_roots: roots.clone(),
+            };
             let diagnostics = lint_file(&text, &options, &file);
             (text, diagnostics)
         }

@@ -75,16 +75,24 @@ pub struct FileContext {
     /// The lowest torch version the project declares (`torch>=2.4` in
     /// pyproject.toml, setup.cfg, setup.py or a requirements file).
     pub torch_minimum: Option<(u32, u32)>,
+    /// First segments of the run's module paths (empty: unknown).
+    pub project_roots: Arc<std::collections::HashSet<String, rustc_hash::FxBuildHasher>>,
 }
 
 /// The first phase of a project-wide lint: what one file contributes to
 /// the project index. Runs independently per file (in parallel).
-pub fn summarize_source(source: &str, module: ModuleInfo, is_test_file: bool) -> FileSummary {
+pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) -> FileSummary {
     use frontend::Frontend;
     let parsed = frontend::PYTHON.parse(source);
     memlint_semantic::summarize(
         &parsed.module,
-        ContextOptions { is_test_file, module, index: Arc::new(ProjectIndex::empty()), torch_minimum: None },
+        ContextOptions {
+            is_test_file,
+            module: file.module.clone(),
+            index: Arc::new(ProjectIndex::empty()),
+            torch_minimum: None,
+            project_roots: file.project_roots.clone(),
+        },
     )
 }
 
@@ -93,9 +101,10 @@ pub fn summarize_source(source: &str, module: ModuleInfo, is_test_file: bool) ->
 /// applied.
 pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
     let module = ModuleInfo { path: "__main__".to_string(), is_package: false };
-    let summary = summarize_source(source, module.clone(), options.is_test_file);
-    let index = Arc::new(ProjectIndex::build(vec![summary]));
-    lint_file(source, options, &FileContext { module, index, torch_minimum: None })
+    let mut file = FileContext { module, ..FileContext::default() };
+    let summary = summarize_source(source, &file, options.is_test_file);
+    file.index = Arc::new(ProjectIndex::build(vec![summary]));
+    lint_file(source, options, &file)
 }
 
 /// Lints one file of a project: the second phase, after every file's
@@ -135,6 +144,7 @@ pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec
             module: file.module.clone(),
             index: file.index.clone(),
             torch_minimum: file.torch_minimum,
+            project_roots: file.project_roots.clone(),
         };
         Context::walk(&parsed.module, cx_options, &mut visitor);
     }

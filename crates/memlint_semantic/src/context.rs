@@ -73,6 +73,10 @@ pub struct ContextOptions {
     pub index: Arc<ProjectIndex>,
     /// The lowest torch version the project declares, when it does.
     pub torch_minimum: Option<(u32, u32)>,
+    /// First segments of the module paths of the run (`timm`, `train`):
+    /// names outside them are libraries, never looked up in the index.
+    /// Empty: every name may be the project's.
+    pub project_roots: Arc<HashSet<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -479,6 +483,53 @@ impl Context {
         }
     }
 
+    /// Whether a qualified name may belong to the project (its first
+    /// segment is a root of the run, or the run's roots are unknown).
+    pub fn is_project_qualified(&self, q: &str) -> bool {
+        self.is_project_name(q)
+    }
+
+    fn is_project_name(&self, q: &str) -> bool {
+        let roots = &self.options.project_roots;
+        if q.starts_with("torch.") || q == "torch" {
+            return false;
+        }
+        roots.is_empty() || roots.contains(q.split('.').next().unwrap_or(q))
+    }
+
+    /// [`Context::resolve_callee`] for project definitions only: `None`,
+    /// without building a name, for library callees (`torch.cat`,
+    /// `np.zeros`, `logger.info`).
+    pub fn project_name(&self, func: &Expr) -> Option<String> {
+        match &func.kind {
+            ExprKind::Name(n) => {
+                if let Some(q) = self.lookup_import(n) {
+                    return self.is_project_name(q).then(|| q.to_string());
+                }
+                if self.is_shadowed_locally(n) {
+                    return None;
+                }
+                self.module_defs.get(n).cloned()
+            }
+            ExprKind::Attribute { value, .. } => {
+                // The root of the chain decides before any name is built.
+                let mut root = value.as_ref();
+                while let ExprKind::Attribute { value, .. } = &root.kind {
+                    root = value;
+                }
+                if let ExprKind::Name(r) = &root.kind {
+                    if let Some(q) = self.lookup_import(r) {
+                        if !self.is_project_name(q) {
+                            return None;
+                        }
+                    }
+                }
+                self.resolve_callee(func)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether a local binding (parameter, assignment) hides a module-level name.
     fn is_shadowed_locally(&self, name: &str) -> bool {
         let n = self.frames.len();
@@ -514,8 +565,11 @@ impl Context {
 
     /// The project function a call resolves to, with its summary.
     pub fn project_callee(&self, call: &Expr) -> Option<&crate::index::FunctionSummary> {
+        if self.index.is_empty() {
+            return None;
+        }
         let (func, _, _) = call.as_call()?;
-        let q = self.resolve_callee(func)?;
+        let q = self.project_name(func)?;
         let resolved = self.index.resolve_function(&q)?;
         self.index.function(&resolved)
     }
@@ -1064,7 +1118,7 @@ impl Context {
                 }
             }
         }
-        self.resolve_callee(callee)
+        self.project_name(callee)
     }
 
     /// Whether the current point is in a branch that runs only for another
@@ -1075,7 +1129,10 @@ impl Context {
 
     /// The qualified name of the project class a call constructs.
     pub fn project_class_of_call(&self, func: &Expr) -> Option<String> {
-        let q = self.resolve_callee(func)?;
+        if self.index.is_empty() {
+            return None;
+        }
+        let q = self.project_name(func)?;
         self.index.class_is_module(&q)?;
         Some(q)
     }
@@ -1384,7 +1441,7 @@ impl Context {
                         ExprKind::Call { func, .. } => func.as_ref(),
                         _ => &it.context,
                     };
-                    if let Some(q) = self.context_callee(callee).filter(|q| !q.starts_with("torch.")) {
+                    if let Some(q) = self.context_callee(callee) {
                         self.frame_mut().with_contexts.push(q);
                         contexts += 1;
                     }
@@ -1490,9 +1547,7 @@ impl Context {
             || self.index.only_called_without_grad(&qualname);
         frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
         let flag = if frame.eval_by_flag {
-            self.index.function(&qualname).and_then(|f| {
-                f.params.get(f.train_flag_param? + usize::from(f.class.is_some())).cloned()
-            })
+            self.index.function(&qualname).and_then(|f| f.train_flag_name.clone())
         } else {
             None
         };
@@ -1541,11 +1596,15 @@ impl Context {
         if calls_backward(body) {
             return true;
         }
+        // Without an index (one file's first pass) there is nothing to follow.
+        if self.index.is_empty() {
+            return false;
+        }
         let mut found = false;
         for_each_expr_in_function(body, &mut |e| {
             if !found {
                 if let Some((func, _, _)) = e.as_call() {
-                    if let Some(q) = self.resolve_callee(func).and_then(|q| self.index.resolve_function(&q)) {
+                    if let Some(q) = self.project_name(func).and_then(|q| self.index.resolve_function(&q)) {
                         found = self.index.reaches_backward(&q);
                     }
                 }
@@ -1722,10 +1781,12 @@ impl Context {
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
                 let view = value.and_then(|v| self.view_of(v)).filter(|v| v.base != d);
                 let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
+                // Only argument-less calls return a context to enter later
+                // (`ctx = self.get_inference_context()`).
                 let factory = value
                     .and_then(|v| v.as_call())
-                    .and_then(|(func, _, _)| self.resolve_callee(func))
-                    .filter(|q| !q.starts_with("torch."));
+                    .filter(|(_, args, kws)| args.is_empty() && kws.is_empty())
+                    .and_then(|(func, _, _)| self.project_name(func));
                 self.forget(&d);
                 if let Some(q) = factory {
                     self.frame_mut().factories.insert(d.clone(), q);

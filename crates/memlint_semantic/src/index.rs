@@ -83,8 +83,6 @@ pub struct FunctionSummary {
     pub name: String,
     /// Qualified name of the class it is a method of.
     pub class: Option<String>,
-    /// Parameter names in order (`self` included for methods).
-    pub params: Vec<String>,
     /// The body calls `backward()` or `torch.autograd.grad`.
     pub calls_backward: bool,
     /// The body contains a training or evaluation loop.
@@ -109,6 +107,8 @@ pub struct FunctionSummary {
     /// Position (after `self`) of a parameter that sets the train/eval
     /// mode (`net.train(mode=train_model)`).
     pub train_flag_param: Option<usize>,
+    /// That parameter's name.
+    pub train_flag_name: Option<String>,
     /// The name says construction/initialisation/conversion/loading.
     pub setup_named: bool,
     /// The name says construction or weight initialisation (`__init__`,
@@ -139,6 +139,9 @@ pub struct CallSite {
     pub false_positions: Vec<usize>,
     /// Keyword names passed the literal `False`.
     pub false_keywords: Vec<String>,
+    /// A call of `self.method(...)`: it may run an override of the method
+    /// in any subclass.
+    pub via_self: bool,
 }
 
 /// What one class looks like from its own file.
@@ -362,8 +365,10 @@ impl ProjectIndex {
         for c in calls {
             if self.functions.contains_key(&c.callee) {
                 by_callee.entry(c.callee.as_str()).or_default().push(c);
-                for o in overrides.get(&c.callee).into_iter().flatten() {
-                    by_callee.entry(o.as_str()).or_default().push(c);
+                if c.via_self {
+                    for o in overrides.get(&c.callee).into_iter().flatten() {
+                        by_callee.entry(o.as_str()).or_default().push(c);
+                    }
                 }
             }
         }
@@ -448,7 +453,7 @@ impl ProjectIndex {
         for (callee, sites) in &by_callee {
             let f = &self.functions[*callee];
             let Some(pos) = f.train_flag_param else { continue };
-            let name = f.params.get(pos + usize::from(f.class.is_some())).cloned().unwrap_or_default();
+            let name = f.train_flag_name.clone().unwrap_or_default();
             if sites.iter().any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name)) {
                 self.eval_by_flag.insert((*callee).to_string());
             }
@@ -544,7 +549,7 @@ impl ProjectIndex {
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.functions.is_empty()
+        self.functions.is_empty() && self.classes.is_empty()
     }
 }
 

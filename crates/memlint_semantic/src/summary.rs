@@ -8,6 +8,7 @@ use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSumm
 use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind};
 use crate::ValueKind;
 
+
 /// Names of methods and functions that frameworks call for a step.
 const STEP_ROOTS: &[&str] =
     &["forward", "training_step", "train_step", "validation_step", "val_step", "eval_step", "test_step", "predict_step"];
@@ -48,10 +49,8 @@ impl SummaryVisitor {
                 ExprKind::Call { func, .. } => func,
                 _ => d,
             };
-            if let Some(q) = cx.resolve_callee(callee) {
-                if !q.starts_with("torch.") && q != "torch" {
-                    project_decorators.push(q);
-                }
+            if let Some(q) = cx.project_name(callee) {
+                project_decorators.push(q);
             }
         }
         let is_contextmanager = f.decorators.iter().any(|d| {
@@ -62,19 +61,20 @@ impl SummaryVisitor {
             name: f.name.clone(),
             class,
             calls_backward: calls_backward(&f.body),
-            has_step_loop: has_step_loop(&f.body, cx),
+            // Set while the walk is inside the function's step loops.
+            has_step_loop: false,
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,
-            disables_grad: applies_grad_off(&f.body, cx, is_contextmanager),
+            disables_grad: mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, is_contextmanager),
             returns_graph: false,
             returns_graph_at: Vec::new(),
             accumulates_args: if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { Vec::new() },
             train_flag_param: train_flag(&f.body, &params).and_then(|i| i.checked_sub(offset)),
+            train_flag_name: train_flag(&f.body, &params).and_then(|i| params.get(i).cloned()),
             setup_named: is_setup_name(&f.name),
             init_named: is_init_name(&f.name),
             unit_test: self.is_test_file,
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
-            params,
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -92,7 +92,7 @@ impl SummaryVisitor {
             attrs.iter().filter(|(_, k)| **k == ValueKind::Parameter).map(|(a, _)| a.clone()).collect();
         let defines_forward = body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
         let disables_grad = body.iter().any(|s| match &s.kind {
-            StmtKind::Function(f) if f.name == "__enter__" => applies_grad_off(&f.body, cx, false),
+            StmtKind::Function(f) if f.name == "__enter__" => mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, false),
             _ => false,
         }) || resolved.iter().any(|q| matches!(q.as_str(), "torch.no_grad" | "torch.inference_mode" | "torch.autograd.no_grad"));
         self.summary.classes.push(ClassSummary {
@@ -108,12 +108,22 @@ impl SummaryVisitor {
 
 impl Visitor for SummaryVisitor {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
+        if cx.in_step_loop() {
+            if let Some(f) = cx.function_qualname().and_then(|q| self.functions.get_mut(q)) {
+                f.has_step_loop = true;
+            }
+        }
         match &stmt.kind {
             StmtKind::Function(f) => self.function(f, cx),
             StmtKind::Class { name, bases, body, .. } => self.class(name, bases, body, cx),
             StmtKind::Import(bindings) if cx.function_qualname().is_none() && !cx.in_class_body() => {
+                // Only imports of the project's own names can be re-exports
+                // the index must follow.
                 for b in bindings {
-                    self.summary.imports.push((b.local.clone(), cx.module_info().resolve_relative(&b.qualified)));
+                    let q = cx.module_info().resolve_relative(&b.qualified);
+                    if cx.is_project_qualified(&q) {
+                        self.summary.imports.push((b.local.clone(), q));
+                    }
                 }
             }
             StmtKind::Return(Some(v)) => {
@@ -144,7 +154,7 @@ impl Visitor for SummaryVisitor {
         // `model.apply(init_weights)`: the function initialises weights.
         if let ExprKind::Attribute { attr, .. } = &func.kind {
             if attr == "apply" && args.len() == 1 {
-                if let Some(q) = cx.resolve_callee(&args[0]) {
+                if let Some(q) = cx.project_name(&args[0]) {
                     self.summary.applied.push(q);
                 }
             }
@@ -153,10 +163,7 @@ impl Visitor for SummaryVisitor {
         if cx.in_non_torch_branch() {
             return;
         }
-        let Some(callee) = cx.resolve_callee(func) else { return };
-        if callee.starts_with("torch.") || callee == "torch" {
-            return;
-        }
+        let Some(callee) = cx.project_name(func) else { return };
         let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
         let false_keywords =
             keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.clone()).collect();
@@ -168,21 +175,35 @@ impl Visitor for SummaryVisitor {
             in_step_loop: cx.in_step_loop(),
             false_positions,
             false_keywords,
+            via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
         });
     }
 }
 
-/// Whether the body has a training or evaluation loop.
-fn has_step_loop(body: &[Stmt], cx: &Context) -> bool {
-    let mut found = false;
-    for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::For { iter, body, .. } => {
-            found |= cx.loop_kind_of(iter, body) != crate::LoopKind::Other;
-        }
-        StmtKind::While { body, .. } => found |= calls_backward(body),
-        _ => {}
-    });
-    found
+/// A cheap syntactic filter before [`applies_grad_off`] resolves names:
+/// whether any name or attribute in the body (nested functions included)
+/// is `no_grad`, `inference_mode` or `set_grad_enabled`.
+fn mentions_grad_off(body: &[Stmt]) -> bool {
+    fn rec(body: &[Stmt]) -> bool {
+        body.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| match &x.kind {
+                    ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+                        matches!(n.as_str(), "no_grad" | "inference_mode" | "set_grad_enabled")
+                    }
+                    _ => false,
+                })
+            });
+            found
+                || match &s.kind {
+                    StmtKind::Function(f) => rec(&f.body),
+                    StmtKind::Class { body, .. } => rec(body),
+                    _ => s.child_blocks().into_iter().any(rec),
+                }
+        })
+    }
+    rec(body)
 }
 
 /// Whether the body (nested functions included) applies or returns

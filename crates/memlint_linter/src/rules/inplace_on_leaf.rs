@@ -5,11 +5,15 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 declare_rule! {
     /// ## What it does
     /// Flags an in-place operation (`w.add_(...)`, `w += ...`, `w[i] = v`,
-    /// `w.zero_()`, `out=w`) on a leaf tensor that requires grad, outside
+    /// `w.zero_()`, `out=w`) on a leaf tensor that requires grad, or on a view
+    /// of one (`b = conv.bias.view(3, -1); b[:, 4] += 1.0`), outside
     /// `torch.no_grad()`. Leaves are tensors created with
-    /// `requires_grad=True`, `nn.Parameter`s, tensors marked with
-    /// `requires_grad_()` or `.requires_grad = True`, and the loop variable of
-    /// `for p in model.parameters()`.
+    /// `requires_grad=True`, `nn.Parameter`s (also reached through attribute
+    /// paths: `model.emb.weight`, `self.fc.bias`, `model.logit_scale` where
+    /// the model's class in the project defines it as a parameter), tensors
+    /// marked with `requires_grad_()` or `.requires_grad = True`, and loop
+    /// variables over `model.parameters()`, `named_parameters()`, an
+    /// optimizer's `group["params"]` and `zip(a.parameters(), b.parameters())`.
     ///
     /// ## Why is this bad?
     /// PyTorch raises `RuntimeError: a leaf Variable that requires grad is
@@ -37,10 +41,12 @@ declare_rule! {
     /// ## Known false positives
     /// A parameter frozen with `requires_grad_(False)` in another function is
     /// still taken as requiring grad when iterated from `model.parameters()`.
-    /// Updates inside a function that is only ever called under
-    /// `torch.no_grad()` from elsewhere are reported. Tensors that are not
-    /// in-place operands of a known leaf (e.g. `w.data.add_()`, see ML103) are
-    /// not reported.
+    /// A function whose every known caller (in any file of the run) runs it
+    /// under `torch.no_grad()` is analysed with grad off; callers reached by
+    /// dynamic dispatch or outside the run are not seen, so such updates are
+    /// reported. Tensors that are not in-place operands of a known leaf (e.g.
+    /// `w.data.add_()`, see ML103; a view through `detach()`) are not
+    /// reported, nor is code in test modules.
     ///
     /// ## References
     /// - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)

@@ -5,12 +5,19 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 declare_rule! {
     /// ## What it does
     /// Flags a value that carries autograd history (a loss, a model output,
-    /// arithmetic on them) accumulated across the iterations of a training
-    /// loop without `.item()`, `.detach()` or `float()`:
-    /// `total_loss += loss`, `total = total + loss`, `losses.append(loss)`,
-    /// `outputs.append(model(x))`. A training loop is one whose body reaches
-    /// `backward()`; the accumulator must outlive the iteration (not be
-    /// re-created in the loop body).
+    /// arithmetic on them, a loss returned by the project's own step
+    /// function, alone or in a tuple) accumulated across the iterations of a
+    /// training loop without `.item()`, `.detach()` or `float()`:
+    /// `total_loss += loss`, `total = total + loss`, a moving average
+    /// `ema = 0.9 * ema + 0.1 * loss`, `totals["loss"] += loss`,
+    /// `losses.append(loss)`, `outputs.append(model(x))`, the values of a loss
+    /// dict (`for v in losses.values(): total += v`), and a call of the
+    /// project's own accumulator (`meter.update(loss)` whose `update` does
+    /// `self.sum += val`). A training loop is one whose body reaches
+    /// `backward()`, itself or through a per-batch helper of the project; the
+    /// accumulator must outlive the iteration: it is not re-created on every
+    /// path through the loop body (`if i % 100 == 0: total = 0` is not a
+    /// reset).
     ///
     /// ## Why is this bad?
     /// The accumulated tensor references each iteration's graph, so no
@@ -40,10 +47,13 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// Accumulating on purpose to call `backward()` once on the sum after the
-    /// loop is reported when the loop itself also calls `backward()`. Values
-    /// produced by the project's own functions are only known to carry a graph
-    /// when `backward()` is called on them in the loop. Accumulation into a
-    /// dict item (`stats["loss"] += loss`) is not reported.
+    /// loop is reported when the loop itself also calls `backward()`. The
+    /// project's own functions are followed through the project index: a
+    /// helper reached by dynamic dispatch (`getattr`, a callback in a list, a
+    /// method of an object whose class is unknown) or defined outside the run
+    /// is not, and its losses are known to carry a graph only when
+    /// `backward()` is called on them in the loop. Test modules are not
+    /// checked.
     ///
     /// ## References
     /// - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)

@@ -41,19 +41,25 @@ declare_rule! {
     /// ## Known false positives
     /// Sizes are not known statically: a view of a base that is itself small
     /// is reported too. A returned value is reported only when it drops a
-    /// dimension or takes a piece (`x[0]`, `select`, `chunk()[i]`): a returned
-    /// slice is most often a crop of padding that keeps nearly all of the base,
-    /// and a returned variable holding a view is not reported (it is often one
-    /// of several pieces returned together). The rule stays quiet when the base stays alive anyway
-    /// (it is itself stored, returned or an attribute), when the base's tensor
-    /// type is not visible in the file (an unannotated parameter), for
-    /// indexing with a variable (`x[i]` may be advanced indexing, which copies),
-    /// for slices that only drop a margin (`x[1:]`, `x[:-1]`), and for a single
-    /// index into a model's output (`outputs[0]` may pick a tuple element).
-    /// Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]` tensor)
-    /// is reported although it pins nothing extra.
-    /// `reshape` of a non-contiguous tensor copies, but is still treated as a
-    /// view.
+    /// dimension or takes a piece (`x[0]`, `select`, `chunk()[i]`) and the
+    /// function is not model code (a method of an `nn.Module`, or step code
+    /// reached from a `forward`): there the view feeds the next computation
+    /// and autograd keeps what backward needs of the base anyway. A returned
+    /// variable holding a view is not reported (it is often one of several
+    /// pieces returned together). A local list that is neither returned nor
+    /// stored and is filled outside a training or evaluation loop dies with
+    /// the function (typically right after a `torch.stack`), and a copy into
+    /// a tensor (`buf[i] = x[0]`) pins nothing: neither is reported. The rule
+    /// stays quiet when the base stays alive anyway (it is itself stored,
+    /// returned or an attribute), when the base's tensor type is not visible
+    /// (an unannotated parameter), for indexing with a variable (`x[i]` may
+    /// be advanced indexing, which copies), for slices that only drop a
+    /// margin (`x[1:]`, `x[:-1]`), for a single index into a model's output
+    /// (`outputs[0]` may pick a tuple element), and in test modules.
+    /// Attributes of a model's output (`out.logits[:, -1]`) are taken as
+    /// tensors. Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
+    /// tensor) is reported although it pins nothing extra. `reshape` of a
+    /// non-contiguous tensor copies, but is still treated as a view.
     ///
     /// ## References
     /// - [Tensor views](https://pytorch.org/docs/stable/tensor_view.html)
