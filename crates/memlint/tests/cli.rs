@@ -170,6 +170,36 @@ fn findings_rest_on_facts_from_other_files() {
 }
 
 #[test]
+fn callers_and_helpers_in_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "lib/__init__.py", "from .evaluation import evaluate\nfrom .meters import AverageMeter\n");
+    write(
+        dir.path(),
+        "lib/evaluation.py",
+        "import torch\n\ndef evaluate(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n",
+    );
+    write(
+        dir.path(),
+        "lib/meters.py",
+        "class AverageMeter:\n    def __init__(self):\n        self.sum = 0.0\n\n    def update(self, val):\n        self.sum += val\n",
+    );
+    // The only caller runs the evaluation under no_grad, through the package's re-export;
+    // the meter of another file accumulates the loss with its graph.
+    write(
+        dir.path(),
+        "run.py",
+        "import torch\nimport torch.nn.functional as F\nfrom lib import evaluate, AverageMeter\n\ndef main(model, loader, val_loader, opt):\n    meter = AverageMeter()\n    for x, y in loader:\n        loss = F.cross_entropy(model(x), y)\n        loss.backward()\n        opt.step()\n        meter.update(loss)\n    with torch.no_grad():\n        evaluate(model, val_loader)\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
+    let out = stdout(&o);
+    assert!(!out.contains("lib/evaluation.py"), "{out}");
+    assert!(out.contains("run.py:11:9: ML202"), "{out}");
+    // Without its caller, the evaluation function is reported.
+    let o = memlint(dir.path(), &["check", "lib/evaluation.py", "--format", "concise", "--quiet"]);
+    assert!(stdout(&o).contains("lib/evaluation.py:5:13: ML201"), "{}", stdout(&o));
+}
+
+#[test]
 fn selection_flags() {
     let dir = tree();
     assert_eq!(codes(&memlint(dir.path(), &["check", "src", "--format", "json", "--select", "ML201"])), ["ML201"]);
