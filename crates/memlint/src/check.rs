@@ -90,9 +90,15 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     // phases rather than kept in memory between them.
     let roots: Arc<rustc_hash::FxHashSet<String>> =
         Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
-    let summaries = jobs.par_iter().filter_map(|j| summarize_file(j, &roots)).collect();
-    let index = Arc::new(ProjectIndex::build(summaries));
-    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(|j| check_file(j, &index, &roots)).collect();
+    let phase_one: Vec<Option<memlint_linter::Summarized>> = jobs.par_iter().map(|j| summarize_file(j, &roots)).collect();
+    let skip: Vec<bool> = phase_one.iter().map(|s| s.as_ref().is_some_and(|s| s.nothing_to_report)).collect();
+    let index = Arc::new(ProjectIndex::build(phase_one.into_iter().flatten().map(|s| s.summary).collect()));
+    let mut files: Vec<FileReport> = jobs
+        .par_iter()
+        .zip(skip.par_iter())
+        .filter(|(_, skip)| !**skip)
+        .filter_map(|(j, _)| check_file(j, &index, &roots))
+        .collect();
     files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
     let report = Report { files, files_checked: jobs.len() };
 
@@ -149,7 +155,7 @@ fn read_source(path: &std::path::Path) -> Result<String, String> {
 
 /// The first phase: what the file contributes to the project index
 /// (`None` for a file that cannot be read; the second phase reports it).
-fn summarize_file(job: &Job, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Option<memlint_linter::FileSummary> {
+fn summarize_file(job: &Job, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Option<memlint_linter::Summarized> {
     let path = &job.candidate.path;
     // A notebook is its own program: nothing imports it.
     if is_notebook_path(path) {

@@ -81,10 +81,10 @@ pub struct FileContext {
 
 /// The first phase of a project-wide lint: what one file contributes to
 /// the project index. Runs independently per file (in parallel).
-pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) -> FileSummary {
+pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) -> Summarized {
     use frontend::Frontend;
     let parsed = frontend::PYTHON.parse(source);
-    memlint_semantic::summarize(
+    let summary = memlint_semantic::summarize(
         &parsed.module,
         ContextOptions {
             is_test_file,
@@ -93,7 +93,20 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
             torch_minimum: None,
             project_roots: file.project_roots.clone(),
         },
-    )
+    );
+    // No torch import and no syntax error: the second phase could report
+    // nothing (no rule runs, no ML000), so it can skip the file.
+    let nothing_to_report = !summary.imports_torch && parsed.errors.is_empty();
+    Summarized { summary, nothing_to_report }
+}
+
+/// The first phase's result for one file.
+#[derive(Debug)]
+pub struct Summarized {
+    /// What the file contributes to the index.
+    pub summary: FileSummary,
+    /// The second phase would report nothing for the file.
+    pub nothing_to_report: bool,
 }
 
 /// Lints Python source text on its own (the file is its own project) and
@@ -102,7 +115,7 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
 pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
     let module = ModuleInfo { path: "__main__".to_string(), is_package: false };
     let mut file = FileContext { module, ..FileContext::default() };
-    let summary = summarize_source(source, &file, options.is_test_file);
+    let summary = summarize_source(source, &file, options.is_test_file).summary;
     file.index = Arc::new(ProjectIndex::build(vec![summary]));
     lint_file(source, options, &file)
 }

@@ -178,6 +178,8 @@ pub struct FileSummary {
     pub imports: Vec<(String, String)>,
     /// Qualified names of functions passed to `.apply(...)` (weight init).
     pub applied: Vec<String>,
+    /// The file imports torch: without it no rule has anything to check.
+    pub imports_torch: bool,
 }
 
 /// The joined facts of all files of a run.

@@ -19,7 +19,11 @@ const STEP_ROOTS: &[&str] =
 /// [`crate::ProjectIndex::build`].
 pub fn summarize(module: &Module, options: ContextOptions) -> FileSummary {
     let mut v = SummaryVisitor {
-        summary: FileSummary { module: options.module.clone(), ..FileSummary::default() },
+        summary: FileSummary {
+            module: options.module.clone(),
+            imports_torch: crate::imports_torch(module),
+            ..FileSummary::default()
+        },
         functions: HashMap::default(),
         order: Vec::new(),
         is_test_file: options.is_test_file,
