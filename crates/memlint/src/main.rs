@@ -18,10 +18,6 @@ use memlint_linter::registry::{all_metas, rule_by_code};
 
 use args::{Cli, ColorChoice, Command};
 
-// The walk allocates many small strings and nodes per file on every worker
-// thread; mimalloc's thread-local heaps halve the time glibc's malloc takes.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Exit status for findings at or above the fail level.
 pub(crate) const EXIT_FINDINGS: u8 = 1;
