@@ -1372,11 +1372,14 @@ impl Context {
                 if let Some(model) = frozen_by_loop(target, iter, body) {
                     self.frame_mut().frozen.insert(model);
                 }
+                // Only loops in or under a training loop are asked whether a
+                // name is re-created every iteration (the CFG is built for them).
+                let in_train = kind == LoopKind::Train || self.in_training_loop();
                 let mut frame = LoopFrame {
                     kind,
                     calls_backward,
                     resets: assigned_names(body),
-                    unconditional: unconditional_assigned(body),
+                    unconditional: if in_train { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
                 };
                 let mut targets = Vec::new();
@@ -1392,11 +1395,12 @@ impl Context {
             StmtKind::While { test: _, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
+                let in_train = kind == LoopKind::Train || self.in_training_loop();
                 let frame = LoopFrame {
                     kind,
                     calls_backward,
                     resets: assigned_names(body),
-                    unconditional: unconditional_assigned(body),
+                    unconditional: if in_train { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
                 };
                 self.frame_mut().loops.push(frame);
