@@ -70,7 +70,7 @@ echo "memlint: default rules, project index over the whole tree; ruff: default r
 
 if [ "$SCALING" = "1" ]; then
     echo
-    echo "memlint on copies of $spec (each copy a separate project tree):"
+    echo "memlint on copies of $spec (same module paths: the index joins all copies as one project):"
     printf '%-8s %8s %10s %10s %10s\n' copies files seconds per_1x MiB
     base=""
     for k in 1 2 4; do
