@@ -92,6 +92,7 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
             index: Arc::new(ProjectIndex::empty()),
             torch_minimum: None,
             project_roots: file.project_roots.clone(),
+            summary_only: true,
         },
     );
     // No torch import and no syntax error: the second phase could report
@@ -158,6 +159,7 @@ pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec
             index: file.index.clone(),
             torch_minimum: file.torch_minimum,
             project_roots: file.project_roots.clone(),
+            summary_only: false,
         };
         Context::walk(&parsed.module, cx_options, &mut visitor);
     }

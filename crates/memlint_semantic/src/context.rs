@@ -77,6 +77,10 @@ pub struct ContextOptions {
     /// names outside them are libraries, never looked up in the index.
     /// Empty: every name may be the project's.
     pub project_roots: Arc<HashSet<String>>,
+    /// The walk only summarizes the file for the project index: facts that
+    /// only rules read (views, kept-alive names, per-iteration resets,
+    /// frozen models, backward outside loops) are not computed.
+    pub summary_only: bool,
 }
 
 #[derive(Debug, Default)]
@@ -123,7 +127,6 @@ struct Frame {
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,
-    calls_backward: bool,
     /// Grad disabled by a decorator of the function.
     decorator_no_grad: bool,
     /// Grad disabled/enabled by a bare `torch.set_grad_enabled(...)` call.
@@ -254,7 +257,6 @@ impl Context {
         };
         cx.prescan_module(&module.body);
         if let Some(f) = cx.frames.last_mut() {
-            f.calls_backward = calls_backward(&module.body);
             f.backward_outside_loops = backward_outside_loops(&module.body, None);
             f.kept_alive = kept_alive(&module.body);
         }
@@ -402,11 +404,6 @@ impl Context {
     /// of the current function.
     pub fn in_step_loop(&self) -> bool {
         self.frame().loops.iter().any(|l| matches!(l.kind, LoopKind::Train | LoopKind::Eval))
-    }
-
-    /// How a `for` loop over `iter` with `body` is classified.
-    pub fn loop_kind_of(&self, iter: &Expr, body: &[Stmt]) -> LoopKind {
-        self.classify_loop(iter, body, self.body_calls_backward(body))
     }
 
     /// The lowest torch version the project declares (`None`: undeclared).
@@ -637,12 +634,6 @@ impl Context {
         let f = self.frame();
         !f.unit_test
             && (f.eval_mode || f.eval_named || f.eval_by_flag || f.loops.iter().any(|l| l.kind == LoopKind::Eval))
-    }
-
-    /// Whether the current function (or module top level) calls `backward()`
-    /// or `torch.autograd.grad` anywhere: it is then training code.
-    pub fn function_calls_backward(&self) -> bool {
-        self.frame().calls_backward
     }
 
     /// Whether a `backward()` belongs to the code around the current point,
@@ -1369,17 +1360,20 @@ impl Context {
             StmtKind::For { target, iter, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = self.classify_loop(iter, body, calls_backward);
-                if let Some(model) = frozen_by_loop(target, iter, body) {
-                    self.frame_mut().frozen.insert(model);
+                if !self.options.summary_only {
+                    if let Some(model) = frozen_by_loop(target, iter, body) {
+                        self.frame_mut().frozen.insert(model);
+                    }
                 }
                 // Only loops in or under a training loop are asked whether a
                 // name is re-created every iteration (the CFG is built for them).
                 let in_train = kind == LoopKind::Train || self.in_training_loop();
+                let rules = !self.options.summary_only;
                 let mut frame = LoopFrame {
                     kind,
                     calls_backward,
-                    resets: assigned_names(body),
-                    unconditional: if in_train { unconditional_assigned(body) } else { HashSet::default() },
+                    resets: if rules { assigned_names(body) } else { HashSet::default() },
+                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
                 };
                 let mut targets = Vec::new();
@@ -1396,11 +1390,12 @@ impl Context {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
                 let in_train = kind == LoopKind::Train || self.in_training_loop();
+                let rules = !self.options.summary_only;
                 let frame = LoopFrame {
                     kind,
                     calls_backward,
-                    resets: assigned_names(body),
-                    unconditional: if in_train { unconditional_assigned(body) } else { HashSet::default() },
+                    resets: if rules { assigned_names(body) } else { HashSet::default() },
+                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
                 };
                 self.frame_mut().loops.push(frame);
@@ -1546,7 +1541,6 @@ impl Context {
             && !lightning_hook
             && !module_method
             && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
-        frame.calls_backward = calls_backward(&func.body);
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
             || self.index.only_called_without_grad(&qualname);
         frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
@@ -1555,7 +1549,10 @@ impl Context {
         } else {
             None
         };
-        frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
+        let summary_only = self.options.summary_only;
+        if !summary_only {
+            frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
+        }
         frame.flag_param = flag;
         frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
         // Without an index entry (a nested function), the name still says setup.
@@ -1563,7 +1560,9 @@ impl Context {
             frame.role = Some(Role::Setup);
         }
         frame.qualname = Some(qualname);
-        frame.kept_alive = kept_alive(&func.body);
+        if !summary_only {
+            frame.kept_alive = kept_alive(&func.body);
+        }
         frame.class = self.class_stack.last().cloned();
         for p in &func.params {
             frame.params.insert(p.name.clone());
@@ -1783,7 +1782,11 @@ impl Context {
                     None => (None, false, false),
                 };
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
-                let view = value.and_then(|v| self.view_of(v)).filter(|v| v.base != d);
+                let view = if self.options.summary_only {
+                    None
+                } else {
+                    value.and_then(|v| self.view_of(v)).filter(|v| v.base != d)
+                };
                 let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
                 // Only argument-less calls return a context to enter later
                 // (`ctx = self.get_inference_context()`).

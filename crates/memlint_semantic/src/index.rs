@@ -488,11 +488,6 @@ impl ProjectIndex {
         self.reaches_backward.contains(qualname)
     }
 
-    /// Whether the function is passed to `.apply(...)` somewhere.
-    pub fn is_applied(&self, qualname: &str) -> bool {
-        self.applied.contains(qualname)
-    }
-
     /// Whether the function evaluates when a caller passes `False` to its
     /// train-mode flag parameter.
     pub fn evaluates_by_flag(&self, qualname: &str) -> bool {

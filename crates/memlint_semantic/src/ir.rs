@@ -115,29 +115,6 @@ pub struct Handler {
     pub body: Vec<Stmt>,
 }
 
-impl Handler {
-    /// Whether the clause catches one of the named exception classes (by
-    /// their last dotted segment), or everything (a bare `except:`,
-    /// `Exception`, `BaseException`).
-    pub fn catches_any_of(&self, names: &[&str]) -> bool {
-        let Some(t) = &self.types else { return true };
-        let mut found = false;
-        let mut check = |e: &Expr| {
-            if let Some(d) = e.dotted() {
-                let last = d.rsplit('.').next().unwrap_or(&d);
-                if names.contains(&last) || last == "Exception" || last == "BaseException" {
-                    found = true;
-                }
-            }
-        };
-        match &t.kind {
-            ExprKind::Sequence(items) => items.iter().for_each(&mut check),
-            _ => check(t),
-        }
-        found
-    }
-}
-
 /// Comparison operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {

@@ -216,16 +216,7 @@ fn mentions_grad_off(body: &[Stmt]) -> bool {
 /// it yields inside such a `with`.
 fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
     fn is_off_api(cx: &Context, e: &Expr) -> bool {
-        cx.qualified_name(e).is_some_and(|q| {
-            q.is_any(&[
-                "torch.no_grad",
-                "torch.inference_mode",
-                "torch.autograd.no_grad",
-                "torch.autograd.inference_mode",
-                "torch.autograd.grad_mode.no_grad",
-                "torch.autograd.grad_mode.inference_mode",
-            ])
-        })
+        cx.qualified_name(e).is_some_and(|q| crate::api::GRAD_OFF_APIS.contains(&q.as_str()))
     }
     fn expr_applies(cx: &Context, e: &Expr) -> bool {
         e.any(&mut |x| {
