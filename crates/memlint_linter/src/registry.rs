@@ -145,6 +145,8 @@ static RULES: &[&dyn Rule] = &[
     &rules::eval_without_no_grad::EvalWithoutNoGrad,
     &rules::loss_accumulated_with_graph::LossAccumulatedWithGraph,
     &rules::view_retains_base::ViewRetainsBase,
+    &rules::zero_grad_set_to_none_false::ZeroGradSetToNoneFalse,
+    &rules::empty_cache_in_loop::EmptyCacheInLoop,
     &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
 ];
 

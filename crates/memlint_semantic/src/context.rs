@@ -88,6 +88,9 @@ struct LoopFrame {
     kind: LoopKind,
     /// The body calls `backward()` (itself or through a project helper).
     calls_backward: bool,
+    /// One iteration is one step: an evaluation loop, or a training loop
+    /// whose own body (not only a nested loop) calls `backward()`.
+    direct_step: bool,
     /// Dotted names (re)assigned in the body from a value that does not read
     /// them: they are per-iteration values.
     resets: HashSet<String>,
@@ -192,6 +195,11 @@ pub struct Context {
     /// Depth of branches that run only for another framework
     /// (`if self.framework == "tf":`, the `else` of `== "pt"`).
     non_torch_depth: usize,
+    /// Depth of `if` bodies under an interval guard (`if step % k == 0:`).
+    interval_depth: usize,
+    /// Last segments of the exception types caught by the enclosing
+    /// `except` handlers (`["Exception"]` for a bare `except:`).
+    handlers: Vec<Vec<String>>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -254,6 +262,8 @@ impl Context {
             assign_targets: Vec::new(),
             data_swap: None,
             non_torch_depth: 0,
+            interval_depth: 0,
+            handlers: Vec::new(),
         };
         cx.prescan_module(&module.body);
         if let Some(f) = cx.frames.last_mut() {
@@ -377,6 +387,28 @@ impl Context {
         }
         let Some(class) = &f.class else { return false };
         self.module_classes.contains(class) || self.index.class_is_module(&self.qualify(class)) == Some(true)
+    }
+
+    /// Whether the current point runs once per step: inside (possibly
+    /// nested in) a loop one iteration of which is one training or
+    /// evaluation step, not only in an epoch loop around it.
+    pub fn in_step_iteration(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.direct_step)
+    }
+
+    /// Whether the current point runs only every k-th time: inside the body
+    /// of `if step % k == 0:` (or `(i + 1) % k == 0`, `step % k == k - 1`).
+    pub fn guarded_by_interval(&self) -> bool {
+        self.interval_depth > 0
+    }
+
+    /// Whether the current point is in an `except` handler catching one of
+    /// the named exception classes (by last segment; a bare `except:` and
+    /// `Exception` catch everything).
+    pub fn in_handler_catching(&self, names: &[&str]) -> bool {
+        self.handlers.iter().any(|h| {
+            h.iter().any(|t| names.contains(&t.as_str()) || t == "Exception" || t == "BaseException")
+        })
     }
 
     /// Whether the file is a test module (its code is unit tests and their
@@ -1369,9 +1401,11 @@ impl Context {
                 // name is re-created every iteration (the CFG is built for them).
                 let in_train = kind == LoopKind::Train || self.in_training_loop();
                 let rules = !self.options.summary_only;
+                let direct_step = kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body));
                 let mut frame = LoopFrame {
                     kind,
                     calls_backward,
+                    direct_step,
                     resets: if rules { assigned_names(body) } else { HashSet::default() },
                     unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
@@ -1391,9 +1425,11 @@ impl Context {
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
                 let in_train = kind == LoopKind::Train || self.in_training_loop();
                 let rules = !self.options.summary_only;
+                let direct_step = kind == LoopKind::Train && self.direct_backward(body);
                 let frame = LoopFrame {
                     kind,
                     calls_backward,
+                    direct_step,
                     resets: if rules { assigned_names(body) } else { HashSet::default() },
                     unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
                     backward_roots: backward_roots(body),
@@ -1406,9 +1442,12 @@ impl Context {
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
                 let (body_other, else_other) = framework_branches(test);
+                let interval = usize::from(is_interval_guard(test));
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
+                self.interval_depth += interval;
                 self.walk_body(body, visitor);
+                self.interval_depth -= interval;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
@@ -1421,11 +1460,13 @@ impl Context {
                 for h in handlers {
                     // An `except` handler is a fallback: compatibility code.
                     self.compat_depth += 1;
+                    self.handlers.push(handler_type_names(h));
                     if let Some(n) = &h.name {
                         let name = Expr { span: h.span, kind: ExprKind::Name(n.clone()) };
                         self.bind(&name, None);
                     }
                     self.walk_body(&h.body, visitor);
+                    self.handlers.pop();
                     self.compat_depth -= 1;
                 }
                 self.walk_body(orelse, visitor);
@@ -1614,6 +1655,45 @@ impl Context {
             }
         });
         found
+    }
+
+    /// Whether a loop body calls `backward()` outside its nested loops,
+    /// itself or through a project helper.
+    fn direct_backward(&self, body: &[Stmt]) -> bool {
+        if backward_outside_loops(body, None) {
+            return true;
+        }
+        if self.index.is_empty() {
+            return false;
+        }
+        let mut outside: Vec<&Stmt> = Vec::new();
+        fn collect<'b>(body: &'b [Stmt], out: &mut Vec<&'b Stmt>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class { .. } => {}
+                    _ => {
+                        out.push(s);
+                        for b in s.child_blocks() {
+                            collect(b, out);
+                        }
+                    }
+                }
+            }
+        }
+        collect(body, &mut outside);
+        outside.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(func, _, _)| {
+                        self.project_name(func)
+                            .and_then(|q| self.index.resolve_function(&q))
+                            .is_some_and(|q| self.index.reaches_backward(&q))
+                    })
+                })
+            });
+            found
+        })
     }
 
     fn classify_loop(&self, iter: &Expr, _body: &[Stmt], calls_backward: bool) -> LoopKind {
@@ -2289,5 +2369,28 @@ fn framework_branches(test: &Expr) -> (bool, bool) {
         (true, _, true) | (_, true, false) => (true, false),
         (_, true, true) | (true, _, false) => (false, true),
         _ => (false, false),
+    }
+}
+
+/// `x % k == c` in a condition (`if step % 100 == 0`, `(i + 1) % n == 0`,
+/// `step % k == k - 1`, `not step % k`): the body runs every k-th time.
+fn is_interval_guard(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Compare { left, comparators, .. } => {
+            matches!(&left.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. })
+                || comparators.iter().any(|c| matches!(&c.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }))
+        }
+        ExprKind::Unary(inner) => matches!(&inner.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }),
+        _ => false,
+    })
+}
+
+/// The last segments of the exception types an `except` clause names.
+fn handler_type_names(h: &crate::ir::Handler) -> Vec<String> {
+    let Some(t) = &h.types else { return vec!["BaseException".to_string()] };
+    let one = |e: &Expr| e.dotted().map(|d| d.rsplit('.').next().unwrap_or(&d).to_string());
+    match &t.kind {
+        ExprKind::Sequence(items) => items.iter().filter_map(one).collect(),
+        _ => one(t).into_iter().collect(),
     }
 }

@@ -15,3 +15,7 @@ pub mod inplace_on_leaf;
 pub mod loss_accumulated_with_graph;
 /// ML203 view-retains-base.
 pub mod view_retains_base;
+/// ML204 zero-grad-set-to-none-false.
+pub mod zero_grad_set_to_none_false;
+/// ML205 empty-cache-in-loop.
+pub mod empty_cache_in_loop;

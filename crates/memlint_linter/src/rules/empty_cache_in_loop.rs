@@ -1,0 +1,94 @@
+use memlint_semantic::api::{event_of, Event};
+use memlint_semantic::ir::{Expr, ExprKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags `torch.cuda.empty_cache()` that runs once per training or
+    /// evaluation step: in the body of a loop whose iteration is a step (it
+    /// calls `backward()` itself, or iterates a validation/test loader), also
+    /// nested deeper, or in a step function of the project (a `train_step`, a
+    /// helper the step loop calls). An epoch loop around the step loop is not
+    /// a step: once per epoch is harmless. Not when it only runs in
+    /// an out-of-memory handler (`except torch.cuda.OutOfMemoryError:`,
+    /// `except RuntimeError:`) or under an interval guard
+    /// (`if step % 1000 == 0:`).
+    ///
+    /// ## Why is this bad?
+    /// `empty_cache()` returns the caching allocator's free blocks to the
+    /// driver. The next step needs the same blocks again and has to
+    /// `cudaMalloc` them, a synchronising call, so every step gets slower;
+    /// and it frees nothing that is still referenced, so it does not lower
+    /// the peak either. Memory that other processes need is better left to
+    /// `PYTORCH_CUDA_ALLOC_CONF`, or released once after training.
+    ///
+    /// ## Example
+    /// ```python
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     torch.cuda.empty_cache()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// torch.cuda.empty_cache()  # once, if another process needs the memory
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A loop is a training loop when its body reaches `backward()` (also
+    /// through a project helper) and an evaluation loop when it iterates a
+    /// validation/test loader; `empty_cache()` in a helper is reported only
+    /// when the helper is step code for the project index (dynamic dispatch
+    /// and callers outside the run are not seen). A guard the rule does not
+    /// recognise as an interval (`if time.time() - last > 60:`) is reported.
+    /// Test modules are not checked.
+    ///
+    /// ## References
+    /// - [CUDA memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management)
+    /// - [torch.cuda.empty_cache](https://pytorch.org/docs/stable/generated/torch.cuda.empty_cache.html)
+    pub struct EmptyCacheInLoop {
+        code: "ML205",
+        name: "empty-cache-in-loop",
+        severity: Warning,
+        default: true,
+        languages: [Python],
+    }
+}
+
+impl Rule for EmptyCacheInLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !cx.torch_imported() || cx.in_test_module() {
+            return;
+        }
+        let ExprKind::Call { func, .. } = &expr.kind else { return };
+        let q = cx.qualified_name(func);
+        let q = match q.as_ref().map(|q| q.as_str()) {
+            Some("torch.cuda.memory.empty_cache") => Some("torch.cuda.empty_cache"),
+            other => other,
+        };
+        if event_of(expr, q, None) != Some(Event::EmptyCache) {
+            return;
+        }
+        let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
+        if !in_step || cx.guarded_by_interval() || cx.in_handler_catching(&["OutOfMemoryError", "RuntimeError", "MemoryError"]) {
+            return;
+        }
+        checker.report(
+            Self::META
+                .diagnostic(expr.span, "`torch.cuda.empty_cache()` in the training step makes every next step `cudaMalloc` its blocks again")
+                .with_help("call it once outside the loop (or only in an out-of-memory handler); it frees nothing that is still referenced"),
+        );
+    }
+}
