@@ -197,6 +197,9 @@ pub struct Context {
     non_torch_depth: usize,
     /// Depth of `if` bodies under an interval guard (`if step % k == 0:`).
     interval_depth: usize,
+    /// Depth of `if` bodies under a user option (`if args.empty_cache:`,
+    /// `if self.config.x >= 1:`).
+    option_depth: usize,
     /// Last segments of the exception types caught by the enclosing
     /// `except` handlers (`["Exception"]` for a bare `except:`).
     handlers: Vec<Vec<String>>,
@@ -263,6 +266,7 @@ impl Context {
             data_swap: None,
             non_torch_depth: 0,
             interval_depth: 0,
+            option_depth: 0,
             handlers: Vec::new(),
         };
         cx.prescan_module(&module.body);
@@ -400,6 +404,13 @@ impl Context {
     /// of `if step % k == 0:` (or `(i + 1) % k == 0`, `step % k == k - 1`).
     pub fn guarded_by_interval(&self) -> bool {
         self.interval_depth > 0
+    }
+
+    /// Whether the current point runs only when a user option enables it
+    /// (the body of `if args.empty_unused_memory_level >= 1:`, `if
+    /// self.config.clear_cache:`): a deliberate, configurable choice.
+    pub fn guarded_by_option(&self) -> bool {
+        self.option_depth > 0
     }
 
     /// Whether the current point is in an `except` handler catching one of
@@ -1443,11 +1454,14 @@ impl Context {
                 let guard = usize::from(self.is_version_guard(test));
                 let (body_other, else_other) = framework_branches(test);
                 let interval = usize::from(is_interval_guard(test));
+                let option = usize::from(is_option_guard(test));
+                self.option_depth += option;
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
                 self.interval_depth += interval;
                 self.walk_body(body, visitor);
                 self.interval_depth -= interval;
+                self.option_depth -= option;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
@@ -2393,4 +2407,18 @@ fn handler_type_names(h: &crate::ir::Handler) -> Vec<String> {
         ExprKind::Sequence(items) => items.iter().filter_map(one).collect(),
         _ => one(t).into_iter().collect(),
     }
+}
+
+/// A condition that reads a configuration object's attribute (`args.x`,
+/// `cfg.x`, `config.x`, `opt.x`, `hparams.x`, `self.args.x`, `self.config.x`).
+fn is_option_guard(test: &Expr) -> bool {
+    const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Attribute { value, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args")
+        }
+        _ => false,
+    })
 }

@@ -12,8 +12,10 @@ declare_rule! {
     /// helper the step loop calls). An epoch loop around the step loop is not
     /// a step: once per epoch is harmless. Not when it only runs in
     /// an out-of-memory handler (`except torch.cuda.OutOfMemoryError:`,
-    /// `except RuntimeError:`) or under an interval guard
-    /// (`if step % 1000 == 0:`).
+    /// `except RuntimeError:`), under an interval guard
+    /// (`if step % 1000 == 0:`), or under a user option
+    /// (`if args.empty_unused_memory_level >= 1:`): a deliberate choice the
+    /// user turns on.
     ///
     /// ## Why is this bad?
     /// `empty_cache()` returns the caching allocator's free blocks to the
@@ -82,7 +84,11 @@ impl Rule for EmptyCacheInLoop {
             return;
         }
         let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
-        if !in_step || cx.guarded_by_interval() || cx.in_handler_catching(&["OutOfMemoryError", "RuntimeError", "MemoryError"]) {
+        if !in_step
+            || cx.guarded_by_interval()
+            || cx.guarded_by_option()
+            || cx.in_handler_catching(&["OutOfMemoryError", "RuntimeError", "MemoryError"])
+        {
             return;
         }
         checker.report(
