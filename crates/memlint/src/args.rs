@@ -23,6 +23,11 @@ pub enum Command {
     ///
     /// Exit status: 0 when nothing at or above the fail level was found,
     /// 1 when something was, 2 on a usage or configuration error.
+    ///
+    /// With `--fix`, the fixes are applied in place and the findings that
+    /// remain are reported; with `--diff`, the fixes are printed as a unified
+    /// diff, nothing is written, and the exit status is 1 when there is
+    /// something to fix.
     Check(CheckArgs),
     /// Print the documentation of one rule (by code or name, e.g. ML201).
     Rule {
@@ -39,8 +44,20 @@ pub enum OutputFormat {
     Full,
     /// One line per finding.
     Concise,
+    /// Findings grouped under each file's path.
+    Grouped,
     /// The machine-readable contract (schema_version 1).
     Json,
+    /// One JSON object per finding per line (the `json` format's diagnostics).
+    JsonLines,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions annotations (`::warning file=...::message`).
+    Github,
+    /// GitLab Code Quality report (JSON).
+    Gitlab,
+    /// JUnit XML: one test case per checked file.
+    Junit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,4 +109,24 @@ pub struct CheckArgs {
     /// When to use colour in the full format.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Write the output to PATH instead of stdout (atomically: a reader
+    /// never sees a half-written file).
+    #[arg(long, short, value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+    /// Report only findings that are not in this baseline file (written by `--write-baseline`).
+    #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Record the current findings in FILE, print nothing else and exit 0;
+    /// later runs with `--baseline FILE` report only new findings.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fix", "diff"])]
+    pub write_baseline: Option<PathBuf>,
+    /// Apply the safe fixes in place, then report what remains.
+    #[arg(long, conflicts_with = "diff")]
+    pub fix: bool,
+    /// With `--fix` or `--diff`, also apply the unsafe fixes (they may change behaviour: review them).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print the fixes as a unified diff and write nothing (exit 1 when there is something to fix).
+    #[arg(long)]
+    pub diff: bool,
 }

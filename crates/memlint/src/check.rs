@@ -1,17 +1,23 @@
 //! `memlint check`.
 
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
+use memlint_diagnostics::fix::FixMode;
+use memlint_diagnostics::render::{
+    ConciseRenderer, FullRenderer, GithubRenderer, GitlabRenderer, GroupedRenderer, JsonLinesRenderer, JsonRenderer,
+    JunitRenderer, Renderer, SarifRenderer,
+};
 use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
 use memlint_linter::{is_test_path, lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
 use rayon::prelude::*;
 
 use crate::args::{CheckArgs, FailOn, OutputFormat};
+use crate::baseline::{self, Baseline};
+use crate::fix::{fix_text, FileFix};
 use crate::config::{Config, Discovery};
 use crate::walk::{collect, Candidate};
 
@@ -25,7 +31,13 @@ struct Job {
     rules: RuleSet,
 }
 
-pub fn run(args: &CheckArgs) -> Result<u8> {
+/// The checked files and their rules, after configuration discovery.
+struct Plan {
+    jobs: Vec<Job>,
+    fail_on: Severity,
+}
+
+fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     let cli_select = match &args.select {
         Some(s) => Some(parse_selectors("--select", s)?),
         None => None,
@@ -33,7 +45,6 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let cli_ignore = parse_selectors("--ignore", &args.ignore)?;
     let cli_extend = parse_selectors("--extend-select", &args.extend_select)?;
 
-    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let discovery = Discovery::default();
     let candidates = collect(&args.paths)?;
 
@@ -43,7 +54,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let mut jobs = Vec::with_capacity(candidates.len());
     for c in candidates {
         let abs = cwd.join(&c.path);
-        let dir = abs.parent().unwrap_or(&cwd);
+        let dir = abs.parent().unwrap_or(cwd);
         let config = discovery.for_dir(dir)?;
         if let Some(cfg) = &config {
             if !c.explicit && cfg.is_excluded(&abs) {
@@ -68,26 +79,194 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         Some(FailOn::Info) => Severity::Info,
         None => {
             // The configuration that applies to the first path decides.
-            let first = args.paths.first().map(|p| cwd.join(p)).unwrap_or_else(|| cwd.clone());
-            let dir = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(&cwd) };
+            let first = args.paths.first().map(|p| cwd.join(p)).unwrap_or_else(|| cwd.to_path_buf());
+            let dir = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(cwd) };
             discovery.for_dir(dir)?.and_then(|c| c.fail_on).unwrap_or(Severity::Warning)
         }
     };
+    Ok(Plan { jobs, fail_on })
+}
 
-    let mut files: Vec<FileReport> = jobs.par_iter().filter_map(check_file).collect();
-    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
-    let report = Report { files, files_checked: jobs.len() };
+/// Where the rendered output goes.
+fn emit(args: &CheckArgs, bytes: &[u8]) -> Result<()> {
+    match &args.output_file {
+        Some(path) => crate::fsutil::write_atomic(path, bytes),
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
 
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let renderer: Box<dyn Renderer> = match args.format {
-        OutputFormat::Full => Box::new(FullRenderer { color: crate::use_color(args.color), quiet: args.quiet }),
+fn renderer(args: &CheckArgs, jobs: &[Job]) -> Box<dyn Renderer> {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    match args.format {
+        OutputFormat::Full => Box::new(FullRenderer {
+            // A file gets colour only when asked for explicitly.
+            color: match (&args.output_file, args.color) {
+                (None, choice) => crate::use_color(choice),
+                (Some(_), choice) => choice == crate::args::ColorChoice::Always,
+            },
+            quiet: args.quiet,
+        }),
         OutputFormat::Concise => Box::new(ConciseRenderer { quiet: args.quiet }),
-        OutputFormat::Json => Box::new(JsonRenderer { tool_version: env!("CARGO_PKG_VERSION").to_string() }),
-    };
-    renderer.render(&report, &mut out)?;
-    out.flush()?;
+        OutputFormat::Grouped => Box::new(GroupedRenderer { quiet: args.quiet }),
+        OutputFormat::Json => Box::new(JsonRenderer { tool_version: version }),
+        OutputFormat::JsonLines => Box::new(JsonLinesRenderer),
+        OutputFormat::Sarif => Box::new(SarifRenderer {
+            tool_version: version,
+            information_uri: env!("CARGO_PKG_REPOSITORY").to_string(),
+            rules: crate::rule_infos(),
+        }),
+        OutputFormat::Github => Box::new(GithubRenderer),
+        OutputFormat::Gitlab => Box::new(GitlabRenderer),
+        OutputFormat::Junit => Box::new(JunitRenderer {
+            checked_paths: jobs.iter().map(|j| j.candidate.path.display().to_string()).collect(),
+        }),
+    }
+}
 
+pub fn run(args: &CheckArgs) -> Result<u8> {
+    if args.unsafe_fixes && !args.fix && !args.diff {
+        anyhow::bail!("`--unsafe-fixes` needs `--fix` or `--diff`");
+    }
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let Plan { jobs, fail_on } = plan(args, &cwd)?;
+    // A bad baseline stops the run before anything is checked or written.
+    let mut baseline = match &args.baseline {
+        Some(p) => Some(Baseline::load(&cwd, p)?),
+        None => None,
+    };
+
+    let mode = if args.unsafe_fixes { FixMode::Unsafe } else { FixMode::Safe };
+    let fixing = args.fix || args.diff;
+    let checked: Vec<Checked> = jobs.par_iter().filter_map(|j| check_file(j, fixing.then_some(mode))).collect();
+
+    if fixing {
+        return finish_fixes(args, &jobs, checked, baseline.as_mut(), fail_on, &cwd);
+    }
+
+    let mut files: Vec<FileReport> = checked.into_iter().map(|c| c.report).collect();
+    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
+
+    if let Some(path) = &args.write_baseline {
+        let n = baseline::write(&cwd, path, &files)?;
+        eprintln!("memlint: wrote {} to {}", plural(n, "finding"), path.display());
+        return Ok(0);
+    }
+    if let (Some(b), Some(path)) = (baseline.as_mut(), &args.baseline) {
+        let hidden = b.filter(&cwd, &mut files);
+        note_baseline(args, b, hidden, path);
+    }
+
+    let report = Report { files, files_checked: jobs.len() };
+    let mut buf = Vec::new();
+    renderer(args, &jobs).render(&report, &mut buf)?;
+    emit(args, &buf)?;
+
+    let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
+    Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+fn note_baseline(args: &CheckArgs, b: &Baseline, hidden: usize, path: &Path) {
+    if args.quiet {
+        return;
+    }
+    if hidden > 0 {
+        eprintln!("memlint: {} in the baseline {} not shown", plural(hidden, "finding"), path.display());
+    }
+    let gone = b.unmatched();
+    if gone > 0 {
+        eprintln!(
+            "memlint: {} of the baseline no longer found (re-write it with --write-baseline to drop them)",
+            plural(gone, "finding")
+        );
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `--fix` and `--diff`: write (or print) the fixed files, then report what remains.
+fn finish_fixes(
+    args: &CheckArgs,
+    jobs: &[Job],
+    mut checked: Vec<Checked>,
+    baseline: Option<&mut Baseline>,
+    fail_on: Severity,
+    cwd: &Path,
+) -> Result<u8> {
+    checked.sort_by(|a, b| a.report.file.path().cmp(b.report.file.path()));
+    let mut fixed_total = 0;
+    let mut fixed_files = 0;
+    let mut refused_total = 0;
+    let mut diff = String::new();
+    let mut files = Vec::new();
+    for c in checked {
+        let path = c.report.file.path().to_string();
+        for r in &c.fix.as_ref().map(|f| f.refused.clone()).unwrap_or_default() {
+            eprintln!("memlint: {path}:{}: {} fix not applied: {}", r.line, r.code, r.reason);
+            refused_total += 1;
+        }
+        let Some(fix) = c.fix else {
+            if !c.report.diagnostics.is_empty() {
+                files.push(c.report);
+            }
+            continue;
+        };
+        if fix.fixed > 0 && fix.text != c.report.file.text() {
+            fixed_total += fix.fixed;
+            fixed_files += 1;
+            if args.diff {
+                let text_diff = similar::TextDiff::from_lines(c.report.file.text(), fix.text.as_str());
+                let display = memlint_diagnostics::fingerprint::normalize_path(&path);
+                diff.push_str(
+                    &text_diff.unified_diff().context_radius(3).header(&format!("a/{display}"), &format!("b/{display}")).to_string(),
+                );
+            } else {
+                let mut bytes = Vec::with_capacity(fix.text.len() + 3);
+                if c.bom {
+                    bytes.extend_from_slice("\u{feff}".as_bytes());
+                }
+                bytes.extend_from_slice(fix.text.as_bytes());
+                crate::fsutil::write_atomic(Path::new(&path), &bytes)?;
+            }
+        }
+        if !fix.remaining.is_empty() {
+            files.push(FileReport { file: Arc::new(SourceFile::new(path, fix.text)), diagnostics: fix.remaining });
+        }
+    }
+    if args.diff {
+        emit(args, diff.as_bytes())?;
+        if !args.quiet {
+            eprintln!("memlint: would fix {} in {}", plural(fixed_total, "finding"), plural(fixed_files, "file"));
+        }
+        let code = if fixed_total > 0 || refused_total > 0 { crate::EXIT_FINDINGS } else { 0 };
+        return Ok(if args.exit_zero { 0 } else { code });
+    }
+    if let (Some(b), Some(path)) = (baseline, &args.baseline) {
+        let hidden = b.filter(cwd, &mut files);
+        note_baseline(args, b, hidden, path);
+    }
+    let report = Report { files, files_checked: jobs.len() };
+    let mut buf = Vec::new();
+    renderer(args, jobs).render(&report, &mut buf)?;
+    emit(args, &buf)?;
+    if !args.quiet {
+        eprintln!(
+            "memlint: fixed {} in {}, {} remaining",
+            plural(fixed_total, "finding"),
+            plural(fixed_files, "file"),
+            report.len()
+        );
+    }
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
 }
@@ -106,35 +285,50 @@ fn selection(config: Option<&Config>, cli_select: Option<&[Selector]>, cli_exten
     base.refine(cli_extend, cli_ignore)
 }
 
-/// Why a file's bytes cannot be checked as source text.
-fn decode(bytes: Vec<u8>) -> Result<String, String> {
+/// The text of a file's bytes and whether it started with a UTF-8 BOM, or
+/// why it cannot be checked as source text.
+fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes)".to_string());
     }
     match String::from_utf8(bytes) {
         Ok(mut s) => {
-            if s.starts_with('\u{feff}') {
+            let bom = s.starts_with('\u{feff}');
+            if bom {
                 s.drain(..3);
             }
-            Ok(s)
+            Ok((s, bom))
         }
         Err(e) => Err(format!("not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())),
     }
 }
 
-/// Checks one file; `None` when it has no diagnostics (its text is then
-/// dropped without indexing its lines).
-fn check_file(job: &Job) -> Option<FileReport> {
+/// One checked file.
+struct Checked {
+    report: FileReport,
+    bom: bool,
+    /// With `--fix`/`--diff`: the fixed text and what remains.
+    fix: Option<FileFix>,
+}
+
+/// Checks one file (and fixes it in memory when `fix` is given); `None`
+/// when it has no diagnostics (its text is then dropped without indexing
+/// its lines).
+fn check_file(job: &Job, fix: Option<FixMode>) -> Option<Checked> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
     let text = std::fs::read(path)
         .map_err(|e| format!("cannot read file: {e}"))
         .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")));
-    let (text, diagnostics) = match text {
-        Ok(text) => {
+    let (text, bom, diagnostics, fixed) = match text {
+        Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let diagnostics = lint_source(&text, &options);
-            (text, diagnostics)
+            let fixed = match fix {
+                Some(mode) if !diagnostics.is_empty() => Some(fix_text(&text, diagnostics.clone(), &options, mode)),
+                _ => None,
+            };
+            (text, bom, diagnostics, fixed)
         }
         Err(reason) => {
             let mut diagnostics = Vec::new();
@@ -145,8 +339,12 @@ fn check_file(job: &Job) -> Option<FileReport> {
                         .with_help("make the file readable UTF-8 text, or exclude it in the configuration"),
                 );
             }
-            (String::new(), diagnostics)
+            (String::new(), false, diagnostics, None)
         }
     };
-    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics })
+    (!diagnostics.is_empty()).then(|| Checked {
+        report: FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics },
+        bom,
+        fix: fixed,
+    })
 }

@@ -3,8 +3,11 @@
 //! lives in `memlint_linter`.
 
 mod args;
+mod baseline;
 mod check;
 mod config;
+mod fix;
+mod fsutil;
 mod walk;
 
 use std::io::{self, IsTerminal, Write};
@@ -40,6 +43,28 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// The documentation page of a rule.
+pub(crate) fn rule_uri(code: &str) -> String {
+    format!("{}/blob/main/docs/rules/{code}.md", env!("CARGO_PKG_REPOSITORY"))
+}
+
+/// Every rule as machine formats describe it.
+pub(crate) fn rule_infos() -> Vec<memlint_diagnostics::RuleInfo> {
+    all_metas()
+        .into_iter()
+        .map(|m| {
+            memlint_diagnostics::RuleInfo::from_doc(
+                m.code,
+                m.name,
+                m.severity,
+                m.default_enabled,
+                &rule_doc(m),
+                rule_uri(m.code),
+            )
+        })
+        .collect()
 }
 
 /// Whether to colour output written to stdout.

@@ -25,7 +25,7 @@ fn location(file: &SourceFile, start: u32, end: u32) -> (usize, usize, usize, us
     (l, c, el, ec)
 }
 
-fn diagnostic_json(file: &SourceFile, d: &Diagnostic) -> Value {
+pub(crate) fn diagnostic_json(file: &SourceFile, d: &Diagnostic) -> Value {
     let (line, column, end_line, end_column) = location(file, d.span.start, d.span.end);
     let fix = d.fix.as_ref().map(|f| {
         let edits: Vec<Value> = f
