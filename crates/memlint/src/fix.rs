@@ -113,3 +113,41 @@ pub fn fix_text(text: &str, diagnostics: Vec<Diagnostic>, options: &LintOptions,
     }
     FileFix { text: current, fixed, remaining: diagnostics, refused }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memlint_diagnostics::{Applicability, Edit, Fix, Severity, Span};
+
+    fn synthetic(span: (u32, u32), content: &str, applicability: Applicability) -> Diagnostic {
+        Diagnostic::new("ML202", "loss-accumulated-with-graph", Severity::Warning, Span::new(span.0, span.1), "m").with_fix(
+            Fix { applicability, message: "m".into(), edits: vec![Edit { span: Span::new(span.0, span.1), content: content.into() }] },
+        )
+    }
+
+    fn options() -> LintOptions {
+        LintOptions { rules: RuleSet::defaults(), is_test_file: false }
+    }
+
+    #[test]
+    fn a_fix_that_breaks_the_syntax_is_refused_and_the_others_kept() {
+        let text = "total = 0\ntotal += loss\nx = y.data\n";
+        let good = synthetic((19, 23), "loss.item()", Applicability::Unsafe);
+        let bad = synthetic((30, 34), "detach(", Applicability::Unsafe);
+        let r = fix_text(text, vec![good, bad], &options(), FixMode::Unsafe);
+        assert_eq!(r.text, "total = 0\ntotal += loss.item()\nx = y.data\n");
+        assert_eq!(r.fixed, 1);
+        assert_eq!(r.refused.len(), 1);
+        assert_eq!((r.refused[0].line, r.refused[0].reason.as_str()), (3, "the fixed file would not parse"));
+    }
+
+    #[test]
+    fn unsafe_fixes_only_in_unsafe_mode() {
+        let text = "total = 0\ntotal += loss\n";
+        let d = synthetic((19, 23), "loss.item()", Applicability::Unsafe);
+        let r = fix_text(text, vec![d.clone()], &options(), FixMode::Safe);
+        assert_eq!((r.text.as_str(), r.fixed), (text, 0));
+        let r = fix_text(text, vec![d], &options(), FixMode::Unsafe);
+        assert_eq!(r.text, "total = 0\ntotal += loss.item()\n");
+    }
+}
