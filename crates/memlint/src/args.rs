@@ -36,6 +36,11 @@ pub enum Command {
     },
     /// List every rule: code, name, severity, whether it is on by default, languages.
     Rules,
+    /// Run the language server over stdio (diagnostics as you type, fixes as code actions).
+    ///
+    /// Editors start it as `memlint server`; see docs/editors.md. Each file is
+    /// checked with the configuration discovered for its path.
+    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -85,6 +90,10 @@ pub struct CheckArgs {
     /// Files or directories to check.
     #[arg(default_value = ".")]
     pub paths: Vec<PathBuf>,
+    /// Apply the configuration's `exclude` to files named on the command line too
+    /// (for pre-commit and editors, which pass every file explicitly).
+    #[arg(long)]
+    pub force_exclude: bool,
     /// Rules to enable instead of the defaults: codes, prefixes (ML2), names or ALL. Comma-separated or repeated.
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     pub select: Option<Vec<String>>,

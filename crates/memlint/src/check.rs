@@ -57,7 +57,7 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
         let dir = abs.parent().unwrap_or(cwd);
         let config = discovery.for_dir(dir)?;
         if let Some(cfg) = &config {
-            if !c.explicit && cfg.is_excluded(&abs) {
+            if (!c.explicit || args.force_exclude) && cfg.is_excluded(&abs) {
                 continue;
             }
         }
@@ -269,6 +269,23 @@ fn finish_fixes(
     }
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// The rules for one file (absolute path) from its configuration, and
+/// whether the configuration excludes it; used by the language server.
+pub fn rules_for(path: &Path) -> Result<(RuleSet, bool)> {
+    let dir = path.parent().unwrap_or(path);
+    let config = Discovery::default().for_dir(dir)?;
+    let base = selection(config.as_deref(), None, &[], &[]);
+    Ok(match &config {
+        Some(cfg) => (base.without(&cfg.ignores_for(path)), cfg.is_excluded(path)),
+        None => (base, false),
+    })
+}
+
+/// The rules for a document with no path (an unsaved buffer): the defaults.
+pub fn rules_for_unsaved() -> RuleSet {
+    RuleSet::defaults()
 }
 
 /// The file's rules: the configuration's selection, then the command line's

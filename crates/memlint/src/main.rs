@@ -8,6 +8,7 @@ mod check;
 mod config;
 mod fix;
 mod fsutil;
+mod server;
 mod walk;
 
 use std::io::{self, IsTerminal, Write};
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Rule { code } => print_rule(&code),
         Command::Rules => print_rules(),
+        Command::Server => server::run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
