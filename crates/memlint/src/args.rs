@@ -22,7 +22,8 @@ pub enum Command {
     /// or `[tool.memlint]` in `pyproject.toml` above each file; flags override it.
     ///
     /// Exit status: 0 when nothing at or above the fail level was found,
-    /// 1 when something was, 2 on a usage or configuration error.
+    /// 1 when something was, 2 on a usage error or a bad configuration or
+    /// baseline file (the message names the file).
     ///
     /// With `--fix`, the fixes are applied in place and the findings that
     /// remain are reported; with `--diff`, the fixes are printed as a unified
@@ -90,10 +91,6 @@ pub struct CheckArgs {
     /// Files or directories to check.
     #[arg(default_value = ".")]
     pub paths: Vec<PathBuf>,
-    /// Apply the configuration's `exclude` to files named on the command line too
-    /// (for pre-commit and editors, which pass every file explicitly).
-    #[arg(long)]
-    pub force_exclude: bool,
     /// Rules to enable instead of the defaults: codes, prefixes (ML2), names or ALL. Comma-separated or repeated.
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     pub select: Option<Vec<String>>,
@@ -138,4 +135,8 @@ pub struct CheckArgs {
     /// Print the fixes as a unified diff and write nothing (exit 1 when there is something to fix).
     #[arg(long)]
     pub diff: bool,
+    /// Apply the configuration's `exclude` to files named on the command line too
+    /// (for pre-commit and editors, which pass every file explicitly).
+    #[arg(long)]
+    pub force_exclude: bool,
 }

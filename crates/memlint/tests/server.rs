@@ -213,6 +213,15 @@ fn lsp_session_over_stdio() {
     c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
     assert!(c.diagnostics(&uri, Some(8)).is_empty());
 
+    // A broken configuration is shown to the user, naming the file.
+    common::write(dir.path(), "pkg/memlint.toml", "select = [\"ML977\"]\n");
+    c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
+    let shown = c.wait_for(|m| m["method"] == "window/showMessage");
+    let text = shown["params"]["message"].as_str().unwrap_or("");
+    assert!(text.contains("memlint.toml") && text.contains("ML977"), "{shown}");
+    assert_eq!(shown["params"]["type"], 1, "an error message");
+    common::write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
+
     // An unknown request is an error response, not a crash.
     let resp = c.request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}));
     assert_eq!(resp["error"]["code"], -32601);
