@@ -11,7 +11,7 @@ use memlint_diagnostics::render::{
     ConciseRenderer, FullRenderer, GithubRenderer, GitlabRenderer, GroupedRenderer, JsonLinesRenderer, JsonRenderer,
     JunitRenderer, Renderer, SarifRenderer,
 };
-use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
+use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFile, Span};
 use memlint_linter::{is_test_path, lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
 use rayon::prelude::*;
 
@@ -164,10 +164,30 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let report = Report { files, files_checked: jobs.len() };
     let mut buf = Vec::new();
     renderer(args, &jobs).render(&report, &mut buf)?;
+    if let Some(hint) = fix_hint(args, &report) {
+        buf.extend_from_slice(hint.as_bytes());
+    }
     emit(args, &buf)?;
 
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// For the human formats: how many findings `--fix` (and `--unsafe-fixes`) would fix.
+fn fix_hint(args: &CheckArgs, report: &Report) -> Option<String> {
+    if args.quiet || !matches!(args.format, OutputFormat::Full | OutputFormat::Concise | OutputFormat::Grouped) {
+        return None;
+    }
+    let count = |a: Applicability| report.diagnostics().filter(|(_, d)| d.fix.as_ref().is_some_and(|f| f.applicability == a)).count();
+    let (safe, unsafe_) = (count(Applicability::Safe), count(Applicability::Unsafe));
+    match (safe, unsafe_) {
+        (0, 0) => None,
+        (s, 0) => Some(format!("{s} fixable with `memlint check --fix`\n")),
+        (0, u) => Some(format!("{u} fixable with `memlint check --fix --unsafe-fixes` (review them: they may change behaviour)\n")),
+        (s, u) => Some(format!(
+            "{s} fixable with `memlint check --fix`, {u} more with `--unsafe-fixes` (review them: they may change behaviour)\n"
+        )),
+    }
 }
 
 fn note_baseline(args: &CheckArgs, b: &Baseline, hidden: usize, path: &Path) {

@@ -81,6 +81,21 @@ fn fix_keeps_crlf_permissions_bom_and_symlinks() {
 }
 
 #[test]
+fn human_formats_say_how_many_findings_are_fixable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_fixture(dir.path(), "ml401_amp.py");
+    write(dir.path(), "train.py", TRAIN);
+    for format in ["full", "concise", "grouped"] {
+        let o = memlint(dir.path(), &["check", ".", "--format", format]);
+        assert!(stdout(&o).ends_with("5 fixable with `memlint check --fix`\n"), "{format}: {}", stdout(&o));
+    }
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
+    assert!(!stdout(&o).contains("fixable"));
+    let o = memlint(dir.path(), &["check", "train.py"]);
+    assert!(!stdout(&o).contains("fixable"), "no fixes, no hint");
+}
+
+#[test]
 fn diff_prints_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let original = copy_fixture(dir.path(), "ml401_amp.py");
