@@ -252,17 +252,13 @@ impl Server<'_> {
         let _ = self.jobs.send(Job { uri, version: doc.version, text: doc.text });
     }
 
-    /// The current document's lint: the worker's when it is of this
-    /// version, otherwise linted here.
+    /// The worker's lint of the document's current version. None while that
+    /// version is still being linted: the main loop never lints itself, and
+    /// clients ask for code actions again once the diagnostics arrive.
     fn linted(&self, uri: &Uri) -> Option<Linted> {
         let doc = self.documents.get(uri.as_str())?;
-        if let Some(l) = self.shared.linted.lock().ok().and_then(|m| m.get(uri.as_str()).cloned()) {
-            if l.version == doc.version {
-                return Some(l);
-            }
-        }
-        let diagnostics = lint_document(uri, &doc.text).ok()?;
-        Some(Linted { version: doc.version, text: doc.text.clone(), diagnostics: Arc::new(diagnostics) })
+        let linted = self.shared.linted.lock().ok()?.get(uri.as_str()).cloned()?;
+        (linted.version == doc.version).then_some(linted)
     }
 
     fn code_actions(&self, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
@@ -17,6 +19,8 @@ struct Client {
     child: Child,
     stdin: ChildStdin,
     messages: Receiver<Value>,
+    /// Messages received but not yet asked for, in arrival order.
+    backlog: RefCell<VecDeque<Value>>,
     next_id: i64,
 }
 
@@ -61,7 +65,7 @@ impl Client {
                 }
             }
         });
-        Client { child, stdin, messages, next_id: 1 }
+        Client { child, stdin, messages, backlog: RefCell::new(VecDeque::new()), next_id: 1 }
     }
 
     fn send(&mut self, v: Value) {
@@ -81,16 +85,31 @@ impl Client {
         self.wait_for(|m| m["id"] == id && m.get("method").is_none())
     }
 
-    /// The first message matching `pred` (others are dropped).
+    /// The next message, from the backlog first.
+    fn next(&self, deadline: Instant) -> Value {
+        if let Some(m) = self.backlog.borrow_mut().pop_front() {
+            return m;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.messages.recv_timeout(left).expect("the server answers in time")
+    }
+
+    /// The first message matching `pred`; the others stay in the backlog, in order.
     fn wait_for(&self, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.messages.recv_timeout(left).expect("the server answers in time");
+        let mut skipped = Vec::new();
+        let found = loop {
+            let m = self.next(deadline);
             if pred(&m) {
-                return m;
+                break m;
             }
+            skipped.push(m);
+        };
+        let mut backlog = self.backlog.borrow_mut();
+        for m in skipped.into_iter().rev() {
+            backlog.push_front(m);
         }
+        found
     }
 
     /// The next publishDiagnostics for `uri` with `version`.
@@ -110,8 +129,7 @@ impl Client {
         let mut seen = Vec::new();
         let deadline = Instant::now() + TIMEOUT;
         while seen.last() != Some(&version) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.messages.recv_timeout(left).expect("the server answers in time");
+            let m = self.next(deadline);
             if m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri {
                 seen.push(m["params"]["version"].as_i64().unwrap_or(-1));
             }
