@@ -14,9 +14,11 @@ demo:
 
 ## Run the whole test suite (and check that the generated rule docs are fresh),
 ## then the wheel test: build the memlint wheel, install it into a fresh venv, run it.
+## (The wheel test is #[ignore]d for plain `cargo test`; it is selected here by
+## name over the same workspace build, so nothing is compiled twice.)
 test:
-	. scripts/torch-env.sh && cargo xtask generate --check && cargo test --workspace
-	cargo test -p memlint --test wheel -- --ignored
+	. scripts/torch-env.sh && cargo xtask generate --check && cargo test --workspace \
+		&& cargo test --workspace -- --ignored --exact wheel_installs_into_a_fresh_venv_and_checks_a_fixture
 
 ## Build the memlint wheel into target/wheels (maturin from PyPI into target/wheel-test/tools).
 wheel:
