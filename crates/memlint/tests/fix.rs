@@ -108,6 +108,16 @@ fn diff_prints_and_writes_nothing() {
     assert_eq!(std::fs::read_to_string(dir.path().join("ml401_amp.py")).expect("read"), original, "nothing written");
     insta::assert_snapshot!("ml401_amp_diff", diff);
 
+    // The diff applies with `git apply` and gives what --fix writes.
+    std::fs::write(dir.path().join("fix.diff"), &diff).expect("write diff");
+    let applied = std::process::Command::new("git").args(["apply", "fix.diff"]).current_dir(dir.path()).output().expect("git apply runs");
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let via_diff = std::fs::read_to_string(dir.path().join("ml401_amp.py")).expect("read");
+    write(dir.path(), "ml401_amp.py", &original);
+    memlint(dir.path(), &["check", "ml401_amp.py", "--fix"]);
+    assert_eq!(via_diff, std::fs::read_to_string(dir.path().join("ml401_amp.py")).expect("read"));
+    write(dir.path(), "ml401_amp.py", &original);
+
     write(dir.path(), "train.py", TRAIN);
     let o = memlint(dir.path(), &["check", "train.py", "--diff"]);
     assert_eq!(o.status.code(), Some(0), "findings without fixes: nothing to fix");
