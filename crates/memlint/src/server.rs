@@ -137,7 +137,7 @@ fn capabilities(encoding: Encoding) -> ServerCapabilities {
         }),
         text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
             open_close: Some(true),
-            change: Some(TextDocumentSyncKind::FULL),
+            change: Some(TextDocumentSyncKind::INCREMENTAL),
             save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(false) })),
             ..Default::default()
         })),
@@ -206,11 +206,23 @@ impl Server<'_> {
                 }
             }
             DidChangeTextDocument::METHOD => {
-                if let Ok(mut p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
-                    // Full sync: the last change holds the whole text.
-                    if let Some(change) = p.content_changes.pop() {
-                        self.update(p.text_document.uri, p.text_document.version, change.text);
+                if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
+                    // Incremental sync: each change replaces a range (or, without
+                    // one, the whole text), in order.
+                    let Some(doc) = self.documents.get(p.text_document.uri.as_str()) else { return Ok(()) };
+                    let mut text = doc.text.as_str().to_string();
+                    for change in p.content_changes {
+                        match change.range {
+                            Some(r) => {
+                                let index = LineIndex::new(&text);
+                                let start = offset(&text, &index, r.start, self.encoding);
+                                let end = offset(&text, &index, r.end, self.encoding).max(start);
+                                text.replace_range(start..end, &change.text);
+                            }
+                            None => text = change.text,
+                        }
                     }
+                    self.update(p.text_document.uri, p.text_document.version, text);
                 }
             }
             DidSaveTextDocument::METHOD => {
@@ -440,6 +452,31 @@ fn position(text: &str, index: &LineIndex, offset: u32, encoding: Encoding) -> P
     Position { line: u32::try_from(line).unwrap_or(u32::MAX), character: u32::try_from(character).unwrap_or(u32::MAX) }
 }
 
+/// The byte offset of a position (clamped to the line and the text, and
+/// to a character boundary).
+fn offset(text: &str, index: &LineIndex, pos: Position, encoding: Encoding) -> usize {
+    let line = pos.line as usize;
+    let (start, end) = index.line_range(line, text);
+    if line > index.line_of(u32::try_from(text.len()).unwrap_or(u32::MAX)) {
+        return text.len();
+    }
+    let mut units = 0usize;
+    let want = pos.character as usize;
+    for (i, c) in text[start..end].char_indices() {
+        let width = match encoding {
+            Encoding::Utf8 => c.len_utf8(),
+            Encoding::Utf16 => c.len_utf16(),
+            Encoding::Utf32 => 1,
+        };
+        // A position inside a character (half a surrogate pair) means its start.
+        if units + width > want {
+            return start + i;
+        }
+        units += width;
+    }
+    end
+}
+
 fn range_of(text: &str, index: &LineIndex, span: Span, encoding: Encoding) -> Range {
     Range { start: position(text, index, span.start, encoding), end: position(text, index, span.end, encoding) }
 }
@@ -489,5 +526,36 @@ fn to_lsp(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, encoding: En
         related_information: related,
         tags: None,
         data: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip_in_every_encoding() {
+        let text = "a = 'é😀'\r\nb = 1\n";
+        let index = LineIndex::new(text);
+        for enc in [Encoding::Utf8, Encoding::Utf16, Encoding::Utf32] {
+            for (off, _) in text.char_indices() {
+                let p = position(text, &index, off as u32, enc);
+                assert_eq!(offset(text, &index, p, enc), off.min(index.line_range(p.line as usize, text).1), "{enc:?} {off}");
+            }
+        }
+        let p = position(text, &index, text.find('b').unwrap_or(0) as u32, Encoding::Utf16);
+        assert_eq!((p.line, p.character), (1, 0));
+        // `😀` is two UTF-16 units: the position after it is 8, half-way is its start.
+        assert_eq!(position(text, &index, 11, Encoding::Utf16).character, 8);
+        assert_eq!(offset(text, &index, Position { line: 0, character: 7 }, Encoding::Utf16), 7);
+        assert_eq!(offset(text, &index, Position { line: 9, character: 0 }, Encoding::Utf16), text.len());
+    }
+
+    #[test]
+    fn file_uris_are_decoded() {
+        let uri = Uri::from_str("file:///tmp/a%20b/c.py").expect("uri");
+        assert_eq!(file_path(&uri), Some(PathBuf::from("/tmp/a b/c.py")));
+        let other = Uri::from_str("untitled:Untitled-1").expect("uri");
+        assert_eq!(file_path(&other), None);
     }
 }

@@ -161,7 +161,7 @@ fn lsp_session_over_stdio() {
     );
     let caps = &init["result"]["capabilities"];
     assert_eq!(caps["positionEncoding"], "utf-16", "{init}");
-    assert_eq!(caps["textDocumentSync"]["change"], 1, "full sync");
+    assert_eq!(caps["textDocumentSync"]["change"], 2, "incremental sync");
     assert!(caps["codeActionProvider"]["codeActionKinds"].as_array().is_some_and(|k| k.contains(&json!("quickfix"))));
     assert_eq!(init["result"]["serverInfo"]["name"], "memlint");
     c.notify("initialized", json!({}));
@@ -184,6 +184,31 @@ fn lsp_session_over_stdio() {
     c.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": changed}]}));
     let diags = c.diagnostics(&uri, Some(2));
     assert_eq!(codes(&diags), ["ML401"]);
+
+    // An incremental change (UTF-16 positions, after a non-ASCII comment):
+    // `scaler = torch.cuda.amp.GradScaler()` becomes `... .GradScaler(); x = 1`.
+    let edited = changed.replacen("import torch\n", "import torch  # é😀\n", 1);
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": edited}]}));
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": 4}, "contentChanges": [
+        {"range": {"start": {"line": 0, "character": 16}, "end": {"line": 0, "character": 19}}, "text": "x"},
+        {"range": {"start": {"line": 4, "character": 40}, "end": {"line": 4, "character": 40}}, "text": "; y = 1"},
+    ]}));
+    let diags = c.diagnostics(&uri, Some(4));
+    assert_eq!(codes(&diags), ["ML401"]);
+    assert_eq!(diags[0]["range"]["start"], json!({"line": 4, "character": 13}));
+    let resp = c.request(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": uri}, "range": diags[0]["range"], "context": {"diagnostics": [diags[0]]}}),
+    );
+    let ignore = resp["result"].as_array().and_then(|a| a.iter().find(|a| a["title"].as_str().is_some_and(|t| t.starts_with("Ignore")))).cloned();
+    let ignore = ignore.expect("ignore action");
+    assert_eq!(ignore["edit"]["changes"][&uri][0]["range"]["start"], json!({"line": 4, "character": 47}), "after `; y = 1`");
+    let fix_all = resp["result"].as_array().and_then(|a| a.iter().find(|a| a["title"].as_str().is_some_and(|t| t.starts_with("Fix all")))).cloned();
+    let new_text = fix_all.expect("fix all")["edit"]["changes"][&uri][0]["newText"].as_str().unwrap_or("").to_string();
+    assert!(new_text.starts_with("import torch  # x\n"), "{new_text}");
+    assert!(new_text.contains("scaler = torch.amp.GradScaler(\"cuda\"); y = 1\n"), "{new_text}");
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": 5}, "contentChanges": [{"text": changed}]}));
+    let diags = c.diagnostics(&uri, Some(5));
 
     // codeAction on the ML401 range: its fix, the ignore comment, fix all.
     let resp = c.request(
@@ -215,7 +240,7 @@ fn lsp_session_over_stdio() {
     assert!(new_text.contains("scaler = torch.amp.GradScaler(\"cuda\")"), "{new_text}");
 
     // Newest version wins: of rapid changes, the last one is published last.
-    for v in 3..=8 {
+    for v in 6..=8 {
         let text = if v == 8 { changed.replace("torch.cuda.amp.GradScaler()", "torch.amp.GradScaler(\"cuda\")") } else { changed.clone() };
         c.notify("textDocument/didChange", json!({"textDocument": {"uri": uri, "version": v}, "contentChanges": [{"text": text}]}));
     }
