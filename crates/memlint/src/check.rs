@@ -236,6 +236,12 @@ fn finish_fixes(
             refused_total += 1;
         }
         let Some(fix) = c.fix else {
+            let fixable = c.report.diagnostics.iter().filter(|d| d.fix.is_some()).count();
+            if fixable > 0 && !is_python_source(Path::new(&path)) {
+                let fixes = if fixable == 1 { "1 fix".to_string() } else { format!("{fixable} fixes") };
+                eprintln!("memlint: {path}: {fixes} not applied: only .py and .pyi files are fixed");
+                refused_total += fixable;
+            }
             if !c.report.diagnostics.is_empty() {
                 files.push(c.report);
             }
@@ -340,6 +346,11 @@ fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     }
 }
 
+/// Whether `--fix` may rewrite the file: `.py` and `.pyi` only.
+fn is_python_source(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py" || e == "pyi")
+}
+
 /// One checked file.
 struct Checked {
     report: FileReport,
@@ -362,7 +373,11 @@ fn check_file(job: &Job, fix: Option<FixMode>) -> Option<Checked> {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let diagnostics = lint_source(&text, &options);
             let fixed = match fix {
-                Some(mode) if !diagnostics.is_empty() => Some(fix_text(&text, diagnostics.clone(), &options, mode)),
+                // Fixes rewrite Python source files only: a notebook's text is
+                // its cells joined, and writing that back would destroy it.
+                Some(mode) if !diagnostics.is_empty() && is_python_source(path) => {
+                    Some(fix_text(&text, diagnostics.clone(), &options, mode))
+                }
                 _ => None,
             };
             (text, bom, diagnostics, fixed)

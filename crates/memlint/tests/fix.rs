@@ -153,3 +153,17 @@ fn files_with_syntax_errors_are_not_fixed() {
     assert!(stderr(&o).contains("broken.py:2: ML401 fix not applied: the file has syntax errors"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(dir.path().join("broken.py")).expect("read"), text);
 }
+
+#[test]
+fn only_python_source_files_are_rewritten() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = "import torch\nscaler = torch.cuda.amp.GradScaler()\n";
+    write(dir.path(), "train_script", text);
+    let o = memlint(dir.path(), &["check", "train_script", "--fix"]);
+    assert_eq!(o.status.code(), Some(1), "the finding remains");
+    assert!(stderr(&o).contains("train_script: 1 fix not applied: only .py and .pyi files are fixed"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("train_script")).expect("read"), text);
+    let o = memlint(dir.path(), &["check", "train_script", "--diff"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+}
