@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
-.PHONY: demo test docs
+.PHONY: demo test docs wheel
 
 ## Build both tools, lint the bundled example, and bench real training steps on the CPU.
 demo:
@@ -12,9 +12,18 @@ demo:
 	./target/release/memlint check examples/ --exit-zero
 	./target/release/memprobe bench --device cpu --workload mlp --amp bf16 --accum 4 --batch-size 1024 --runs 2 --warmup 1 --steps 3
 
-## Run the whole test suite (and check that the generated rule docs are fresh).
+## Run the whole test suite (and check that the generated rule docs are fresh),
+## then the wheel test: build the memlint wheel, install it into a fresh venv, run it.
+## (The wheel test is #[ignore]d for plain `cargo test`; it is selected here by
+## name over the same workspace build, so nothing is compiled twice.)
 test:
-	. scripts/torch-env.sh && cargo xtask generate --check && cargo test --workspace
+	. scripts/torch-env.sh && cargo xtask generate --check && cargo test --workspace \
+		&& cargo test --workspace -- --ignored --exact wheel_installs_into_a_fresh_venv_and_checks_a_fixture
+
+## Build the memlint wheel into target/wheels (maturin from PyPI into target/wheel-test/tools).
+wheel:
+	test -x target/wheel-test/tools/bin/maturin || { python3 -m venv target/wheel-test/tools && target/wheel-test/tools/bin/pip install --quiet "maturin>=1.7,<2"; }
+	target/wheel-test/tools/bin/maturin build --release --out target/wheels
 
 ## Regenerate docs/rules/*.md from the rules' doc comments.
 docs:

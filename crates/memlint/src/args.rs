@@ -25,7 +25,13 @@ pub enum Command {
     /// or `[tool.memlint]` in `pyproject.toml` above each file; flags override it.
     ///
     /// Exit status: 0 when nothing at or above the fail level was found,
-    /// 1 when something was, 2 on a usage or configuration error.
+    /// 1 when something was, 2 on a usage error or a bad configuration or
+    /// baseline file (the message names the file).
+    ///
+    /// With `--fix`, the fixes are applied in place and the findings that
+    /// remain are reported; with `--diff`, the fixes are printed as a unified
+    /// diff, nothing is written, and the exit status is 1 when there is
+    /// something to fix.
     Check(CheckArgs),
     /// Print the documentation of one rule (by code or name, e.g. ML201).
     Rule {
@@ -34,6 +40,11 @@ pub enum Command {
     },
     /// List every rule: code, name, severity, whether it is on by default, languages.
     Rules,
+    /// Run the language server over stdio (diagnostics as you type, fixes as code actions).
+    ///
+    /// Editors start it as `memlint server`; see docs/editors.md. Each file is
+    /// checked with the configuration discovered for its path.
+    Server,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,8 +53,20 @@ pub enum OutputFormat {
     Full,
     /// One line per finding.
     Concise,
+    /// Findings grouped under each file's path.
+    Grouped,
     /// The machine-readable contract (schema_version 1).
     Json,
+    /// One JSON object per finding per line (the `json` format's diagnostics).
+    JsonLines,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions annotations (`::warning file=...::message`).
+    Github,
+    /// GitLab Code Quality report (JSON).
+    Gitlab,
+    /// JUnit XML: one test case per checked file.
+    Junit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,4 +118,28 @@ pub struct CheckArgs {
     /// When to use colour in the full format.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Write the output to PATH instead of stdout (atomically: a reader
+    /// never sees a half-written file).
+    #[arg(long, short, value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+    /// Report only findings that are not in this baseline file (written by `--write-baseline`).
+    #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Record the current findings in FILE, print nothing else and exit 0;
+    /// later runs with `--baseline FILE` report only new findings.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["fix", "diff"])]
+    pub write_baseline: Option<PathBuf>,
+    /// Apply the safe fixes in place, then report what remains.
+    #[arg(long, conflicts_with = "diff")]
+    pub fix: bool,
+    /// With `--fix` or `--diff`, also apply the unsafe fixes (they may change behaviour: review them).
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print the fixes as a unified diff and write nothing (exit 1 when there is something to fix).
+    #[arg(long)]
+    pub diff: bool,
+    /// Apply the configuration's `exclude` to files named on the command line too
+    /// (for pre-commit and editors, which pass every file explicitly).
+    #[arg(long)]
+    pub force_exclude: bool,
 }

@@ -1,13 +1,17 @@
 //! `memlint check`.
 
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use memlint_diagnostics::render::{ConciseRenderer, FullRenderer, JsonRenderer, Renderer};
-use memlint_diagnostics::{FileReport, Report, Severity, SourceFile, Span};
+use memlint_diagnostics::fix::FixMode;
+use memlint_diagnostics::render::{
+    ConciseRenderer, FullRenderer, GithubRenderer, GitlabRenderer, GroupedRenderer, JsonLinesRenderer, JsonRenderer,
+    JunitRenderer, Renderer, SarifRenderer,
+};
+use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFile, Span};
 use memlint_linter::notebook::{is_notebook_path, lint_notebook};
 use memlint_linter::{
     is_test_path, lint_file, summarize_source, FileContext, LintOptions, ModuleInfo, ProjectIndex, RuleSet, Selector,
@@ -16,6 +20,8 @@ use memlint_linter::{
 use rayon::prelude::*;
 
 use crate::args::{CheckArgs, FailOn, OutputFormat};
+use crate::baseline::{self, Baseline};
+use crate::fix::{fix_text_with, FileFix};
 use crate::config::{Config, Discovery};
 use crate::project::ProjectFacts;
 use crate::walk::{collect, Candidate};
@@ -32,7 +38,13 @@ struct Job {
     torch_minimum: Option<(u32, u32)>,
 }
 
-pub fn run(args: &CheckArgs) -> Result<u8> {
+/// The checked files and their rules, after configuration discovery.
+struct Plan {
+    jobs: Vec<Job>,
+    fail_on: Severity,
+}
+
+fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     let cli_select = match &args.select {
         Some(s) => Some(parse_selectors("--select", s)?),
         None => None,
@@ -40,7 +52,6 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let cli_ignore = parse_selectors("--ignore", &args.ignore)?;
     let cli_extend = parse_selectors("--extend-select", &args.extend_select)?;
 
-    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     let discovery = Discovery::default();
     let facts = ProjectFacts::default();
     let candidates = collect(&args.paths)?;
@@ -51,10 +62,10 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let mut jobs = Vec::with_capacity(candidates.len());
     for c in candidates {
         let abs = cwd.join(&c.path);
-        let dir = abs.parent().unwrap_or(&cwd);
+        let dir = abs.parent().unwrap_or(cwd);
         let config = discovery.for_dir(dir)?;
         if let Some(cfg) = &config {
-            if !c.explicit && cfg.is_excluded(&abs) {
+            if (!c.explicit || args.force_exclude) && cfg.is_excluded(&abs) {
                 continue;
             }
         }
@@ -78,12 +89,69 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         Some(FailOn::Info) => Severity::Info,
         None => {
             // The configuration that applies to the first path decides.
-            let first = args.paths.first().map(|p| cwd.join(p)).unwrap_or_else(|| cwd.clone());
-            let dir = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(&cwd) };
+            let first = args.paths.first().map(|p| cwd.join(p)).unwrap_or_else(|| cwd.to_path_buf());
+            let dir = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(cwd) };
             discovery.for_dir(dir)?.and_then(|c| c.fail_on).unwrap_or(Severity::Warning)
         }
     };
+    Ok(Plan { jobs, fail_on })
+}
 
+/// Where the rendered output goes.
+fn emit(args: &CheckArgs, bytes: &[u8]) -> Result<()> {
+    match &args.output_file {
+        Some(path) => crate::fsutil::write_atomic(path, bytes),
+        None => {
+            let mut out = io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+fn renderer(args: &CheckArgs, jobs: &[Job]) -> Box<dyn Renderer> {
+    let version = env!("CARGO_PKG_VERSION").to_string();
+    match args.format {
+        OutputFormat::Full => Box::new(FullRenderer {
+            // A file gets colour only when asked for explicitly.
+            color: match (&args.output_file, args.color) {
+                (None, choice) => crate::use_color(choice),
+                (Some(_), choice) => choice == crate::args::ColorChoice::Always,
+            },
+            quiet: args.quiet,
+        }),
+        OutputFormat::Concise => Box::new(ConciseRenderer { quiet: args.quiet }),
+        OutputFormat::Grouped => Box::new(GroupedRenderer { quiet: args.quiet }),
+        OutputFormat::Json => Box::new(JsonRenderer { tool_version: version }),
+        OutputFormat::JsonLines => Box::new(JsonLinesRenderer),
+        OutputFormat::Sarif => Box::new(SarifRenderer {
+            tool_version: version,
+            information_uri: env!("CARGO_PKG_REPOSITORY").to_string(),
+            rules: crate::rule_infos(),
+        }),
+        OutputFormat::Github => Box::new(GithubRenderer),
+        OutputFormat::Gitlab => Box::new(GitlabRenderer),
+        OutputFormat::Junit => Box::new(JunitRenderer {
+            checked_paths: jobs.iter().map(|j| j.candidate.path.display().to_string()).collect(),
+        }),
+    }
+}
+
+pub fn run(args: &CheckArgs) -> Result<u8> {
+    if args.unsafe_fixes && !args.fix && !args.diff {
+        anyhow::bail!("`--unsafe-fixes` needs `--fix` or `--diff`");
+    }
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let Plan { jobs, fail_on } = plan(args, &cwd)?;
+    // A bad baseline stops the run before anything is checked or written.
+    let mut baseline = match &args.baseline {
+        Some(p) => Some(Baseline::load(&cwd, p)?),
+        None => None,
+    };
+
+    let mode = if args.unsafe_fixes { FixMode::Unsafe } else { FixMode::Safe };
+    let fixing = args.fix || args.diff;
     // Two phases over the files of the run: each file's summary (in
     // parallel), joined into the project index; then each file's rules
     // with the index (in parallel). Files are read and parsed in both
@@ -93,27 +161,181 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let phase_one: Vec<Option<memlint_linter::Summarized>> = jobs.par_iter().map(|j| summarize_file(j, &roots)).collect();
     let skip: Vec<bool> = phase_one.iter().map(|s| s.as_ref().is_some_and(|s| s.nothing_to_report)).collect();
     let index = Arc::new(ProjectIndex::build(phase_one.into_iter().flatten().map(|s| s.summary).collect()));
-    let mut files: Vec<FileReport> = jobs
+    let checked: Vec<Checked> = jobs
         .par_iter()
         .zip(skip.par_iter())
         .filter(|(_, skip)| !**skip)
-        .filter_map(|(j, _)| check_file(j, &index, &roots))
+        .filter_map(|(j, _)| check_file(j, fixing.then_some(mode), &index, &roots))
         .collect();
-    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
-    let report = Report { files, files_checked: jobs.len() };
 
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let renderer: Box<dyn Renderer> = match args.format {
-        OutputFormat::Full => Box::new(FullRenderer { color: crate::use_color(args.color), quiet: args.quiet }),
-        OutputFormat::Concise => Box::new(ConciseRenderer { quiet: args.quiet }),
-        OutputFormat::Json => Box::new(JsonRenderer { tool_version: env!("CARGO_PKG_VERSION").to_string() }),
-    };
-    renderer.render(&report, &mut out)?;
-    out.flush()?;
+    if fixing {
+        return finish_fixes(args, &jobs, checked, baseline.as_mut(), fail_on, &cwd);
+    }
+
+    let mut files: Vec<FileReport> = checked.into_iter().map(|c| c.report).collect();
+    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
+
+    if let Some(path) = &args.write_baseline {
+        let n = baseline::write(&cwd, path, &files)?;
+        eprintln!("memlint: wrote {} to {}", plural(n, "finding"), path.display());
+        return Ok(0);
+    }
+    if let (Some(b), Some(path)) = (baseline.as_mut(), &args.baseline) {
+        let hidden = b.filter(&cwd, &mut files);
+        note_baseline(args, b, hidden, path);
+    }
+
+    let report = Report { files, files_checked: jobs.len() };
+    let mut buf = Vec::new();
+    renderer(args, &jobs).render(&report, &mut buf)?;
+    if let Some(hint) = fix_hint(args, &report) {
+        buf.extend_from_slice(hint.as_bytes());
+    }
+    emit(args, &buf)?;
 
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// For the human formats: how many findings `--fix` (and `--unsafe-fixes`) would fix.
+fn fix_hint(args: &CheckArgs, report: &Report) -> Option<String> {
+    if args.quiet || !matches!(args.format, OutputFormat::Full | OutputFormat::Concise | OutputFormat::Grouped) {
+        return None;
+    }
+    let count = |a: Applicability| report.diagnostics().filter(|(_, d)| d.fix.as_ref().is_some_and(|f| f.applicability == a)).count();
+    let (safe, unsafe_) = (count(Applicability::Safe), count(Applicability::Unsafe));
+    match (safe, unsafe_) {
+        (0, 0) => None,
+        (s, 0) => Some(format!("{s} fixable with `memlint check --fix`\n")),
+        (0, u) => Some(format!("{u} fixable with `memlint check --fix --unsafe-fixes` (review them: they may change behaviour)\n")),
+        (s, u) => Some(format!(
+            "{s} fixable with `memlint check --fix`, {u} more with `--unsafe-fixes` (review them: they may change behaviour)\n"
+        )),
+    }
+}
+
+fn note_baseline(args: &CheckArgs, b: &Baseline, hidden: usize, path: &Path) {
+    if args.quiet {
+        return;
+    }
+    if hidden > 0 {
+        eprintln!("memlint: {} in the baseline {} not shown", plural(hidden, "finding"), path.display());
+    }
+    let gone = b.unmatched();
+    if gone > 0 {
+        eprintln!(
+            "memlint: {} of the baseline no longer found (re-write it with --write-baseline to drop them)",
+            plural(gone, "finding")
+        );
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// `--fix` and `--diff`: write (or print) the fixed files, then report what remains.
+fn finish_fixes(
+    args: &CheckArgs,
+    jobs: &[Job],
+    mut checked: Vec<Checked>,
+    baseline: Option<&mut Baseline>,
+    fail_on: Severity,
+    cwd: &Path,
+) -> Result<u8> {
+    checked.sort_by(|a, b| a.report.file.path().cmp(b.report.file.path()));
+    let mut fixed_total = 0;
+    let mut fixed_files = 0;
+    let mut refused_total = 0;
+    let mut diff = String::new();
+    let mut files = Vec::new();
+    for c in checked {
+        let path = c.report.file.path().to_string();
+        for r in &c.fix.as_ref().map(|f| f.refused.clone()).unwrap_or_default() {
+            eprintln!("memlint: {path}:{}: {} fix not applied: {}", r.line, r.code, r.reason);
+            refused_total += 1;
+        }
+        let Some(fix) = c.fix else {
+            let fixable = c.report.diagnostics.iter().filter(|d| d.fix.is_some()).count();
+            if fixable > 0 && !is_python_source(Path::new(&path)) {
+                let fixes = if fixable == 1 { "1 fix".to_string() } else { format!("{fixable} fixes") };
+                eprintln!("memlint: {path}: {fixes} not applied: only .py and .pyi files are fixed");
+                refused_total += fixable;
+            }
+            if !c.report.diagnostics.is_empty() {
+                files.push(c.report);
+            }
+            continue;
+        };
+        if fix.fixed > 0 && fix.text != c.report.file.text() {
+            fixed_total += fix.fixed;
+            fixed_files += 1;
+            if args.diff {
+                let text_diff = similar::TextDiff::from_lines(c.report.file.text(), fix.text.as_str());
+                let display = memlint_diagnostics::fingerprint::normalize_path(&path);
+                diff.push_str(
+                    &text_diff.unified_diff().context_radius(3).header(&format!("a/{display}"), &format!("b/{display}")).to_string(),
+                );
+            } else {
+                let mut bytes = Vec::with_capacity(fix.text.len() + 3);
+                if c.bom {
+                    bytes.extend_from_slice("\u{feff}".as_bytes());
+                }
+                bytes.extend_from_slice(fix.text.as_bytes());
+                crate::fsutil::write_atomic(Path::new(&path), &bytes)?;
+            }
+        }
+        if !fix.remaining.is_empty() {
+            files.push(FileReport { file: Arc::new(SourceFile::new(path, fix.text)), diagnostics: fix.remaining });
+        }
+    }
+    if args.diff {
+        emit(args, diff.as_bytes())?;
+        if !args.quiet {
+            eprintln!("memlint: would fix {} in {}", plural(fixed_total, "finding"), plural(fixed_files, "file"));
+        }
+        let code = if fixed_total > 0 || refused_total > 0 { crate::EXIT_FINDINGS } else { 0 };
+        return Ok(if args.exit_zero { 0 } else { code });
+    }
+    if let (Some(b), Some(path)) = (baseline, &args.baseline) {
+        let hidden = b.filter(cwd, &mut files);
+        note_baseline(args, b, hidden, path);
+    }
+    let report = Report { files, files_checked: jobs.len() };
+    let mut buf = Vec::new();
+    renderer(args, jobs).render(&report, &mut buf)?;
+    emit(args, &buf)?;
+    if !args.quiet {
+        eprintln!(
+            "memlint: fixed {} in {}, {} remaining",
+            plural(fixed_total, "finding"),
+            plural(fixed_files, "file"),
+            report.len()
+        );
+    }
+    let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
+    Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// The rules for one file (absolute path) from its configuration, and
+/// whether the configuration excludes it; used by the language server.
+pub fn rules_for(path: &Path) -> Result<(RuleSet, bool)> {
+    let dir = path.parent().unwrap_or(path);
+    let config = Discovery::default().for_dir(dir)?;
+    let base = selection(config.as_deref(), None, &[], &[]);
+    Ok(match &config {
+        Some(cfg) => (base.without(&cfg.ignores_for(path)), cfg.is_excluded(path)),
+        None => (base, false),
+    })
+}
+
+/// The rules for a document with no path (an unsaved buffer): the defaults.
+pub fn rules_for_unsaved() -> RuleSet {
+    RuleSet::defaults()
 }
 
 /// The file's rules: the configuration's selection, then the command line's
@@ -130,24 +352,42 @@ fn selection(config: Option<&Config>, cli_select: Option<&[Selector]>, cli_exten
     base.refine(cli_extend, cli_ignore)
 }
 
-/// Why a file's bytes cannot be checked as source text.
-fn decode(bytes: Vec<u8>) -> Result<String, String> {
+/// The text of a file's bytes and whether it started with a UTF-8 BOM, or
+/// why it cannot be checked as source text.
+fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     if bytes.contains(&0) {
         return Err("binary file (contains NUL bytes)".to_string());
     }
     match String::from_utf8(bytes) {
         Ok(mut s) => {
-            if s.starts_with('\u{feff}') {
+            let bom = s.starts_with('\u{feff}');
+            if bom {
                 s.drain(..3);
             }
-            Ok(s)
+            Ok((s, bom))
         }
         Err(e) => Err(format!("not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to())),
     }
 }
 
-/// The file's text, or why it cannot be checked.
-fn read_source(path: &std::path::Path) -> Result<String, String> {
+/// Whether `--fix` may rewrite the file: `.py` and `.pyi` only.
+fn is_python_source(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py" || e == "pyi")
+}
+
+/// One checked file.
+struct Checked {
+    report: FileReport,
+    bom: bool,
+    /// With `--fix`/`--diff`: the fixed text and what remains.
+    fix: Option<FileFix>,
+}
+
+/// Checks one file (and fixes it in memory when `fix` is given); `None`
+/// when it has no diagnostics (its text is then dropped without indexing
+/// its lines).
+/// The file's text (and whether it had a UTF-8 BOM), or why it cannot be checked.
+fn read_source(path: &Path) -> Result<(String, bool), String> {
     std::fs::read(path)
         .map_err(|e| format!("cannot read file: {e}"))
         .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")))
@@ -161,20 +401,33 @@ fn summarize_file(job: &Job, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Opti
     if is_notebook_path(path) {
         return None;
     }
-    let text = read_source(path).ok()?;
+    let (text, _) = read_source(path).ok()?;
     let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
     Some(summarize_source(&text, &file, is_test_path(path)))
 }
 
-/// Checks one file; `None` when it has no diagnostics (its text is then
-/// dropped without indexing its lines).
-fn check_file(job: &Job, index: &Arc<ProjectIndex>, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Option<FileReport> {
+/// Checks a notebook's JSON text: its code cells as one module, findings
+/// located by cell (see `memlint_linter::notebook`). Fixes are not applied
+/// to notebooks.
+fn check_notebook(job: &Job, display: String, json: &str) -> Option<Checked> {
+    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
+    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display);
+    (!diagnostics.is_empty())
+        .then(|| Checked { report: FileReport { file: Arc::new(file), diagnostics }, bom: false, fix: None })
+}
+
+fn check_file(
+    job: &Job,
+    fix: Option<FixMode>,
+    index: &Arc<ProjectIndex>,
+    roots: &Arc<rustc_hash::FxHashSet<String>>,
+) -> Option<Checked> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
     let text = read_source(path);
-    let (text, diagnostics) = match text {
-        Ok(text) if is_notebook_path(path) => return check_notebook(job, display, &text),
-        Ok(text) => {
+    let (text, bom, diagnostics, fixed) = match text {
+        Ok((text, _)) if is_notebook_path(path) => return check_notebook(job, display, &text),
+        Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext {
                 module: job.module.clone(),
@@ -183,7 +436,15 @@ fn check_file(job: &Job, index: &Arc<ProjectIndex>, roots: &Arc<rustc_hash::FxHa
                 project_roots: roots.clone(),
             };
             let diagnostics = lint_file(&text, &options, &file);
-            (text, diagnostics)
+            let fixed = match fix {
+                // Fixes rewrite Python source files only: a notebook's text is
+                // its cells joined, and writing that back would destroy it.
+                Some(mode) if !diagnostics.is_empty() && is_python_source(path) => {
+                    Some(fix_text_with(&text, diagnostics.clone(), &|t: &str| lint_file(t, &options, &file), mode))
+                }
+                _ => None,
+            };
+            (text, bom, diagnostics, fixed)
         }
         Err(reason) => {
             let mut diagnostics = Vec::new();
@@ -194,16 +455,12 @@ fn check_file(job: &Job, index: &Arc<ProjectIndex>, roots: &Arc<rustc_hash::FxHa
                         .with_help("make the file readable UTF-8 text, or exclude it in the configuration"),
                 );
             }
-            (String::new(), diagnostics)
+            (String::new(), false, diagnostics, None)
         }
     };
-    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics })
-}
-
-/// Checks a notebook's JSON text: its code cells as one module, findings
-/// located by cell (see `memlint_linter::notebook`).
-fn check_notebook(job: &Job, display: String, json: &str) -> Option<FileReport> {
-    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
-    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display);
-    (!diagnostics.is_empty()).then(|| FileReport { file: Arc::new(file), diagnostics })
+    (!diagnostics.is_empty()).then(|| Checked {
+        report: FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics },
+        bom,
+        fix: fixed,
+    })
 }

@@ -3,9 +3,13 @@
 //! lives in `memlint_linter`.
 
 mod args;
+mod baseline;
 mod check;
 mod config;
+mod fix;
+mod fsutil;
 mod project;
+mod server;
 mod walk;
 
 use std::io::{self, IsTerminal, Write};
@@ -30,6 +34,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Rule { code } => print_rule(&code),
         Command::Rules => print_rules(),
+        Command::Server => server::run(),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -42,6 +47,28 @@ fn main() -> ExitCode {
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// The documentation page of a rule.
+pub(crate) fn rule_uri(code: &str) -> String {
+    format!("{}/blob/main/docs/rules/{code}.md", env!("CARGO_PKG_REPOSITORY"))
+}
+
+/// Every rule as machine formats describe it.
+pub(crate) fn rule_infos() -> Vec<memlint_diagnostics::RuleInfo> {
+    all_metas()
+        .into_iter()
+        .map(|m| {
+            memlint_diagnostics::RuleInfo::from_doc(
+                m.code,
+                m.name,
+                m.severity,
+                m.default_enabled,
+                &rule_doc(m),
+                rule_uri(m.code),
+            )
+        })
+        .collect()
 }
 
 /// Whether to colour output written to stdout.

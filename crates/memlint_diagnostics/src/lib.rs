@@ -13,7 +13,10 @@
 //!
 //! Renderers ([`render::Renderer`]) take a [`Report`] (every checked file with
 //! its diagnostics) and write one output format each: `full`, `concise`,
-//! `json`. Machine formats carry a schema version.
+//! `grouped`, `json`, `json-lines`, `sarif`, `github`, `gitlab`, `junit`.
+//! Machine formats carry a schema version. [`fingerprint`] gives each
+//! finding a stable identity (baselines, SARIF, GitLab); [`fix`] applies
+//! fixes to a text.
 //!
 //! ```
 //! use memlint_diagnostics::{Diagnostic, Severity, Span, SourceFile};
@@ -25,9 +28,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+pub mod fingerprint;
+pub mod fix;
 pub mod render;
+mod rule_info;
 mod source;
 
+pub use rule_info::RuleInfo;
 pub use source::{CellMap, CellSpan, LineIndex, Position, SourceFile};
 
 /// How serious a finding is; ordered so that `Info < Warning < Error`.

@@ -29,7 +29,7 @@ fn location(file: &SourceFile, span: Span) -> (Option<u32>, usize, usize, usize,
     (start.cell, start.line, start.column, end.line, end.column)
 }
 
-fn diagnostic_json(file: &SourceFile, d: &Diagnostic) -> Value {
+pub(crate) fn diagnostic_json(file: &SourceFile, d: &Diagnostic) -> Value {
     let (cell, line, column, end_line, end_column) = location(file, d.span);
     let fix = d.fix.as_ref().map(|f| {
         let edits: Vec<Value> = f

@@ -6,11 +6,23 @@ use crate::{Report, Severity};
 
 mod concise;
 mod full;
+mod github;
+mod gitlab;
+mod grouped;
 mod json;
+mod json_lines;
+mod junit;
+mod sarif;
 
 pub use concise::ConciseRenderer;
 pub use full::FullRenderer;
+pub use github::GithubRenderer;
+pub use gitlab::GitlabRenderer;
+pub use grouped::GroupedRenderer;
 pub use json::{JsonRenderer, JSON_SCHEMA_VERSION};
+pub use json_lines::JsonLinesRenderer;
+pub use junit::JunitRenderer;
+pub use sarif::{SarifRenderer, SARIF_VERSION};
 
 /// Writes a whole [`Report`] in one format.
 pub trait Renderer {

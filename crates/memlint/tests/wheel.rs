@@ -1,0 +1,116 @@
+//! The Python wheel: `maturin build` of the repository's pyproject.toml,
+//! installed into a fresh virtual environment, runs `memlint check` on a
+//! fixture from there, as `memlint` on PATH and as `python -m memlint`.
+//!
+//! It builds the release binary (minutes from scratch), so it is ignored by
+//! plain `cargo test`; `make test` runs it with `--ignored`. maturin comes
+//! from PyPI into `target/wheel-test/tools`, created on first use.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn python() -> String {
+    std::env::var("MEMLINT_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let shown = format!("{cmd:?}");
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
+    assert!(
+        o.status.success(),
+        "{shown} failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// A virtualenv with maturin, kept between runs.
+fn maturin(work: &Path) -> PathBuf {
+    let tools = work.join("tools");
+    let bin = tools.join("bin/maturin");
+    if !bin.is_file() {
+        run(Command::new(python()).args(["-m", "venv"]).arg(&tools));
+        run(Command::new(tools.join("bin/python")).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "maturin>=1.7,<2",
+        ]));
+    }
+    bin
+}
+
+#[test]
+#[ignore = "builds the release wheel; run by `make test`"]
+fn wheel_installs_into_a_fresh_venv_and_checks_a_fixture() {
+    let root = common::root().canonicalize().expect("repository root");
+    let work = root.join("target/wheel-test");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    let maturin = maturin(&work);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("wheels");
+
+    let started = Instant::now();
+    run(Command::new(&maturin).args(["build", "--release", "--quiet", "--out"]).arg(&out).current_dir(&root));
+    let build_s = started.elapsed().as_secs_f64();
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&out).expect("wheels").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+    let size = std::fs::metadata(wheel).expect("wheel").len();
+    let listing = run(Command::new(python()).args([
+        "-c",
+        "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
+    ]).arg(wheel));
+    let listing = String::from_utf8_lossy(&listing.stdout).to_string();
+    assert!(listing.lines().any(|l| l.ends_with(".data/scripts/memlint")), "{listing}");
+    assert!(listing.lines().any(|l| l == "memlint/__main__.py"), "{listing}");
+
+    // A fresh environment, and nothing but the wheel (no index, no Rust).
+    let venv = tmp.path().join("venv");
+    run(Command::new(python()).args(["-m", "venv"]).arg(&venv));
+    let fixture = root.join("fixtures/python/ML202_loss_accumulated_with_graph.py");
+    let install_started = Instant::now();
+    run(Command::new(venv.join("bin/python"))
+        .args(["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check"])
+        .arg(wheel));
+    let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
+    let o = Command::new("memlint")
+        .args(["check", "--format", "json"])
+        .arg(&fixture)
+        .env("PATH", &path)
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("memlint is on the venv's PATH");
+    let first_finding_s = install_started.elapsed().as_secs_f64();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["diagnostics"].as_array().is_some_and(|d| !d.is_empty() && d.iter().all(|d| d["code"] == "ML202")), "{v}");
+
+    let o = Command::new(venv.join("bin/python"))
+        .args(["-m", "memlint", "check", "--format", "concise"])
+        .arg(&fixture)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("python -m memlint");
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ML202 [warning]"));
+    let o = run(Command::new(venv.join("bin/python")).args(["-m", "memlint", "--version"]));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("memlint {}", env!("CARGO_PKG_VERSION")));
+
+    let figures = format!(
+        "wheel {} ({:.1} MB), maturin build {build_s:.0} s, pip install to first finding {first_finding_s:.2} s\n",
+        wheel.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+        size as f64 / 1e6
+    );
+    eprint!("{figures}");
+    std::fs::write(work.join("figures.txt"), figures).expect("figures");
+}
