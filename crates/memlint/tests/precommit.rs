@@ -38,6 +38,8 @@ fn hooks_check_the_staged_files_and_honour_exclude() {
     assert_eq!(ids, ["memlint", "memlint-fix"]);
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "memlint.toml", "exclude = [\"vendored\"]\n");
+    // The project requires torch >= 2.4, so the ML401 fix is safe.
+    write(dir.path(), "requirements.txt", "torch>=2.4\n");
     write(dir.path(), "src/train.py", TRAIN);
     write(dir.path(), "vendored/old.py", TRAIN);
     write(dir.path(), "src/amp.py", "import torch\nscaler = torch.cuda.amp.GradScaler()\n");
