@@ -37,7 +37,7 @@ use lsp_types::{
 };
 use memlint_diagnostics::fix::{apply_fixes, FixMode};
 use memlint_diagnostics::{Applicability, Diagnostic, LineIndex, Severity, Span};
-use memlint_linter::{is_test_path, lint_source, LintOptions};
+use memlint_linter::{is_test_path, lint_file, lint_source, summarize_source, FileContext, LintOptions, ProjectIndex};
 
 const SOURCE: &str = "memlint";
 const FIX_ALL_KIND: &str = "source.fixAll.memlint";
@@ -431,7 +431,20 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
         return Ok(Vec::new());
     }
     let is_test_file = path.as_deref().is_some_and(|p| is_test_path(Path::new(p)));
-    Ok(lint_source(text, &LintOptions { rules, is_test_file }))
+    let options = LintOptions { rules, is_test_file };
+    // The document is its own project (the editor shows one file), with
+    // the module path and the torch minimum its place on disk gives it.
+    let Some(path) = path else { return Ok(lint_source(text, &options)) };
+    let path = Path::new(&path);
+    let facts = crate::project::ProjectFacts::default();
+    let mut file = FileContext {
+        module: facts.module_of(path),
+        torch_minimum: path.parent().and_then(|d| facts.torch_minimum(d)),
+        ..FileContext::default()
+    };
+    let summary = summarize_source(text, &file, is_test_file).summary;
+    file.index = std::sync::Arc::new(ProjectIndex::build(vec![summary]));
+    Ok(lint_file(text, &options, &file))
 }
 
 /// Column of `offset` in its line, in the negotiated encoding.

@@ -152,6 +152,8 @@ fn lsp_session_over_stdio() {
     common::write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
     let file = dir.path().join("pkg/train.py");
     common::write(dir.path(), "pkg/train.py", AMP_AND_LOSS);
+    // The project requires torch >= 2.4: the ML401 fix is safe ("Fix all safe").
+    common::write(dir.path(), "pkg/requirements.txt", "torch>=2.4\n");
     let uri = format!("file://{}", file.display());
 
     let mut c = Client::start(dir.path());
