@@ -695,10 +695,8 @@ impl Context {
                 return false;
             }
         }
-        if f.loops.is_empty() {
-            return f.backward_outside_loops;
-        }
-        false
+        // No enclosing loop decides: the function's own backward does.
+        f.backward_outside_loops
     }
 
     /// The name of the innermost function, `None` at module level.
@@ -2128,9 +2126,16 @@ fn loader_names(iter: &Expr, out: &mut Vec<String>) {
     }
 }
 
+/// `loss.backward()`, `torch.autograd.grad(...)`, `torch.autograd.backward(...)`
+/// (matched by their dotted spelling: no resolution is needed for these).
 fn is_backward_call(e: &Expr) -> bool {
     let method = e.as_method_call().map(|(_, m)| m);
-    crate::api::event_of(e, None, method) == Some(crate::api::Event::Backward)
+    if crate::api::event_of(e, None, method) == Some(crate::api::Event::Backward) {
+        return true;
+    }
+    e.as_call()
+        .and_then(|(func, _, _)| func.dotted())
+        .is_some_and(|d| d.ends_with("autograd.grad") || d.ends_with("autograd.backward"))
 }
 
 /// Whether the body calls `.backward()` (or `torch.autograd.backward/grad`).
