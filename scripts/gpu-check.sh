@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU validation of memprobe in one short run.
 #
-#   scripts/gpu-check.sh build   # here (no GPU needed): release binary + GPU test
-#                                # binary, stripped, into target/gpu-carry/
+#   scripts/gpu-check.sh build   # here (no GPU needed): release memprobe and
+#                                # memprobe-worker + GPU test binary, stripped,
+#                                # into target/gpu-carry/
 #   scripts/gpu-check.sh run     # on the GPU machine, from the repo root, with
 #                                # target/gpu-carry carried over: nvidia-smi,
 #                                # `memprobe bench --device cuda --all` on mlp,
@@ -27,7 +28,7 @@ build() {
     # shellcheck source=scripts/torch-env.sh
     . scripts/torch-env.sh
     local target="${CARGO_TARGET_DIR:-$repo/target}"
-    cargo build --release -q -p memprobe
+    cargo build --release -q -p memprobe -p memprobe_worker
     local test_bin
     test_bin="$(cargo test --release -q -p memprobe --test gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
@@ -38,8 +39,9 @@ for l in sys.stdin:
     [ -n "$test_bin" ] || { echo "gpu-check: could not find the gpu test binary" >&2; exit 1; }
     rm -rf "$carry" && mkdir -p "$carry"
     cp "$target/release/memprobe" "$carry/memprobe"
+    cp "$target/release/memprobe-worker" "$carry/memprobe-worker"
     cp "$test_bin" "$carry/gpu-tests"
-    strip "$carry/memprobe" "$carry/gpu-tests"
+    strip "$carry/memprobe" "$carry/memprobe-worker" "$carry/gpu-tests"
     du -sh "$carry"/*
 }
 

@@ -1,6 +1,9 @@
 //! `memprobe`: measure what each PyTorch training optimization buys on this
-//! machine. Thin binary: argument parsing, progress bar, rendering, exit codes.
-//! The work is in `memprobe_engine`; the report format in `memprobe_report`.
+//! machine, and measure your own training jobs. Thin binary: argument
+//! parsing, progress bar, rendering, exit codes. It does not link libtorch:
+//! `bench` starts `memprobe-worker` (found next to this executable) for every
+//! run; the orchestration is in `memprobe_host`, the report format in
+//! `memprobe_report`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,10 +14,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use memprobe_engine::bench::{self, BenchOptions, Observer};
-use memprobe_engine::plan::{AmpDtype, BuiltinWorkload, DeviceChoice, LossKind, SizePreset, WorkloadSpec};
-use memprobe_engine::variants::Flags;
-use memprobe_engine::{env as probe_env, worker, EngineError};
+use memprobe_host::bench::{self, BenchOptions, Observer};
+use memprobe_host::plan::{AmpDtype, BuiltinWorkload, DeviceRequest, LossKind, SizePreset, WorkloadSpec};
+use memprobe_host::variants::Flags;
+use memprobe_host::{worker_proc, HostError};
 use memprobe_report::export::{Exporter, JsonExporter, MarkdownExporter, TableExporter};
 use memprobe_report::write_atomic;
 
@@ -29,9 +32,6 @@ struct Cli {
 enum Cmd {
     /// Run real training steps and print an A/B table of optimizations vs a plain baseline.
     Bench(Box<BenchArgs>),
-    /// Internal: run one worker plan read from stdin.
-    #[command(name = "__worker", hide = true)]
-    Worker,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -184,11 +184,10 @@ impl Observer for Progress {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Cmd::Worker => ExitCode::from(worker::worker_main() as u8),
         Cmd::Bench(args) => match bench_cmd(*args) {
             Ok(code) => code,
             Err(e) => {
-                let usage = e.downcast_ref::<EngineError>().is_some_and(EngineError::is_usage);
+                let usage = e.downcast_ref::<HostError>().is_some_and(HostError::is_usage);
                 eprintln!("memprobe: error: {e:#}");
                 ExitCode::from(if usage { 2 } else { 1 })
             }
@@ -198,16 +197,9 @@ fn main() -> ExitCode {
 
 fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let device = match a.device {
-        DeviceArg::Cpu => DeviceChoice::Cpu,
-        DeviceArg::Cuda => DeviceChoice::Cuda,
-        DeviceArg::Auto => {
-            if probe_env::torch_cuda_available() {
-                DeviceChoice::Cuda
-            } else {
-                eprintln!("memprobe: no NVIDIA driver/CUDA device found, using CPU");
-                DeviceChoice::Cpu
-            }
-        }
+        DeviceArg::Cpu => DeviceRequest::Cpu,
+        DeviceArg::Cuda => DeviceRequest::Cuda,
+        DeviceArg::Auto => DeviceRequest::Auto,
     };
     let workload = match (&a.model, &a.input_shape) {
         (Some(path), Some(shape)) => WorkloadSpec::TorchScript {
@@ -233,7 +225,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         },
     };
     if a.batch_size.is_some_and(|b| b <= 0) {
-        return Err(EngineError::Usage("--batch-size must be positive".into()).into());
+        return Err(HostError::Usage("--batch-size must be positive".into()).into());
     }
     let flags = Flags {
         amp: a.amp.map(|x| match x {
@@ -252,7 +244,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         freeze: a.freeze,
         all: a.all,
     };
-    let exe = std::env::current_exe().context("locating the memprobe executable to start workers")?;
+    let exe = worker_proc::locate_worker()?;
     let opts = BenchOptions {
         workload,
         device,
@@ -273,6 +265,9 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
     let prepared = bench::prepare(opts)?;
+    if let Some(note) = prepared.device_note() {
+        eprintln!("memprobe: {note}");
+    }
     let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(0);
         b.set_style(

@@ -1,6 +1,9 @@
-//! End-to-end tests of the real memprobe binary on the CPU: report schema,
-//! measured figures, correctness checks, bad input, worker faults, Ctrl-C.
-//! Sizes are small so the whole file runs in well under a minute on 2 cores.
+//! End-to-end tests of the real `memprobe bench` on the CPU: report schema,
+//! measured figures, correctness checks, bad input, worker faults, Ctrl-C,
+//! and the parent/worker split. They need `memprobe-worker` built next to
+//! `memprobe` (`cargo test --workspace`, or `cargo test -p memprobe -p
+//! memprobe_worker`). Sizes are small so the whole file runs in well under a
+//! minute on 2 cores.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,7 +12,19 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
 
+/// `memprobe-worker` next to the binary under test; a clear failure when absent.
+fn worker() -> PathBuf {
+    let w = Path::new(BIN).with_file_name("memprobe-worker");
+    assert!(
+        w.is_file(),
+        "{} is not built: run these tests with `cargo test -p memprobe -p memprobe_worker` (or --workspace)",
+        w.display()
+    );
+    w
+}
+
 fn memprobe(args: &[&str]) -> Output {
+    worker();
     Command::new(BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
 }
 
@@ -233,6 +248,7 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
     for (fault, state, runs) in [("accum-2:oom", "oom", 2usize), ("accum-2:crash", "crashed", 1)] {
         let json = dir.path().join(format!("{state}.json"));
         let runs_arg = runs.to_string();
+        worker();
         let o = Command::new(BIN)
             .args([
                 "bench", "--device", "cpu", "--batch-size", "256", "--accum", "2", "--set-to-none",
@@ -265,6 +281,7 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
 fn ctrl_c_writes_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
+    worker();
     let child = Command::new(BIN)
         .args([
             "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
@@ -307,4 +324,45 @@ fn help_lists_every_optimization_flag() {
     ] {
         assert!(h.contains(f), "missing {f}");
     }
+}
+
+#[test]
+fn the_parent_does_not_link_libtorch_and_the_worker_does() {
+    let parent = std::fs::read(BIN).unwrap();
+    let has = |bytes: &[u8], needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    for lib in [&b"libtorch_cpu.so"[..], b"libc10.so", b"libtorch.so"] {
+        assert!(!has(&parent, lib), "memprobe names {}", String::from_utf8_lossy(lib));
+    }
+    let w = std::fs::read(worker()).unwrap();
+    assert!(has(&w, b"libtorch_cpu.so"), "memprobe-worker should link libtorch");
+}
+
+#[test]
+fn bench_without_the_worker_says_how_to_get_it() {
+    // A copy of the parent alone in a directory: nothing to start.
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("memprobe");
+    std::fs::copy(BIN, &lone).unwrap();
+    let o = Command::new(&lone).args(["bench", "--device", "cpu"]).env_remove("MEMPROBE_WORKER").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("needs memprobe-worker") && e.contains(&dir.path().join("memprobe-worker").display().to_string()), "{e}");
+    assert!(e.contains("cargo build --release -p memprobe_worker"), "{e}");
+
+    let o = Command::new(BIN).args(["bench", "--device", "cpu"]).env("MEMPROBE_WORKER", "/nonexistent/w").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("MEMPROBE_WORKER=/nonexistent/w: no such file"), "{}", stderr(&o));
+
+    // A worker that cannot load its libtorch (here: a script that fails like the loader).
+    let fake = dir.path().join("memprobe-worker");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'memprobe-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file' >&2\nexit 127\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new(&lone).args(["bench", "--device", "cpu"]).env_remove("MEMPROBE_WORKER").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("its libtorch is missing"), "{}", stderr(&o));
 }

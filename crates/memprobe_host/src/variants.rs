@@ -3,7 +3,7 @@
 use memprobe_report::Mode;
 
 use crate::plan::{AmpDtype, DeviceChoice, VariantConfig};
-use crate::EngineError;
+use crate::HostError as EngineError;
 
 /// Which optimizations the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +35,7 @@ pub struct Flags {
 }
 
 /// What the variant planner needs to know about the workload.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadTraits {
     /// Samples per step.
     pub batch_size: i64,
