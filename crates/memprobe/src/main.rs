@@ -32,6 +32,16 @@ struct Cli {
 enum Cmd {
     /// Run real training steps and print an A/B table of optimizations vs a plain baseline.
     Bench(Box<BenchArgs>),
+    /// Run your command and sample its whole process tree until it exits.
+    ///
+    /// Host RSS per process from /proc (summed over the tree and per process),
+    /// GPU memory per process from NVML on every GPU of the node when an
+    /// NVIDIA driver is present, and with --torch the PyTorch caching
+    /// allocator's view. stdin/stdout/stderr, the exit status and signals pass
+    /// through; the summary goes to stderr and the report is written even when
+    /// the command is interrupted.
+    #[command(after_help = "Examples:\n  memprobe run --json run.json -- python train.py --epochs 1\n  memprobe run --torch --interval 50ms --svg mem.svg -- torchrun --nproc-per-node 8 train.py")]
+    Run(RunArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -156,6 +166,48 @@ struct BenchArgs {
     quiet: bool,
 }
 
+/// Parses `10ms`, `0.5s`, `250us` or a plain number of milliseconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1e-3)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a duration (e.g. 10ms, 0.5s)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{s:?}: the interval must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * scale))
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Sampling period (10ms, 0.5s, 250us; a plain number is milliseconds).
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// Write the JSON report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the summary as markdown here.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Put a start-up hook on the child's PYTHONPATH that reports
+    /// torch.cuda.memory_allocated/reserved and their peaks per device.
+    #[arg(long)]
+    torch: bool,
+    /// Do not print the summary table.
+    #[arg(long)]
+    quiet: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
 struct Progress {
     bar: Option<ProgressBar>,
 }
@@ -181,9 +233,16 @@ impl Observer for Progress {
     }
 }
 
+fn fail(e: anyhow::Error) -> ExitCode {
+    let usage = e.downcast_ref::<HostError>().is_some_and(HostError::is_usage);
+    eprintln!("memprobe: error: {e:#}");
+    ExitCode::from(if usage { 2 } else { 1 })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Cmd::Run(args) => run_cmd(args).unwrap_or_else(fail),
         Cmd::Bench(args) => match bench_cmd(*args) {
             Ok(code) => code,
             Err(e) => {
@@ -299,4 +358,30 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<()> {
+    write_atomic(path, text.as_bytes()).with_context(|| format!("writing {what} {}", path.display()))
+}
+
+fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let opts = memprobe_host::run::RunOptions { command: a.command, interval: a.interval, torch: a.torch, discard_output: false };
+    let report = match memprobe_host::run::run(&opts) {
+        Ok(r) => r,
+        Err(HostError::Command(m)) if m.starts_with("cannot start") => {
+            eprintln!("memprobe: error: {m}");
+            return Ok(ExitCode::from(memprobe_host::run::NOT_FOUND_STATUS as u8));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !a.quiet {
+        eprint!("{}", memprobe_report::export::run::render_run(&report, false));
+    }
+    if let Some(p) = &a.json {
+        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+    }
+    if let Some(p) = &a.markdown {
+        write_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report")?;
+    }
+    Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
 }

@@ -11,7 +11,10 @@
 
 pub mod bench;
 mod error;
+pub mod gpu;
 pub mod plan;
+pub mod proctree;
+pub mod run;
 pub mod variants;
 pub mod worker_proc;
 

@@ -23,9 +23,11 @@
 
 mod error;
 pub mod export;
+pub mod run;
 mod schema;
 pub mod stats;
 mod summary;
+pub mod verdict;
 mod write;
 
 pub use error::ReportError;

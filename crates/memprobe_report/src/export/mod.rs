@@ -2,6 +2,7 @@
 
 mod json;
 mod markdown;
+pub mod run;
 mod table;
 
 pub use json::JsonExporter;
