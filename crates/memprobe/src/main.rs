@@ -42,6 +42,22 @@ enum Cmd {
     /// the command is interrupted.
     #[command(after_help = "Examples:\n  memprobe run --json run.json -- python train.py --epochs 1\n  memprobe run --torch --interval 50ms --svg mem.svg -- torchrun --nproc-per-node 8 train.py")]
     Run(RunArgs),
+    /// Run two commands alternately N times and compare B with A.
+    ///
+    /// Both run under the same sampler as `memprobe run`; the table gives the
+    /// median and spread of wall time and peak memory, and a verdict per
+    /// metric: faster/slower (smaller/larger) only when Welch's t-test over
+    /// runs is significant and the change exceeds the noise threshold,
+    /// otherwise "no significant difference" with the confidence interval.
+    #[command(after_help = "Example:\n  memprobe ab --runs 5 -- python train.py --- python train.py --amp")]
+    Ab(AbArgs),
+    /// Compare two reports (bench, run or ab) and fail on a regression.
+    ///
+    /// Exit status: 0 no regression, 1 a regression (significantly worse and
+    /// above the allowed amount; the rows are named), 2 unreadable or
+    /// mismatched reports (schema version, kind, workload or device).
+    #[command(after_help = "Example (CI):\n  memprobe compare base.json new.json --format markdown >> \"$GITHUB_STEP_SUMMARY\"")]
+    Compare(CompareArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -208,6 +224,90 @@ struct RunArgs {
     command: Vec<String>,
 }
 
+/// Parses `5%` or `5` (percent) into 0.05.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    let v: f64 = t.parse().map_err(|_| format!("{s:?} is not a percentage (e.g. 5%)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{s:?}: must be a non-negative percentage"));
+    }
+    Ok(v / 100.0)
+}
+
+fn parse_confidence(s: &str) -> Result<f64, String> {
+    let v = parse_percent(s)?;
+    if v <= 0.5 || v >= 1.0 {
+        return Err(format!("{s:?}: the confidence must lie between 50% and 100%"));
+    }
+    Ok(v)
+}
+
+#[derive(clap::Args)]
+struct AbArgs {
+    /// Measured runs per command (they alternate A B A B ...).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// Unmeasured runs per command first.
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Sampling period of the memory sampler.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// Time changes below this are not called (noise threshold).
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    time_threshold: f64,
+    /// Memory changes below this are not called (noise threshold).
+    #[arg(long, default_value = "2%", value_parser = parse_percent)]
+    memory_threshold: f64,
+    /// Confidence of the test and the interval.
+    #[arg(long, default_value = "95%", value_parser = parse_confidence)]
+    confidence: f64,
+    /// Pass the commands' stdout/stderr through (discarded by default).
+    #[arg(long)]
+    show_output: bool,
+    /// Keep going when a run exits non-zero.
+    #[arg(long)]
+    ignore_failure: bool,
+    /// Write the JSON report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the table as markdown here.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Command A, `---`, command B (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD_A --- CMD_B")]
+    commands: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The reference report.
+    #[arg(value_name = "BASE.json")]
+    base: PathBuf,
+    /// The report to judge.
+    #[arg(value_name = "NEW.json")]
+    new: PathBuf,
+    /// Allowed slow-down (also the noise threshold of time verdicts).
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    max_time_regression: f64,
+    /// Allowed memory growth (also the noise threshold of memory verdicts).
+    #[arg(long, default_value = "2%", value_parser = parse_percent)]
+    max_memory_regression: f64,
+    /// Confidence of the tests.
+    #[arg(long, default_value = "95%", value_parser = parse_confidence)]
+    confidence: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: CompareFormat,
+}
+
 struct Progress {
     bar: Option<ProgressBar>,
 }
@@ -243,6 +343,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Cmd::Run(args) => run_cmd(args).unwrap_or_else(fail),
+        Cmd::Ab(args) => ab_cmd(args).unwrap_or_else(fail),
+        Cmd::Compare(args) => compare_cmd(args),
         Cmd::Bench(args) => match bench_cmd(*args) {
             Ok(code) => code,
             Err(e) => {
@@ -384,4 +486,91 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         write_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report")?;
     }
     Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
+}
+
+fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
+    use memprobe_report::verdict::VerdictConfig;
+    let (cmd_a, cmd_b) = memprobe_host::ab::split_commands(&a.commands)?;
+    let opts = memprobe_host::ab::AbOptions {
+        a: cmd_a,
+        b: cmd_b,
+        runs: a.runs,
+        warmup: a.warmup,
+        interval: a.interval,
+        show_output: a.show_output,
+        ignore_failure: a.ignore_failure,
+        time: VerdictConfig { confidence: a.confidence, threshold: a.time_threshold, ..VerdictConfig::time() },
+        memory: VerdictConfig { confidence: a.confidence, threshold: a.memory_threshold, ..VerdictConfig::memory() },
+    };
+    let total = a.runs + a.warmup;
+    let mut progress = |side: &str, repeat: u32, warm: bool| {
+        eprintln!(
+            "memprobe ab: {} run {}/{}{}",
+            side.to_uppercase(),
+            repeat + 1,
+            total,
+            if warm { " (warm-up)" } else { "" }
+        );
+    };
+    let report = memprobe_host::ab::ab(&opts, &mut progress)?;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(memprobe_report::export::run::render_ab(&report, false).as_bytes());
+    if let Some(p) = &a.json {
+        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+    }
+    if let Some(p) = &a.markdown {
+        write_report(p, &memprobe_report::export::run::render_ab(&report, true), "markdown report")?;
+    }
+    if !report.complete {
+        eprintln!("memprobe: interrupted: partial report written");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_report(p: &std::path::Path) -> Result<memprobe_report::run::AnyReport, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    memprobe_report::run::AnyReport::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn compare_cmd(a: CompareArgs) -> ExitCode {
+    use memprobe_report::compare::{compare_reports, CompareOptions};
+    use memprobe_report::verdict::VerdictConfig;
+    let reports = read_report(&a.base).and_then(|b| read_report(&a.new).map(|n| (b, n)));
+    let (base, new) = match reports {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("memprobe: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let o = CompareOptions {
+        time: VerdictConfig { confidence: a.confidence, threshold: a.max_time_regression, ..VerdictConfig::time() },
+        memory: VerdictConfig { confidence: a.confidence, threshold: a.max_memory_regression, ..VerdictConfig::memory() },
+    };
+    let result = match compare_reports(&base, &new, &o) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("memprobe: error: cannot compare {} with {}: {e}", a.base.display(), a.new.display());
+            return ExitCode::from(2);
+        }
+    };
+    let text = match a.format {
+        CompareFormat::Table => result.render(false),
+        CompareFormat::Markdown => result.render(true),
+        CompareFormat::Json => match serde_json::to_string_pretty(&result) {
+            Ok(s) => s + "\n",
+            Err(e) => {
+                eprintln!("memprobe: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if result.regressions.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("memprobe: regression in {}", result.regressions.join(", "));
+        ExitCode::from(1)
+    }
 }

@@ -9,6 +9,7 @@
 //! `compare` and `report` start on machines without torch.
 #![deny(missing_docs)]
 
+pub mod ab;
 pub mod bench;
 mod error;
 pub mod gpu;

@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod compare;
 mod error;
 pub mod export;
 pub mod run;

@@ -152,8 +152,18 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
     if markdown {
         out.push('\n');
     }
-    if let Some(c) = r.comparisons.first() {
-        out.push_str(&format!("{bullet}verdict: {}\n", c.method()));
+    let mut methods: Vec<String> = Vec::new();
+    for c in &r.comparisons {
+        let m = format!("{} ({})", c.method(), match c.metric {
+            crate::verdict::Metric::Time => "time",
+            crate::verdict::Metric::Memory => "memory",
+        });
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
+    for m in methods {
+        out.push_str(&format!("{bullet}verdict: {m}\n"));
     }
     for c in &r.comparisons {
         for w in &c.warnings {
