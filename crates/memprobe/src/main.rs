@@ -46,7 +46,7 @@ enum Cmd {
     ///
     /// Both run under the same sampler as `memprobe run`; the table gives the
     /// median and spread of wall time and peak memory, and a verdict per
-    /// metric: faster/slower (smaller/larger) only when Welch's t-test over
+    /// metric: faster/slower (smaller/larger) only when the Mann-Whitney U test over
     /// runs is significant and the change exceeds the noise threshold,
     /// otherwise "no significant difference" with the confidence interval.
     #[command(after_help = "Example:\n  memprobe ab --runs 5 -- python train.py --- python train.py --amp")]

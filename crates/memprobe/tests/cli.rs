@@ -366,3 +366,83 @@ fn bench_without_the_worker_says_how_to_get_it() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("its libtorch is missing"), "{}", stderr(&o));
 }
+
+/// Multiplies every step time of `id` by `factor` (a doctored copy).
+fn scale_step_times(r: &mut Value, id: &str, factor: f64) {
+    let v = r["variants"].as_array_mut().unwrap().iter_mut().find(|v| v["id"] == id).unwrap();
+    for run in v["runs"].as_array_mut().unwrap() {
+        for t in run["step_times_ms"].as_array_mut().unwrap() {
+            *t = Value::from(t.as_f64().unwrap() * factor);
+        }
+    }
+}
+
+#[test]
+fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let o = memprobe(&[
+        "bench", "--device", "cpu", "--batch-size", "512", "--set-to-none", "--runs", "8", "--warmup", "2",
+        "--steps", "10", "--threads", "1", "--quiet", "--json", base.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let original = read_json(&base);
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
+        p
+    };
+    let compare = |new: &Path, extra: &[&str]| {
+        let mut args = vec!["compare", base.to_str().unwrap(), new.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Command::new(BIN).args(&args).output().unwrap()
+    };
+
+    // The same report: nothing changed.
+    let o = compare(&base, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // 20 % slower set-to-none: a regression, and the row is named.
+    let mut slow = original.clone();
+    scale_step_times(&mut slow, "set-to-none", 1.2);
+    let p = write("slow.json", &slow);
+    let o = compare(&p, &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("REGRESSION in set-to-none"), "{out}");
+    assert!(stderr(&o).contains("regression in set-to-none"));
+    assert!(out.contains("slower (+20.0%"), "{out}");
+    let o = compare(&p, &["--format", "json"]);
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["regressions"], serde_json::json!(["set-to-none"]));
+    let o = compare(&p, &["--format", "markdown"]);
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("## memprobe compare: mlp (small)"));
+    // Allowed when the threshold is above the change.
+    assert_eq!(compare(&p, &["--max-time-regression", "25%"]).status.code(), Some(0));
+
+    // Within noise: +1 % on every variant is below the 5 % threshold.
+    let mut noise = original.clone();
+    scale_step_times(&mut noise, "baseline", 1.01);
+    scale_step_times(&mut noise, "set-to-none", 1.01);
+    let p = write("noise.json", &noise);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no regression"));
+
+    // Another schema version, another workload, not a report: exit 2, saying which.
+    let mut other = original.clone();
+    other["schema_version"] = Value::from(2);
+    let p = write("v2.json", &other);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("v2.json: unsupported report schema version 2"), "{}", stderr(&o));
+    let mut other = original.clone();
+    other["workload"]["name"] = Value::from("convnet");
+    let p = write("convnet.json", &other);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("different workloads: BASE is mlp"), "{}", stderr(&o));
+    let p = write("junk.json", &Value::from("hello"));
+    assert_eq!(compare(&p, &[]).status.code(), Some(2));
+    assert_eq!(compare(Path::new("/nonexistent/x.json"), &[]).status.code(), Some(2));
+}

@@ -1,6 +1,6 @@
 //! `memprobe ab`: two commands run alternately (A B A B ...) under the same
 //! sampler as `memprobe run`; B is compared with A on wall time and peak
-//! memory with a verdict per metric (Welch's t-test over runs, a noise
+//! memory with a verdict per metric (Mann-Whitney U test over runs, a noise
 //! threshold, see [`memprobe_report::verdict`]).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,7 +1,10 @@
 //! Verdicts on a change, as criterion and hyperfine give them: the unit of
 //! measurement is a *run* (a fresh process; the steps of one run share its
 //! allocator, caches and clock state, so they are not independent), the test
-//! is Welch's two-sample t-test on the per-run values, and a change is called
+//! is the Mann-Whitney U test on the per-run values (rank-based, so one run
+//! slowed by a busy machine does not swamp the others, as it would a t-test
+//! on means), the change is the Hodges-Lehmann estimate of the ratio (median
+//! of all pairwise ratios) with its distribution-free interval, and a change is called
 //! only when it is both significant at the configured confidence and larger
 //! than a noise threshold. Otherwise the verdict is "no significant
 //! difference" with the confidence interval of the change. A spread too large
@@ -17,7 +20,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::ContinuousCDF;
 
 /// What is compared: the direction words depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +71,7 @@ pub enum Verdict {
     Inconclusive,
 }
 
-/// Mean, standard deviation and count of one side.
+/// Median, mean, standard deviation and count of one side.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SideStats {
     /// Number of runs.
@@ -126,7 +129,8 @@ pub struct Comparison {
     pub base: Option<SideStats>,
     /// New side (B).
     pub new: Option<SideStats>,
-    /// Relative change of the mean, new / base - 1.
+    /// Relative change, new / base - 1 (Hodges-Lehmann estimate: the median
+    /// of all pairwise ratios).
     pub change: Option<f64>,
     /// Confidence interval of the relative change, (low, high).
     pub interval: Option<(f64, f64)>,
@@ -200,7 +204,106 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// Name of the test, as printed.
-pub const WELCH: &str = "Welch's two-sample t-test";
+pub const TEST_NAME: &str = "Mann-Whitney U test (two-sided), Hodges-Lehmann estimate and interval";
+
+/// Exact two-sided p-value of U for sizes (m, n) without ties, by counting
+/// the arrangements (feasible for the run counts memprobe uses).
+fn exact_p(u: f64, m: usize, n: usize) -> f64 {
+    // counts[i][j][k]: arrangements of i and j values with statistic k.
+    let mut prev: Vec<Vec<f64>> = (0..=n).map(|_| vec![1.0]).collect(); // i = 0
+    for i in 1..=m {
+        let mut cur: Vec<Vec<f64>> = Vec::with_capacity(n + 1);
+        cur.push(vec![1.0]); // j = 0
+        for j in 1..=n {
+            let mut v = vec![0.0; i * j + 1];
+            // last value from the first sample: it exceeds all j of the other
+            for (k, c) in prev[j].iter().enumerate() {
+                v[k + j] += c;
+            }
+            // last value from the second sample
+            for (k, c) in cur[j - 1].iter().enumerate() {
+                v[k] += c;
+            }
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    let dist = &prev[n];
+    let total: f64 = dist.iter().sum();
+    let k = u.round() as usize;
+    let lower: f64 = dist[..=k.min(dist.len() - 1)].iter().sum::<f64>() / total;
+    let upper: f64 = dist[k.min(dist.len() - 1)..].iter().sum::<f64>() / total;
+    (2.0 * lower.min(upper)).min(1.0)
+}
+
+fn normal_cdf(z: f64) -> f64 {
+    use statrs::distribution::Normal;
+    Normal::new(0.0, 1.0).map(|d| d.cdf(z)).unwrap_or(0.5)
+}
+
+fn normal_quantile(p: f64) -> f64 {
+    use statrs::distribution::Normal;
+    Normal::new(0.0, 1.0).map(|d| d.inverse_cdf(p)).unwrap_or(1.96)
+}
+
+/// U statistic of `x` over `y` (ties count one half) and whether ties occurred.
+fn u_statistic(x: &[f64], y: &[f64]) -> (f64, bool) {
+    let mut all: Vec<(f64, usize)> = x.iter().map(|&v| (v, 0)).chain(y.iter().map(|&v| (v, 1))).collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ranks = vec![0.0; all.len()];
+    let mut ties = false;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        if j > i {
+            ties = true;
+        }
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for rank in ranks.iter_mut().take(j + 1).skip(i) {
+            *rank = r;
+        }
+        i = j + 1;
+    }
+    let rx: f64 = all.iter().zip(&ranks).filter(|(a, _)| a.1 == 0).map(|(_, r)| r).sum();
+    let m = x.len() as f64;
+    (rx - m * (m + 1.0) / 2.0, ties)
+}
+
+/// Two-sided p-value of the Mann-Whitney U test of `new` against `base`:
+/// exact without ties (up to 40 runs a side), else the normal approximation
+/// with tie and continuity corrections.
+pub fn mann_whitney_p(base: &[f64], new: &[f64]) -> f64 {
+    let (m, n) = (new.len(), base.len());
+    let (u, ties) = u_statistic(new, base);
+    if !ties && m <= 40 && n <= 40 {
+        return exact_p(u, m, n);
+    }
+    let (mf, nf) = (m as f64, n as f64);
+    let big_n = mf + nf;
+    let mut all: Vec<f64> = base.iter().chain(new).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let mut j = i;
+        while j + 1 < all.len() && all[j + 1] == all[i] {
+            j += 1;
+        }
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        i = j + 1;
+    }
+    let var = mf * nf / 12.0 * ((big_n + 1.0) - tie_term / (big_n * (big_n - 1.0)));
+    if var <= 0.0 {
+        return 1.0; // every value equal
+    }
+    let mean = mf * nf / 2.0;
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    (2.0 * (1.0 - normal_cdf(z))).clamp(0.0, 1.0)
+}
 
 /// Compares `new` with `base` (one value per run).
 pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &VerdictConfig) -> Comparison {
@@ -214,26 +317,41 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
         change: None,
         interval: None,
         p_value: None,
-        test: WELCH.into(),
+        test: TEST_NAME.into(),
         confidence: cfg.confidence,
         threshold: cfg.threshold,
         verdict: Verdict::Inconclusive,
         warnings: Vec::new(),
     };
-    let (Some(b), Some(n)) = (b, n) else {
+    let (Some(bs), Some(ns)) = (b, n) else {
         c.warnings.push("no finite values on one side".into());
         return c;
     };
-    if b.mean == 0.0 {
+    if bs.median == 0.0 {
         c.warnings.push("base is zero: no relative change".into());
         return c;
     }
-    c.change = Some(n.mean / b.mean - 1.0);
-    if b.n < 2 || n.n < 2 {
-        c.warnings.push(format!("{} run(s) vs {}: at least 2 per side are needed for a test", b.n, n.n));
+    let base: Vec<f64> = base.iter().copied().filter(|x| x.is_finite()).collect();
+    let new: Vec<f64> = new.iter().copied().filter(|x| x.is_finite()).collect();
+    // The change as a ratio: pairwise log ratios when every value is
+    // positive, else pairwise differences relative to the base median.
+    let logs = base.iter().chain(&new).all(|&x| x > 0.0);
+    let mut pairs: Vec<f64> = Vec::with_capacity(base.len() * new.len());
+    for &y in &new {
+        for &x in &base {
+            pairs.push(if logs { (y / x).ln() } else { (y - x) / bs.median });
+        }
+    }
+    pairs.sort_by(f64::total_cmp);
+    let to_change = |d: f64| if logs { d.exp() - 1.0 } else { d };
+    let hl = crate::stats::quantile_sorted(&pairs, 0.5);
+    c.change = Some(to_change(hl));
+    if bs.n < 2 || ns.n < 2 {
+        c.change = Some(ns.median / bs.median - 1.0);
+        c.warnings.push(format!("{} run(s) vs {}: at least 2 per side are needed for a test", bs.n, ns.n));
         return c;
     }
-    for (side, s) in [("base", b), ("new", n)] {
+    for (side, s) in [("base", bs), ("new", ns)] {
         if s.cv() > cfg.max_cv {
             c.warnings.push(format!(
                 "the {side} runs spread too much to conclude reliably (CV {:.0}% > {:.0}%): more runs or a quieter machine",
@@ -242,31 +360,18 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
             ));
         }
     }
-    let (vb, vn) = (b.stddev.powi(2) / b.n as f64, n.stddev.powi(2) / n.n as f64);
-    let se = (vb + vn).sqrt();
-    let diff = n.mean - b.mean;
-    let (p, half) = if se == 0.0 {
-        // Both sides constant: any difference is exact.
-        (if diff == 0.0 { 1.0 } else { 0.0 }, 0.0)
-    } else {
-        // Welch–Satterthwaite degrees of freedom.
-        let df = (vb + vn).powi(2)
-            / (vb.powi(2) / (b.n as f64 - 1.0) + vn.powi(2) / (n.n as f64 - 1.0)).max(f64::MIN_POSITIVE);
-        match StudentsT::new(0.0, 1.0, df.max(1.0)) {
-            Ok(t) => {
-                let p = 2.0 * (1.0 - t.cdf((diff / se).abs()));
-                let q = t.inverse_cdf(1.0 - (1.0 - cfg.confidence) / 2.0);
-                (p.clamp(0.0, 1.0), q * se)
-            }
-            Err(_) => {
-                c.warnings.push("t distribution unavailable".into());
-                return c;
-            }
-        }
-    };
+    let p = mann_whitney_p(&base, &new);
     c.p_value = Some(p);
-    c.interval = Some(((diff - half) / b.mean, (diff + half) / b.mean));
-    let rel = diff / b.mean;
+    // Distribution-free interval: order statistics of the pairwise ratios
+    // (normal approximation of the U critical value).
+    let (mf, nf) = (base.len() as f64, new.len() as f64);
+    let z = normal_quantile(1.0 - (1.0 - cfg.confidence) / 2.0);
+    let k = (mf * nf / 2.0 - z * (mf * nf * (mf + nf + 1.0) / 12.0).sqrt()).floor();
+    let k = if k < 1.0 { 0 } else { k as usize - 1 };
+    let lo = pairs[k.min(pairs.len() - 1)];
+    let hi = pairs[pairs.len() - 1 - k.min(pairs.len() - 1)];
+    c.interval = Some((to_change(lo), to_change(hi)));
+    let rel = to_change(hl);
     let significant = p < 1.0 - cfg.confidence;
     c.verdict = if significant && rel.abs() > cfg.threshold {
         if rel > 0.0 {
@@ -285,38 +390,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn welch_matches_scipy() {
-        // t = 3 / sqrt(2.5/5 + 10/5) = 1.897, Welch–Satterthwaite df = 6.25 / 1.0625 = 5.88,
-        // two-sided p = 0.1075 (scipy.stats.ttest_ind(..., equal_var=False) gives the same).
-        let c = compare(Metric::Time, "t", &[1.0, 2.0, 3.0, 4.0, 5.0], &[2.0, 4.0, 6.0, 8.0, 10.0], &VerdictConfig::time());
-        assert!((c.p_value.unwrap() - 0.1075).abs() < 5e-4, "{:?}", c.p_value);
-        assert_eq!(c.verdict, Verdict::NoSignificantDifference);
-        assert!((c.change.unwrap() - 1.0).abs() < 1e-12);
+    fn exact_p_values_match_the_tables() {
+        // Complete separation of 5 vs 5: p = 2 / C(10, 5) = 2/252.
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0, 5.0], &[6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!((p - 2.0 / 252.0).abs() < 1e-12, "{p}");
+        // [2.5, 4.5, 6, 8, 10] over [1..5]: U = 2 + 4 + 15 = 21 of 25; arrangements with
+        // U >= 21 number 1 + 1 + 2 + 3 + 5 = 12 of 252, so p = 2 * 12/252.
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0, 4.0, 5.0], &[2.5, 4.5, 6.0, 8.0, 10.0]);
+        assert!((p - 24.0 / 252.0).abs() < 1e-12, "{p}");
+        // Interleaved samples: nothing to see.
+        assert!((mann_whitney_p(&[1.0, 3.0, 5.0], &[2.0, 4.0, 6.0]) - 0.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_slow_outlier_run_does_not_hide_a_20_percent_slowdown() {
+        let base = [10.0, 10.3, 9.8, 10.1, 14.5, 10.0, 9.9, 10.2];
+        let slow: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
+        let c = compare(Metric::Time, "t", &base, &slow, &VerdictConfig::time());
+        assert_eq!(c.verdict, Verdict::Worse, "{c:?}");
+        assert!((c.change.unwrap() - 0.2).abs() < 0.03, "{:?}", c.change);
         let (lo, hi) = c.interval.unwrap();
-        assert!(lo < 0.0 && hi > 1.0, "the interval spans zero: {lo} {hi}");
-        assert!(c.warnings.iter().any(|w| w.contains("spread too much")));
+        assert!(lo > 0.05 && hi < 0.5 && lo <= 0.2 && hi >= 0.2, "{lo} {hi}");
+        assert!(c.warnings.iter().any(|w| w.contains("spread too much")), "the outlier is warned about");
     }
 
     #[test]
     fn significant_but_below_threshold_is_no_difference() {
-        let base = [100.0, 100.1, 99.9, 100.0, 100.05];
-        let new = [101.0, 101.1, 100.9, 101.0, 101.05]; // +1%, very significant
+        let base = [100.0, 100.1, 99.9, 100.0, 100.05, 100.02];
+        let new: Vec<f64> = base.iter().map(|x| x * 1.01).collect();
         let c = compare(Metric::Time, "t", &base, &new, &VerdictConfig::time());
-        assert!(c.p_value.unwrap() < 0.001);
+        assert!(c.p_value.unwrap() < 0.01);
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
         let c = compare(Metric::Memory, "m", &new, &base, &VerdictConfig { threshold: 0.005, ..VerdictConfig::memory() });
         assert_eq!(c.verdict_text(), "smaller");
     }
 
     #[test]
-    fn one_run_is_inconclusive_and_constant_sides_are_exact() {
+    fn one_run_is_inconclusive_and_constant_sides_are_handled() {
         let c = compare(Metric::Time, "t", &[1.0], &[2.0], &VerdictConfig::time());
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert!(c.warnings[0].contains("at least 2"));
-        let c = compare(Metric::Memory, "m", &[5.0, 5.0, 5.0], &[6.0, 6.0, 6.0], &VerdictConfig::memory());
+        let c = compare(Metric::Memory, "m", &[5.0; 4], &[6.0; 4], &VerdictConfig::memory());
         assert_eq!(c.verdict_text(), "larger");
+        assert!((c.change.unwrap() - 0.2).abs() < 1e-12);
         let c = compare(Metric::Memory, "m", &[5.0, 5.0], &[5.0, 5.0], &VerdictConfig::memory());
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
-        assert!(c.describe().starts_with("no significant difference (+0.0%"));
+        assert!(c.describe().starts_with("no significant difference (+0.0%"), "{}", c.describe());
     }
 }
