@@ -58,6 +58,14 @@ enum Cmd {
     /// mismatched reports (schema version, kind, workload or device).
     #[command(after_help = "Example (CI):\n  memprobe compare base.json new.json --format markdown >> \"$GITHUB_STEP_SUMMARY\"")]
     Compare(CompareArgs),
+    /// Render reports: a bench report as bar charts of time and memory per
+    /// variant, a run report as a memory timeline.
+    ///
+    /// --merge combines the per-node `run` reports of one multi-node job (one
+    /// `memprobe run` per node under srun/torchrun) into one report with a
+    /// series per node and GPU. Charts are SVG; markdown gives the tables.
+    #[command(after_help = "Examples:\n  memprobe report bench.json --format svg -o bench.svg\n  memprobe report node*.json --merge --format svg -o job.svg")]
+    Report(ReportArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -216,6 +224,9 @@ struct RunArgs {
     /// torch.cuda.memory_allocated/reserved and their peaks per device.
     #[arg(long)]
     torch: bool,
+    /// Draw the memory timeline as SVG here.
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
     /// Do not print the summary table.
     #[arg(long)]
     quiet: bool,
@@ -277,6 +288,28 @@ struct AbArgs {
     /// Command A, `---`, command B (after `--`).
     #[arg(last = true, required = true, value_name = "CMD_A --- CMD_B")]
     commands: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Markdown,
+    Svg,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Reports written by bench, run or ab (--json).
+    #[arg(required = true, value_name = "IN.json")]
+    inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: ReportFormat,
+    /// Combine the run reports of the nodes of one job.
+    #[arg(long)]
+    merge: bool,
+    /// Write here (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    output: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -345,6 +378,10 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run_cmd(args).unwrap_or_else(fail),
         Cmd::Ab(args) => ab_cmd(args).unwrap_or_else(fail),
         Cmd::Compare(args) => compare_cmd(args),
+        Cmd::Report(args) => report_cmd(args).unwrap_or_else(|e| {
+            eprintln!("memprobe: error: {e:#}");
+            ExitCode::from(2)
+        }),
         Cmd::Bench(args) => match bench_cmd(*args) {
             Ok(code) => code,
             Err(e) => {
@@ -485,6 +522,10 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.markdown {
         write_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report")?;
     }
+    if let Some(p) = &a.svg {
+        let svg = memprobe_report::export::svg::run_svg(std::slice::from_ref(&report))?;
+        write_report(p, &svg, "SVG timeline")?;
+    }
     Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
 }
 
@@ -573,4 +614,55 @@ fn compare_cmd(a: CompareArgs) -> ExitCode {
         eprintln!("memprobe: regression in {}", result.regressions.join(", "));
         ExitCode::from(1)
     }
+}
+
+fn report_cmd(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    use memprobe_report::export::run::{render_ab, render_run};
+    use memprobe_report::export::svg::{bench_svg, run_svg};
+    use memprobe_report::run::AnyReport;
+    let mut reports = Vec::new();
+    for p in &a.inputs {
+        reports.push(read_report(p).map_err(anyhow::Error::msg)?);
+    }
+    if reports.len() > 1 && !a.merge {
+        anyhow::bail!("{} reports given: --merge combines the per-node run reports of one job", reports.len());
+    }
+    let text = if a.merge {
+        let mut runs = Vec::new();
+        for (p, r) in a.inputs.iter().zip(reports) {
+            match r {
+                AnyReport::Run(r) => runs.push(*r),
+                other => anyhow::bail!("{}: --merge combines run reports, this is a {} report", p.display(), other.kind()),
+            }
+        }
+        match a.format {
+            ReportFormat::Svg => run_svg(&runs)?,
+            ReportFormat::Markdown => {
+                let mut s = format!("# memprobe run, {} nodes\n\n", runs.len());
+                for r in &runs {
+                    s.push_str(&render_run(r, true).replacen("# memprobe run", &format!("## {}", r.host.hostname), 1));
+                    s.push('\n');
+                }
+                s
+            }
+        }
+    } else {
+        match (reports.remove(0), a.format) {
+            (AnyReport::Bench(r), ReportFormat::Svg) => bench_svg(&r)?,
+            (AnyReport::Bench(r), ReportFormat::Markdown) => MarkdownExporter.render(&r)?,
+            (AnyReport::Run(r), ReportFormat::Svg) => run_svg(std::slice::from_ref(&r))?,
+            (AnyReport::Run(r), ReportFormat::Markdown) => render_run(&r, true),
+            (AnyReport::Ab(r), ReportFormat::Markdown) => render_ab(&r, true),
+            (AnyReport::Ab(_), ReportFormat::Svg) => {
+                anyhow::bail!("{}: an ab report has no chart; use --format markdown", a.inputs[0].display())
+            }
+        }
+    };
+    match &a.output {
+        Some(p) => write_report(p, &text, "report")?,
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

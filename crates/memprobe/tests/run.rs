@@ -35,6 +35,23 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Parses and rasterises an SVG with resvg; `MEMPROBE_PNG_DIR` keeps the PNG.
+fn assert_valid_svg(svg: &str, name: &str) {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = usvg::Tree::from_str(svg, &opt).expect("valid SVG");
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    let drawn = pixmap.pixels().iter().filter(|c| c.red() < 200 || c.green() < 200 || c.blue() < 200).count();
+    assert!(drawn > 2000, "{name}: almost nothing drawn ({drawn} pixels)");
+    if let Ok(dir) = std::env::var("MEMPROBE_PNG_DIR") {
+        std::fs::write(Path::new(&dir).join(name), pixmap.encode_png().unwrap()).unwrap();
+    }
+}
+
 const FOUR_STEPS: &str = r#"
 import sys, time
 time.sleep(0.5)
@@ -51,8 +68,16 @@ fn four_steps_of_100_mib_show_as_a_400_mib_peak_and_a_staircase() {
     let dir = tempfile::tempdir().unwrap();
     let s = script(dir.path(), "four.py", FOUR_STEPS);
     let json = dir.path().join("run.json");
-    let o = memprobe_run(&["--json", json.to_str().unwrap(), "--", &python(), s.to_str().unwrap()]);
+    let svg = dir.path().join("run.svg");
+    let o = memprobe_run(&["--json", json.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--", &python(), s.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "exit code passes through: {}", stderr(&o));
+    assert_valid_svg(&std::fs::read_to_string(&svg).unwrap(), "run-four-steps.png");
+    // `report` draws the same timeline from the JSON, and a markdown summary.
+    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "svg"]).output().unwrap();
+    assert!(o2.status.success());
+    assert_valid_svg(&String::from_utf8_lossy(&o2.stdout), "report-four-steps.png");
+    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "markdown"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o2.stdout).contains("| host RSS, whole tree (1 process) "));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "allocated 4\n", "stdout passes through");
     assert!(stderr(&o).contains("host RSS, whole tree"), "summary on stderr: {}", stderr(&o));
 
@@ -211,4 +236,41 @@ fn torch_hook_reports_what_a_cpu_child_could_not_see() {
     assert!(procs[0]["note"].as_str().unwrap().contains("CUDA was never initialised"));
     assert!(r["torch"]["devices"].as_array().unwrap().is_empty());
     assert!(stderr(&o).contains("CUDA was never initialised"), "{}", stderr(&o));
+}
+
+#[test]
+fn report_merges_the_nodes_of_a_job_and_rejects_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for node in 0..2 {
+        let json = dir.path().join(format!("node{node}.json"));
+        let o = memprobe_run(&["--quiet", "--json", json.to_str().unwrap(), "--", &python(), "-c", "x = bytearray(b'1') * (20 << 20)"]);
+        assert!(o.status.success());
+        // Two nodes of one job: give the second report its own host name.
+        let mut r = read_json(&json);
+        r["host"]["hostname"] = Value::from(format!("node{node}"));
+        std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();
+        paths.push(json.to_str().unwrap().to_string());
+    }
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "svg"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = String::from_utf8_lossy(&o.stdout);
+    assert!(svg.contains("node0: host RSS") && svg.contains("node1: host RSS"));
+    assert_valid_svg(&svg, "merged.png");
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "markdown"]).output().unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.starts_with("# memprobe run, 2 nodes") && md.contains("## node0") && md.contains("## node1"), "{md}");
+    // Several reports without --merge, a broken file, a missing file: exit 2 naming it.
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1]]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--merge"));
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").unwrap();
+    let o = Command::new(BIN).args(["report", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    let out = dir.path().join("never.svg");
+    let o = Command::new(BIN).args(["report", "/nonexistent/r.json", "-o", out.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists(), "nothing half-written");
 }

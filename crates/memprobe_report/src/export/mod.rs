@@ -3,6 +3,7 @@
 mod json;
 mod markdown;
 pub mod run;
+pub mod svg;
 mod table;
 
 pub use json::JsonExporter;

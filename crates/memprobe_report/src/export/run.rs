@@ -6,6 +6,15 @@ use comfy_table::{ContentArrangement, Table};
 use super::fmt_mib;
 use crate::run::{AbReport, MemorySeries, RunReport};
 
+/// `1 process`, `3 processes`.
+pub fn processes(n: usize) -> String {
+    if n == 1 {
+        "1 process".into()
+    } else {
+        format!("{n} processes")
+    }
+}
+
 fn mib_f(b: f64) -> String {
     format!("{:.1} MiB", b / (1024.0 * 1024.0))
 }
@@ -56,7 +65,7 @@ pub fn render_run(r: &RunReport, markdown: bool) -> String {
     }
     let mut t = table(markdown);
     t.set_header(vec!["memory", "peak", "mean", "time to peak", "note"]);
-    row(&mut t, format!("host RSS, whole tree ({} processes)", r.processes.len()), &r.tree_rss, String::new());
+    row(&mut t, format!("host RSS, whole tree ({})", processes(r.processes.len())), &r.tree_rss, String::new());
     for g in &r.gpus {
         let energy = g.energy_j.map(|e| format!("energy {e:.1} J")).unwrap_or_default();
         if !g.tree_process.bytes.is_empty() {
