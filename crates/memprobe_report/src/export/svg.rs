@@ -161,7 +161,7 @@ pub fn run_svg(reports: &[RunReport]) -> Result<String, ReportError> {
         // The largest processes of a big tree get their own line.
         if r.processes.len() > 1 {
             let mut procs: Vec<_> = r.processes.iter().filter_map(|p| p.rss.summary().map(|s| (s.peak_bytes, p))).collect();
-            procs.sort_by(|a, b| b.0.cmp(&a.0));
+            procs.sort_by_key(|p| std::cmp::Reverse(p.0));
             for (_, p) in procs.into_iter().take(4) {
                 let mut cmd = p.command.clone();
                 if cmd.chars().count() > 40 {
