@@ -355,6 +355,14 @@ pub struct VariantSummary {
     pub mfu: Option<f64>,
     /// Why MFU is unavailable, when it is.
     pub mfu_note: Option<String>,
+    /// Step time against the compared variant: per-run medians, Mann-Whitney
+    /// U test and noise threshold (see [`crate::verdict`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_verdict: Option<crate::verdict::Comparison>,
+    /// The primary memory figure (peak RSS on CPU, allocator peak allocated
+    /// on CUDA) against the compared variant, per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_verdict: Option<crate::verdict::Comparison>,
 }
 
 /// A memory figure summarized over runs.

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
 use crate::stats::{median, Stats};
+use crate::verdict::{compare, Metric, VerdictConfig};
 use crate::{MemoryMetric, MemorySummary, Report, VariantSummary};
 
 /// Recomputes every variant's [`VariantSummary`] from its raw runs.
@@ -78,8 +79,26 @@ pub fn summarize(report: &mut Report) {
             achieved_tflops,
             mfu,
             mfu_note,
+            time_verdict: None,
+            memory_verdict: None,
         });
     }
+
+    // Per-run values for the verdicts: the unit is a run.
+    let primary = if report.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
+    let per_run: HashMap<String, (Vec<f64>, Vec<f64>)> = report
+        .variants
+        .iter()
+        .map(|v| {
+            let t = v.runs.iter().filter_map(|r| median(&r.step_times_ms)).collect();
+            let m = v
+                .runs
+                .iter()
+                .filter_map(|r| r.memory.iter().find(|m| m.metric == primary).and_then(|m| m.bytes).map(|b| b as f64))
+                .collect();
+            (v.id.clone(), (t, m))
+        })
+        .collect();
 
     // Second pass: relations to the compared variant.
     let reference: HashMap<String, VariantSummary> = report
@@ -93,6 +112,12 @@ pub fn summarize(report: &mut Report) {
         let Some(s) = v.summary.as_mut() else { continue };
         if s.step_time_ms.median > 0.0 {
             s.speedup = Some(base.step_time_ms.median / s.step_time_ms.median);
+        }
+        if let (Some((bt, bm)), Some((t, m))) = (per_run.get(&base_id), per_run.get(&v.id)) {
+            s.time_verdict = Some(compare(Metric::Time, "step time", bt, t, &VerdictConfig::time()));
+            if !bm.is_empty() && !m.is_empty() {
+                s.memory_verdict = Some(compare(Metric::Memory, primary.label(), bm, m, &VerdictConfig::memory()));
+            }
         }
         for m in &mut s.memory {
             if let Some(b) = base.memory.iter().find(|b| b.metric == m.metric) {

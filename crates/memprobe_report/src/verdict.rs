@@ -149,6 +149,16 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// A short word for narrow tables: `faster`, `slower`, `smaller`,
+    /// `larger`, `n.s.` (no significant difference) or `inconcl.`.
+    pub fn verdict_short(&self) -> &'static str {
+        match self.verdict {
+            Verdict::NoSignificantDifference => "n.s.",
+            Verdict::Inconclusive => "inconcl.",
+            _ => self.verdict_text(),
+        }
+    }
+
     /// `faster`, `slower`, `smaller`, `larger`, `no significant difference`
     /// or `inconclusive`.
     pub fn verdict_text(&self) -> &'static str {
@@ -305,6 +315,10 @@ pub fn mann_whitney_p(base: &[f64], new: &[f64]) -> f64 {
     (2.0 * (1.0 - normal_cdf(z))).clamp(0.0, 1.0)
 }
 
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
 /// Compares `new` with `base` (one value per run).
 pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &VerdictConfig) -> Comparison {
     let b = SideStats::of(base);
@@ -371,6 +385,20 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
     let lo = pairs[k.min(pairs.len() - 1)];
     let hi = pairs[pairs.len() - 1 - k.min(pairs.len() - 1)];
     c.interval = Some((to_change(lo), to_change(hi)));
+    // With few runs even a complete separation is not significant: the
+    // smallest two-sided p of the exact test is 2 / C(m + n, m).
+    let smallest_p = 2.0 / binomial(bs.n + ns.n, bs.n);
+    if smallest_p >= 1.0 - cfg.confidence {
+        c.warnings.push(format!(
+            "{} vs {} runs cannot reach {:.0}% confidence with this test (smallest possible p = {:.2}): use at least 4 runs per side",
+            bs.n,
+            ns.n,
+            cfg.confidence * 100.0,
+            smallest_p
+        ));
+        c.verdict = Verdict::Inconclusive;
+        return c;
+    }
     let rel = to_change(hl);
     let significant = p < 1.0 - cfg.confidence;
     c.verdict = if significant && rel.abs() > cfg.threshold {
@@ -433,7 +461,10 @@ mod tests {
         let c = compare(Metric::Memory, "m", &[5.0; 4], &[6.0; 4], &VerdictConfig::memory());
         assert_eq!(c.verdict_text(), "larger");
         assert!((c.change.unwrap() - 0.2).abs() < 1e-12);
-        let c = compare(Metric::Memory, "m", &[5.0, 5.0], &[5.0, 5.0], &VerdictConfig::memory());
+        let c = compare(Metric::Memory, "m", &[5.0; 3], &[5.0; 3], &VerdictConfig::memory());
+        assert_eq!(c.verdict, Verdict::Inconclusive, "3 vs 3 runs can never reach 95%");
+        assert!(c.warnings.iter().any(|w| w.contains("use at least 4 runs")), "{:?}", c.warnings);
+        let c = compare(Metric::Memory, "m", &[5.0; 4], &[5.0; 4], &VerdictConfig::memory());
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
         assert!(c.describe().starts_with("no significant difference (+0.0%"), "{}", c.describe());
     }

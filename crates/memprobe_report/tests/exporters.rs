@@ -160,8 +160,11 @@ fn other_schema_versions_are_rejected() {
 fn markdown_snapshot() {
     let md = MarkdownExporter.render(&fixture()).unwrap();
     assert!(md.contains("| accum 4 | 6.00 ± 0.75 ms |"), "{md}");
-    assert!(md.contains("| amp bf16 | OOM |"));
-    assert!(md.contains("skipped: no CUDA device"));
+    assert!(md.contains("| amp bf16 | OOM [1] |"));
+    // The reasons are footnotes, not cells: the table stays narrow.
+    assert!(md.contains("| pin memory | skipped [2] |"));
+    assert!(md.contains("[2] pin memory: skipped: no CUDA device"));
+    assert!(md.contains("inconcl. · inconcl."), "2 runs per row cannot reach 95%");
     assert!(md.contains("crashed (signal: 6 (SIGABRT))"));
     golden("report.md", &md);
 }
@@ -171,5 +174,7 @@ fn table_snapshot() {
     let t = TableExporter { width: Some(200) }.render(&fixture()).unwrap();
     assert!(t.contains("device: Test CPU (cpu) | driver: none | CUDA: torch built with 13.0, no driver | torch: 2.11.0"));
     assert!(t.contains("-105.0 MiB (-26%)"), "{t}");
+    assert!(t.contains("[3] inplace: crashed (signal: 6 (SIGABRT))"), "{t}");
+    assert!(t.contains("use --runs 4 or more for verdicts"), "{t}");
     golden("report.txt", &t);
 }

@@ -28,10 +28,15 @@ impl Exporter for MarkdownExporter {
         let head = column_headers(&metrics, primary);
         writeln!(out, "| {} |", head.join(" | "))?;
         writeln!(out, "|{}", "---|".repeat(head.len()))?;
-        for v in &r.variants {
+        let (marks, footnotes) = status_notes(r);
+        for (v, note) in r.variants.iter().zip(marks) {
             let mut row = vec![esc(&v.label)];
-            row.extend(row_cells(v, &metrics, primary).iter().map(|c| esc(c)));
+            row.extend(row_cells(v, note, &metrics, primary).iter().map(|c| esc(c)));
             writeln!(out, "| {} |", row.join(" | "))?;
+        }
+        writeln!(out)?;
+        for l in footnotes.iter().chain(&verdict_lines(r)) {
+            writeln!(out, "{}  ", esc(l))?;
         }
         writeln!(out)?;
         writeln!(out, "Variants:")?;
@@ -51,6 +56,14 @@ impl Exporter for MarkdownExporter {
             }
             for c in &v.correctness {
                 writeln!(out, "  - {}: {}", esc(&check_text(c)), esc(&c.detail))?;
+            }
+            if let Some(s) = &v.summary {
+                for c in s.time_verdict.iter().chain(&s.memory_verdict) {
+                    writeln!(out, "  - {}: {}", esc(&c.what), esc(&c.describe()))?;
+                    for w in &c.warnings {
+                        writeln!(out, "    - {}", esc(w))?;
+                    }
+                }
             }
         }
         writeln!(out)?;
