@@ -23,8 +23,17 @@ fn worker() -> PathBuf {
     w
 }
 
+/// Benches of this file run one at a time: tests run in parallel threads,
+/// and two benches on a 2-core machine measure each other.
+static BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn bench_lock() -> std::sync::MutexGuard<'static, ()> {
+    BENCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn memprobe(args: &[&str]) -> Output {
     worker();
+    let _one_at_a_time = bench_lock();
     Command::new(BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
 }
 
@@ -249,6 +258,7 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
         let json = dir.path().join(format!("{state}.json"));
         let runs_arg = runs.to_string();
         worker();
+        let _one_at_a_time = bench_lock();
         let o = Command::new(BIN)
             .args([
                 "bench", "--device", "cpu", "--batch-size", "256", "--accum", "2", "--set-to-none",
@@ -282,6 +292,7 @@ fn ctrl_c_writes_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
     worker();
+    let _one_at_a_time = bench_lock();
     let child = Command::new(BIN)
         .args([
             "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
@@ -381,12 +392,38 @@ fn scale_step_times(r: &mut Value, id: &str, factor: f64) {
 fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base.json");
-    let o = memprobe(&[
-        "bench", "--device", "cpu", "--batch-size", "512", "--set-to-none", "--runs", "8", "--warmup", "2",
-        "--steps", "10", "--threads", "1", "--quiet", "--json", base.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let original = read_json(&base);
+    // The spread of the per-run medians decides what a 20 % change means. On
+    // a busy machine it can be too large for any test: measure again (up to
+    // three times, as one would by hand) until the runs agree within 10 %.
+    let run_cv = |r: &Value, id: &str| {
+        let v = r["variants"].as_array().unwrap().iter().find(|v| v["id"] == id).unwrap();
+        let meds: Vec<f64> = v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| {
+                let mut t: Vec<f64> = run["step_times_ms"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                t.sort_by(f64::total_cmp);
+                (t[(t.len() - 1) / 2] + t[t.len() / 2]) / 2.0
+            })
+            .collect();
+        let mean = meds.iter().sum::<f64>() / meds.len() as f64;
+        (meds.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (meds.len() - 1) as f64).sqrt() / mean
+    };
+    let mut original = Value::Null;
+    let mut quiet = false;
+    for _attempt in 0..3 {
+        let o = memprobe(&[
+            "bench", "--device", "cpu", "--batch-size", "512", "--set-to-none", "--runs", "8", "--warmup", "2",
+            "--steps", "10", "--threads", "1", "--quiet", "--json", base.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        original = read_json(&base);
+        if run_cv(&original, "set-to-none") < 0.10 {
+            quiet = true;
+            break;
+        }
+    }
     let write = |name: &str, v: &Value| {
         let p = dir.path().join(name);
         std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
@@ -408,17 +445,24 @@ fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
     let p = write("slow.json", &slow);
     let o = compare(&p, &[]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("REGRESSION in set-to-none"), "{out}");
-    assert!(stderr(&o).contains("regression in set-to-none"));
-    assert!(out.contains("slower (+20.0%"), "{out}");
-    let o = compare(&p, &["--format", "json"]);
-    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["regressions"], serde_json::json!(["set-to-none"]));
-    let o = compare(&p, &["--format", "markdown"]);
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("## memprobe compare: mlp (small)"));
-    // Allowed when the threshold is above the change.
-    assert_eq!(compare(&p, &["--max-time-regression", "25%"]).status.code(), Some(0));
+    if !quiet {
+        // Three measurements too noisy to tell 20 % apart: the honest answer
+        // is no verdict, and compare must say why.
+        assert!(out.contains("spread too much to conclude"), "{out}");
+        eprintln!("compare test: the machine was too busy for a 20 % verdict; checked the spread warning instead");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(out.contains("REGRESSION in set-to-none"), "{out}");
+        assert!(stderr(&o).contains("regression in set-to-none"));
+        assert!(out.contains("slower (+20.0%"), "{out}");
+        let o = compare(&p, &["--format", "json"]);
+        let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["regressions"], serde_json::json!(["set-to-none"]));
+        let o = compare(&p, &["--format", "markdown"]);
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("## memprobe compare: mlp (small)"));
+        // Allowed when the threshold is above the change.
+        assert_eq!(compare(&p, &["--max-time-regression", "25%"]).status.code(), Some(0));
+    }
 
     // Within noise: +1 % on every variant is below the 5 % threshold.
     let mut noise = original.clone();
