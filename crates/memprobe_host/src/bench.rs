@@ -129,17 +129,10 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
     let mut variants: Vec<Variant> = specs
         .iter()
         .map(|s| Variant {
-            id: s.id.clone(),
-            label: s.label.clone(),
-            flag: s.flag.clone(),
-            description: s.description.clone(),
-            compared_to: s.compared_to.clone(),
-            mode: s.mode,
-            flops_per_step: s.flops_per_step,
-            precision: s.precision.clone(),
+            info: s.info.clone(),
             status: match &s.skip {
                 Some(reason) => VariantStatus::Skipped { reason: reason.clone() },
-                None => VariantStatus::Ok,
+                None => VariantStatus::Pending,
             },
             runs: Vec::new(),
             correctness: Vec::new(),
@@ -160,23 +153,23 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             break;
         }
         let s = &specs[i];
-        observer.starting(&s.label, "correctness check");
+        observer.starting(&s.info.label, "correctness check");
         let plan = plan_for(&opts, device, s, WorkerTask::Check, 0);
-        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
             WorkerRun::Output(WorkerOutput::Checked { checks }, _, _) => {
                 variants[i].correctness = checks;
                 "checked".to_string()
             }
             WorkerRun::Output(WorkerOutput::Oom { message }, _, _) => {
-                notes.push(format!("{}: correctness check ran out of memory: {message}", s.id));
+                notes.push(format!("{}: correctness check ran out of memory: {message}", s.info.id));
                 "check OOM".into()
             }
             WorkerRun::Output(WorkerOutput::Failed { message }, _, _) => {
-                notes.push(format!("{}: correctness check failed: {message}", s.id));
+                notes.push(format!("{}: correctness check failed: {message}", s.info.id));
                 "check failed".into()
             }
             WorkerRun::Output(other, _, _) => {
-                notes.push(format!("{}: unexpected check output {other:?}", s.id));
+                notes.push(format!("{}: unexpected check output {other:?}", s.info.id));
                 "check failed".into()
             }
             WorkerRun::Crashed { exit_status, .. }
@@ -186,11 +179,11 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                 "interrupted".into()
             }
             WorkerRun::Crashed { exit_status, stderr_tail } => {
-                notes.push(format!("{}: correctness-check worker crashed ({exit_status}): {stderr_tail}", s.id));
+                notes.push(format!("{}: correctness-check worker crashed ({exit_status}): {stderr_tail}", s.info.id));
                 "check crashed".into()
             }
         };
-        observer.finished(&s.label, &outcome);
+        observer.finished(&s.info.label, &outcome);
     }
 
     // Measured runs, interleaved: repeat r runs every variant once.
@@ -199,14 +192,14 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             if interrupted.load(Ordering::SeqCst) {
                 break 'outer;
             }
-            if !matches!(variants[i].status, VariantStatus::Ok) {
+            if !matches!(variants[i].status, VariantStatus::Pending) {
                 continue; // an OOM/crash/failure stops this variant; others go on
             }
             let s = &specs[i];
-            observer.starting(&s.label, &format!("run {}/{}", repeat + 1, opts.runs));
-            schedule.push(s.id.clone());
+            observer.starting(&s.info.label, &format!("run {}/{}", repeat + 1, opts.runs));
+            schedule.push(s.info.id);
             let plan = plan_for(&opts, device, s, WorkerTask::Measure, repeat);
-            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
                 WorkerRun::Output(WorkerOutput::Measured(m), wall, pid) => {
                     variants[i].runs.push(RunRecord {
                         repeat,
@@ -247,18 +240,14 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                     "crashed".into()
                 }
             };
-            observer.finished(&s.label, &outcome);
+            observer.finished(&s.info.label, &outcome);
         }
     }
     let complete = !interrupted.load(Ordering::SeqCst);
-    if !complete {
-        for (i, v) in variants.iter_mut().enumerate() {
-            if specs[i].skip.is_none()
-                && matches!(v.status, VariantStatus::Ok)
-                && (v.runs.len() as u32) < opts.runs
-            {
-                v.status = VariantStatus::Interrupted;
-            }
+    // Resolve the rows still pending: every run done is ok; fewer (Ctrl-C) is interrupted.
+    for v in variants.iter_mut() {
+        if matches!(v.status, VariantStatus::Pending) {
+            v.status = if (v.runs.len() as u32) < opts.runs { VariantStatus::Interrupted } else { VariantStatus::Ok };
         }
     }
 

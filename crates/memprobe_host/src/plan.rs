@@ -107,25 +107,7 @@ pub enum WorkloadSpec {
     },
 }
 
-/// Mixed-precision dtype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AmpDtype {
-    /// bfloat16 (no loss scaling needed).
-    Bf16,
-    /// float16 with the GradScaler.
-    Fp16,
-}
-
-impl AmpDtype {
-    /// Name.
-    pub fn name(self) -> &'static str {
-        match self {
-            AmpDtype::Bf16 => "bf16",
-            AmpDtype::Fp16 => "fp16",
-        }
-    }
-}
+pub use memprobe_report::AmpDtype;
 
 /// Everything one variant changes relative to the plain baseline.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use crate::export::fmt_mib;
 use crate::run::{AnyReport, RunReport};
 use crate::stats::median;
 use crate::verdict::{compare, Comparison, Metric, Verdict, VerdictConfig};
-use crate::{MemoryMetric, Report, VariantStatus};
+use crate::{MemoryMetric, Report, VariantId, VariantStatus};
 
 /// Allowed regressions: each is also the noise threshold of its verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -69,7 +69,7 @@ fn is_regression(c: &Comparison) -> bool {
     c.verdict == Verdict::Worse
 }
 
-fn bench_values(r: &Report, id: &str) -> (Vec<f64>, Vec<f64>, MemoryMetric) {
+fn bench_values(r: &Report, id: VariantId) -> (Vec<f64>, Vec<f64>, MemoryMetric) {
     let metric = if r.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
     let Some(v) = r.variant(id) else { return (Vec::new(), Vec::new(), metric) };
     let times = v.runs.iter().filter_map(|run| median(&run.step_times_ms)).collect();
@@ -99,14 +99,14 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for bv in &base.variants {
-        let Some(nv) = new.variant(&bv.id) else {
+        let Some(nv) = new.variant(bv.id) else {
             notes.push(format!("{}: only in BASE", bv.id));
             continue;
         };
         if matches!(bv.status, VariantStatus::Skipped { .. }) && matches!(nv.status, VariantStatus::Skipped { .. }) {
             continue;
         }
-        let mut row = CompareRow { id: bv.id.clone(), label: bv.label.clone(), comparisons: Vec::new(), regression: false, notes: Vec::new() };
+        let mut row = CompareRow { id: bv.id.to_string(), label: bv.label.clone(), comparisons: Vec::new(), regression: false, notes: Vec::new() };
         let ok = |s: &VariantStatus| matches!(s, VariantStatus::Ok);
         if ok(&bv.status) && !ok(&nv.status) {
             row.regression = true;
@@ -114,8 +114,8 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
         } else if !ok(&bv.status) && ok(&nv.status) {
             row.notes.push(format!("{} in BASE, ok in NEW", bv.status.short()));
         }
-        let (bt, bm, metric) = bench_values(base, &bv.id);
-        let (nt, nm, _) = bench_values(new, &bv.id);
+        let (bt, bm, metric) = bench_values(base, bv.id);
+        let (nt, nm, _) = bench_values(new, bv.id);
         if !bt.is_empty() && !nt.is_empty() {
             row.comparisons.push(compare(Metric::Time, "step time (median per run)", &bt, &nt, &o.time));
         }
@@ -126,7 +126,7 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
         rows.push(row);
     }
     for nv in &new.variants {
-        if base.variant(&nv.id).is_none() {
+        if base.variant(nv.id).is_none() {
             notes.push(format!("{}: only in NEW", nv.id));
         }
     }

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use crate::stats::{median, Stats};
 use crate::verdict::{compare, Metric, VerdictConfig};
-use crate::{MemoryMetric, MemorySummary, Report, VariantSummary};
+use crate::{MemoryMetric, MemorySummary, Report, VariantId, VariantSummary};
 
 /// Recomputes every variant's [`VariantSummary`] from its raw runs.
 ///
@@ -86,7 +86,7 @@ pub fn summarize(report: &mut Report) {
 
     // Per-run values for the verdicts: the unit is a run.
     let primary = if report.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
-    let per_run: HashMap<String, (Vec<f64>, Vec<f64>)> = report
+    let per_run: HashMap<VariantId, (Vec<f64>, Vec<f64>)> = report
         .variants
         .iter()
         .map(|v| {
@@ -96,24 +96,24 @@ pub fn summarize(report: &mut Report) {
                 .iter()
                 .filter_map(|r| r.memory.iter().find(|m| m.metric == primary).and_then(|m| m.bytes).map(|b| b as f64))
                 .collect();
-            (v.id.clone(), (t, m))
+            (v.id, (t, m))
         })
         .collect();
 
     // Second pass: relations to the compared variant.
-    let reference: HashMap<String, VariantSummary> = report
+    let reference: HashMap<VariantId, VariantSummary> = report
         .variants
         .iter()
-        .filter_map(|v| v.summary.clone().map(|s| (v.id.clone(), s)))
+        .filter_map(|v| v.summary.clone().map(|s| (v.id, s)))
         .collect();
     for v in &mut report.variants {
-        let Some(base_id) = v.compared_to.clone() else { continue };
+        let Some(base_id) = v.info.compared_to else { continue };
         let Some(base) = reference.get(&base_id) else { continue };
         let Some(s) = v.summary.as_mut() else { continue };
         if s.step_time_ms.median > 0.0 {
             s.speedup = Some(base.step_time_ms.median / s.step_time_ms.median);
         }
-        if let (Some((bt, bm)), Some((t, m))) = (per_run.get(&base_id), per_run.get(&v.id)) {
+        if let (Some((bt, bm)), Some((t, m))) = (per_run.get(&base_id), per_run.get(&v.info.id)) {
             s.time_verdict = Some(compare(Metric::Time, "step time", bt, t, &VerdictConfig::time()));
             if !bm.is_empty() && !m.is_empty() {
                 s.memory_verdict = Some(compare(Metric::Memory, primary.label(), bm, m, &VerdictConfig::memory()));

@@ -42,10 +42,11 @@ impl Exporter for MarkdownExporter {
         writeln!(out, "Variants:")?;
         writeln!(out)?;
         for v in &r.variants {
-            let vs = v.compared_to.as_deref().map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
+            let vs = v.compared_to.map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
             writeln!(out, "- `{}`{}: {}", v.id, vs, esc(&v.description))?;
             match &v.status {
                 VariantStatus::Ok => {}
+                VariantStatus::Pending => writeln!(out, "  - pending: no run finished yet")?,
                 VariantStatus::Oom { message } => writeln!(out, "  - out of memory: {}", esc(message))?,
                 VariantStatus::Crashed { exit_status, stderr_tail } => {
                     writeln!(out, "  - worker crashed ({}): {}", esc(exit_status), esc(stderr_tail))?

@@ -10,7 +10,7 @@ pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub use table::TableExporter;
 
-use crate::{CorrectnessCheck, MemoryMetric, Report, ReportError, Variant, VariantStatus};
+use crate::{CorrectnessCheck, MemoryMetric, Report, ReportError, Variant, VariantId, VariantStatus};
 
 /// Renders a report into one output format.
 pub trait Exporter {
@@ -96,7 +96,7 @@ pub(crate) fn status_notes(r: &Report) -> (Vec<Option<usize>>, Vec<String>) {
     let mut lines = Vec::new();
     for v in &r.variants {
         match &v.status {
-            VariantStatus::Ok | VariantStatus::Interrupted => marks.push(None),
+            VariantStatus::Ok | VariantStatus::Interrupted | VariantStatus::Pending => marks.push(None),
             status => {
                 lines.push(format!("[{}] {}: {}", lines.len() + 1, v.label, status.short()));
                 marks.push(Some(lines.len()));

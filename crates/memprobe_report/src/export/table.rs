@@ -28,7 +28,7 @@ impl Exporter for TableExporter {
         let (marks, footnotes) = status_notes(r);
         for (v, note) in r.variants.iter().zip(marks) {
             let label = match &v.compared_to {
-                Some(c) if c != "baseline" => format!("{} (vs {c})", v.label),
+                Some(c) if *c != VariantId::Baseline => format!("{} (vs {c})", v.label),
                 _ => v.label.clone(),
             };
             let mut row = vec![label];
