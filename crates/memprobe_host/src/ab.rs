@@ -111,7 +111,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
                 side: side.into(),
                 repeat: repeat - opts.warmup,
                 wall_s: r.duration_s,
-                peak_rss_bytes: r.tree_rss.summary().map(|s| s.peak_bytes).unwrap_or(0),
+                peak_rss_bytes: r.peak_rss_bytes().unwrap_or(0),
                 peak_gpu_bytes: peak_gpu(&r),
                 exit: r.exit.clone(),
             });

@@ -154,7 +154,7 @@ fn single_run(c: &mut Comparison) -> bool {
 fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> CompareResult {
     let mut row = CompareRow { id: "run".into(), label: new.command.join(" "), comparisons: Vec::new(), regression: false, notes: Vec::new() };
     let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
-    let peak = |r: &RunReport| r.tree_rss.summary().map(|s| s.peak_bytes as f64);
+    let peak = |r: &RunReport| r.peak_rss_bytes().map(|b| b as f64);
     row.regression |= single_run(&mut t);
     row.comparisons.push(t);
     if let (Some(b), Some(n)) = (peak(base), peak(new)) {

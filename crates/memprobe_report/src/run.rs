@@ -231,6 +231,21 @@ pub struct RunReport {
     pub notes: Vec<String>,
 }
 
+impl RunReport {
+    /// Peak host RSS of the tree: the largest sampled sum, or the largest
+    /// single process's kernel high-water mark (VmHWM) if that is higher.
+    /// Both are lower bounds of the true tree peak; VmHWM catches a
+    /// short-lived peak that fell between two samples.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let sampled = self.tree_rss.summary().map(|s| s.peak_bytes);
+        let hwm = self.processes.iter().filter_map(|p| p.hwm_bytes).max();
+        match (sampled, hwm) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// Which kind of report a file holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyReport {
@@ -285,7 +300,7 @@ pub struct AbRun {
     pub repeat: u32,
     /// Wall time, seconds.
     pub wall_s: f64,
-    /// Peak of the tree's summed host RSS.
+    /// Peak host RSS of the tree ([`RunReport::peak_rss_bytes`]).
     pub peak_rss_bytes: u64,
     /// Peak of the tree's summed NVML process memory over all GPUs, when measured.
     pub peak_gpu_bytes: Option<u64>,
