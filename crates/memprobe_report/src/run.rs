@@ -366,6 +366,20 @@ mod tests {
     }
 
     #[test]
+    fn tree_peak_takes_a_process_high_water_mark_between_samples() {
+        let mut s = MemorySeries::default();
+        s.push(0.0, 100);
+        s.push(0.01, 120);
+        let p = |hwm| ProcessSeries { pid: 1, ppid: 0, command: "x".into(), rss: s.clone(), hwm_bytes: hwm };
+        let mut r: RunReport = serde_json::from_str(include_str!("../tests/golden/run-minimal.json")).unwrap();
+        r.tree_rss = s.clone();
+        r.processes = vec![p(Some(500))];
+        assert_eq!(r.peak_rss_bytes(), Some(500));
+        r.processes = vec![p(None)];
+        assert_eq!(r.peak_rss_bytes(), Some(120));
+    }
+
+    #[test]
     fn exit_status_follows_the_shell() {
         assert_eq!(ExitInfo { code: Some(3), signal: None, signal_name: None }.shell_status(), 3);
         assert_eq!(ExitInfo { code: None, signal: Some(2), signal_name: Some("SIGINT".into()) }.shell_status(), 130);
