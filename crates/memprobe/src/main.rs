@@ -22,7 +22,7 @@ use memprobe_report::export::{Exporter, JsonExporter, MarkdownExporter, TableExp
 use memprobe_report::write_atomic;
 
 #[derive(Parser)]
-#[command(name = "memprobe", version, about = "Measure what each PyTorch training optimization buys on this machine")]
+#[command(name = "memprobe", version, about = "Measure PyTorch training on this machine: what each optimization buys (bench), and your own jobs (run, ab, compare, report)")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
