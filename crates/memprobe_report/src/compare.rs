@@ -99,14 +99,14 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     for bv in &base.variants {
-        let Some(nv) = new.variant(bv.id) else {
-            notes.push(format!("{}: only in BASE", bv.id));
+        let Some(nv) = new.variant(bv.info.id) else {
+            notes.push(format!("{}: only in BASE", bv.info.id));
             continue;
         };
         if matches!(bv.status, VariantStatus::Skipped { .. }) && matches!(nv.status, VariantStatus::Skipped { .. }) {
             continue;
         }
-        let mut row = CompareRow { id: bv.id.to_string(), label: bv.label.clone(), comparisons: Vec::new(), regression: false, notes: Vec::new() };
+        let mut row = CompareRow { id: bv.info.id.to_string(), label: bv.info.label.clone(), comparisons: Vec::new(), regression: false, notes: Vec::new() };
         let ok = |s: &VariantStatus| matches!(s, VariantStatus::Ok);
         if ok(&bv.status) && !ok(&nv.status) {
             row.regression = true;
@@ -114,8 +114,8 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
         } else if !ok(&bv.status) && ok(&nv.status) {
             row.notes.push(format!("{} in BASE, ok in NEW", bv.status.short()));
         }
-        let (bt, bm, metric) = bench_values(base, bv.id);
-        let (nt, nm, _) = bench_values(new, bv.id);
+        let (bt, bm, metric) = bench_values(base, bv.info.id);
+        let (nt, nm, _) = bench_values(new, bv.info.id);
         if !bt.is_empty() && !nt.is_empty() {
             row.comparisons.push(compare(Metric::Time, "step time (median per run)", &bt, &nt, &o.time));
         }
@@ -126,8 +126,8 @@ fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<Comp
         rows.push(row);
     }
     for nv in &new.variants {
-        if base.variant(nv.id).is_none() {
-            notes.push(format!("{}: only in NEW", nv.id));
+        if base.variant(nv.info.id).is_none() {
+            notes.push(format!("{}: only in NEW", nv.info.id));
         }
     }
     Ok(finish("bench", format!("{} ({}) on {}", bw.name, bw.size, be.device_name), rows, notes, o))

@@ -334,13 +334,6 @@ pub struct Variant {
     pub summary: Option<VariantSummary>,
 }
 
-impl std::ops::Deref for Variant {
-    type Target = VariantInfo;
-    fn deref(&self) -> &VariantInfo {
-        &self.info
-    }
-}
-
 /// Outcome of a variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]

@@ -54,16 +54,16 @@ pub fn summarize(report: &mut Report) {
             });
         }
 
-        let (achieved_tflops, mfu, mfu_note) = match v.flops_per_step {
+        let (achieved_tflops, mfu, mfu_note) = match v.info.flops_per_step {
             None => (None, None, Some("FLOPs not counted for this workload".to_string())),
             Some(f) if step.median > 0.0 => {
                 let achieved = f / (step.median / 1e3) / 1e12;
-                match peaks.get(&v.precision) {
+                match peaks.get(&v.info.precision) {
                     Some(&peak) if peak > 0.0 => (Some(achieved), Some(achieved / peak), None),
                     _ => (
                         Some(achieved),
                         None,
-                        Some(format!("no known {} peak for {device_name}", v.precision)),
+                        Some(format!("no known {} peak for {device_name}", v.info.precision)),
                     ),
                 }
             }
@@ -96,7 +96,7 @@ pub fn summarize(report: &mut Report) {
                 .iter()
                 .filter_map(|r| r.memory.iter().find(|m| m.metric == primary).and_then(|m| m.bytes).map(|b| b as f64))
                 .collect();
-            (v.id, (t, m))
+            (v.info.id, (t, m))
         })
         .collect();
 
@@ -104,7 +104,7 @@ pub fn summarize(report: &mut Report) {
     let reference: HashMap<VariantId, VariantSummary> = report
         .variants
         .iter()
-        .filter_map(|v| v.summary.clone().map(|s| (v.id, s)))
+        .filter_map(|v| v.summary.clone().map(|s| (v.info.id, s)))
         .collect();
     for v in &mut report.variants {
         let Some(base_id) = v.info.compared_to else { continue };

@@ -30,7 +30,7 @@ impl Exporter for MarkdownExporter {
         writeln!(out, "|{}", "---|".repeat(head.len()))?;
         let (marks, footnotes) = status_notes(r);
         for (v, note) in r.variants.iter().zip(marks) {
-            let mut row = vec![esc(&v.label)];
+            let mut row = vec![esc(&v.info.label)];
             row.extend(row_cells(v, note, &metrics, primary).iter().map(|c| esc(c)));
             writeln!(out, "| {} |", row.join(" | "))?;
         }
@@ -42,8 +42,8 @@ impl Exporter for MarkdownExporter {
         writeln!(out, "Variants:")?;
         writeln!(out)?;
         for v in &r.variants {
-            let vs = v.compared_to.map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
-            writeln!(out, "- `{}`{}: {}", v.id, vs, esc(&v.description))?;
+            let vs = v.info.compared_to.map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
+            writeln!(out, "- `{}`{}: {}", v.info.id, vs, esc(&v.info.description))?;
             match &v.status {
                 VariantStatus::Ok => {}
                 VariantStatus::Pending => writeln!(out, "  - pending: no run finished yet")?,

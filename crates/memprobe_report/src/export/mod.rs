@@ -98,7 +98,7 @@ pub(crate) fn status_notes(r: &Report) -> (Vec<Option<usize>>, Vec<String>) {
         match &v.status {
             VariantStatus::Ok | VariantStatus::Interrupted | VariantStatus::Pending => marks.push(None),
             status => {
-                lines.push(format!("[{}] {}: {}", lines.len() + 1, v.label, status.short()));
+                lines.push(format!("[{}] {}: {}", lines.len() + 1, v.info.label, status.short()));
                 marks.push(Some(lines.len()));
             }
         }
@@ -108,7 +108,7 @@ pub(crate) fn status_notes(r: &Report) -> (Vec<Option<usize>>, Vec<String>) {
 
 pub(crate) fn verdict_cell(v: &Variant) -> String {
     let Some(s) = &v.summary else { return "-".into() };
-    if v.compared_to.is_none() {
+    if v.info.compared_to.is_none() {
         return "(reference)".into();
     }
     let t = s.time_verdict.as_ref().map(|c| c.verdict_short()).unwrap_or("-");
@@ -154,7 +154,7 @@ pub(crate) fn delta_cell(v: &Variant, metric: MemoryMetric) -> String {
     match s.memory.iter().find(|m| m.metric == metric) {
         Some(m) => match m.delta_bytes {
             Some(d) => fmt_delta(d, m.delta_ratio),
-            None if v.compared_to.is_none() => "(reference)".into(),
+            None if v.info.compared_to.is_none() => "(reference)".into(),
             None => "-".into(),
         },
         None => "n/a".into(),
@@ -162,7 +162,7 @@ pub(crate) fn delta_cell(v: &Variant, metric: MemoryMetric) -> String {
 }
 
 pub(crate) fn speedup_cell(v: &Variant) -> String {
-    match (&v.summary, &v.compared_to) {
+    match (&v.summary, &v.info.compared_to) {
         (Some(s), Some(_)) => s.speedup.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into()),
         (Some(_), None) => "1.00x".into(),
         _ => "-".into(),

@@ -109,7 +109,7 @@ pub fn bench_svg(r: &Report) -> Result<String, ReportError> {
         };
         let step = v.summary.as_ref().map(|s| &s.step_time_ms);
         time_bars.push(Bar {
-            label: v.label.clone(),
+            label: v.info.label.clone(),
             value: step.map(|s| s.median),
             lo: step.map(|s: &Stats| s.p25),
             hi: step.map(|s: &Stats| s.p75),
@@ -117,7 +117,7 @@ pub fn bench_svg(r: &Report) -> Result<String, ReportError> {
         });
         let m = v.summary.as_ref().and_then(|s| s.memory.iter().find(|m| m.metric == metric));
         mem_bars.push(Bar {
-            label: v.label.clone(),
+            label: v.info.label.clone(),
             value: m.map(|m| m.median_bytes as f64 / MIB),
             lo: m.map(|m| m.min_bytes as f64 / MIB),
             hi: m.map(|m| m.max_bytes as f64 / MIB),

@@ -27,9 +27,9 @@ impl Exporter for TableExporter {
         t.set_header(column_headers(&metrics, primary));
         let (marks, footnotes) = status_notes(r);
         for (v, note) in r.variants.iter().zip(marks) {
-            let label = match &v.compared_to {
-                Some(c) if *c != VariantId::Baseline => format!("{} (vs {c})", v.label),
-                _ => v.label.clone(),
+            let label = match &v.info.compared_to {
+                Some(c) if *c != VariantId::Baseline => format!("{} (vs {c})", v.info.label),
+                _ => v.info.label.clone(),
             };
             let mut row = vec![label];
             row.extend(row_cells(v, note, &metrics, primary));
