@@ -20,18 +20,18 @@ py="${MEMPROBE_PYTHON:-python3}"
 runs="${EVIDENCE_RUNS:-4}"
 mkdir -p docs/evidence/raw
 
-# rule  comparison-name  flagged-variant  fixed-variant
+# rule  comparison-name  flagged-variant  fixed-variant  [runs per side]
 pairs=(
-    "ML201 eval grad nograd"
+    "ML201 eval grad nograd 6"
     "ML202 backward graph item"
     "ML202 no-backward no-backward-graph no-backward-item"
 )
 want=("$@")
 for p in "${pairs[@]}"; do
-    read -r rule name bad good <<<"$p"
+    read -r rule name bad good n <<<"$p"
     if [ "${#want[@]}" -gt 0 ] && [[ ! " ${want[*]} " =~ " $rule " ]]; then continue; fi
     echo "== $rule $name: $bad vs $good" >&2
-    "$memprobe" ab --runs "$runs" --json "docs/evidence/raw/$rule-$name.json" -- \
+    "$memprobe" ab --runs "${n:-$runs}" --json "docs/evidence/raw/$rule-$name.json" -- \
         "$py" -W ignore docs/evidence/scenarios.py "$rule" "$bad" --- \
         "$py" -W ignore docs/evidence/scenarios.py "$rule" "$good"
 done
