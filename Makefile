@@ -8,7 +8,7 @@ SHELL := /bin/bash
 
 ## Build both tools, lint the bundled example, and bench real training steps on the CPU.
 demo:
-	. scripts/torch-env.sh && cargo build --release -p memlint -p memprobe
+	. scripts/torch-env.sh && cargo build --release -p memlint -p memprobe -p memprobe_worker
 	./target/release/memlint check examples/ --exit-zero
 	./target/release/memprobe bench --device cpu --workload mlp --amp bf16 --accum 4 --batch-size 1024 --runs 2 --warmup 1 --steps 3
 

@@ -8,7 +8,7 @@ cd "$repo"
 # shellcheck source=scripts/torch-env.sh
 . scripts/torch-env.sh
 target="${CARGO_TARGET_DIR:-$repo/target}"
-cargo build --release -q -p memprobe
+cargo build --release -q -p memprobe -p memprobe_worker
 workload="${1:-mlp}"
 shift || true
 exec "$VIRTUAL_ENV/bin/python" scripts/bench-vs-pytorch.py --memprobe "$target/release/memprobe" --workload "$workload" "$@"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # GPU validation of memprobe in one short run.
 #
-#   scripts/gpu-check.sh build   # here (no GPU needed): release binary + GPU test
-#                                # binary, stripped, into target/gpu-carry/
+#   scripts/gpu-check.sh build   # here (no GPU needed): release memprobe and
+#                                # memprobe-worker + GPU test binary, stripped,
+#                                # into target/gpu-carry/
 #   scripts/gpu-check.sh run     # on the GPU machine, from the repo root, with
 #                                # target/gpu-carry carried over: nvidia-smi,
 #                                # `memprobe bench --device cuda --all` on mlp,
-#                                # convnet and transformer, the ignored GPU tests;
+#                                # convnet and transformer, `memprobe run --torch`
+#                                # and `memprobe ab` (AMP off/on) of a small
+#                                # PyTorch training script, the ignored GPU tests;
 #                                # reports under docs/results/<date>-<gpu>/ (and
 #                                # copied to $OUT when the device tool sets it)
 #
@@ -27,7 +30,7 @@ build() {
     # shellcheck source=scripts/torch-env.sh
     . scripts/torch-env.sh
     local target="${CARGO_TARGET_DIR:-$repo/target}"
-    cargo build --release -q -p memprobe
+    cargo build --release -q -p memprobe -p memprobe_worker
     local test_bin
     test_bin="$(cargo test --release -q -p memprobe --test gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
@@ -38,8 +41,9 @@ for l in sys.stdin:
     [ -n "$test_bin" ] || { echo "gpu-check: could not find the gpu test binary" >&2; exit 1; }
     rm -rf "$carry" && mkdir -p "$carry"
     cp "$target/release/memprobe" "$carry/memprobe"
+    cp "$target/release/memprobe-worker" "$carry/memprobe-worker"
     cp "$test_bin" "$carry/gpu-tests"
-    strip "$carry/memprobe" "$carry/gpu-tests"
+    strip "$carry/memprobe" "$carry/memprobe-worker" "$carry/gpu-tests"
     du -sh "$carry"/*
 }
 
@@ -72,6 +76,33 @@ run() {
             --runs 3 --warmup 3 --steps 10 --quiet \
             --json "$dir/bench-$w.json" --markdown "$dir/bench-$w.md" | tee "$dir/bench-$w.txt" || status=1
     done
+    # Your-own-job paths: `run --torch` on a small PyTorch training script, and
+    # `ab` of that script without and with AMP.
+    local py tmp
+    py="$(command -v python3 || command -v python)"
+    tmp="$(mktemp -d)"
+    cat >"$tmp/train.py" <<'PY'
+import sys, torch, torch.nn as nn
+amp = "--amp" in sys.argv
+dev = "cuda"
+model = nn.Sequential(nn.Linear(4096, 8192), nn.GELU(), nn.Linear(8192, 8192), nn.GELU(), nn.Linear(8192, 1000)).to(dev)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+x, y = torch.randn(4096, 4096, device=dev), torch.randint(0, 1000, (4096,), device=dev)
+for _ in range(60):
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast(dev, dtype=torch.bfloat16, enabled=amp):
+        loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+torch.cuda.synchronize()
+print(f"loss {loss.item():.4f} peak allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+PY
+    echo "== memprobe run --torch" >&2
+    "$carry/memprobe" run --torch --json "$dir/run-torch.json" --svg "$dir/run-torch.svg" --markdown "$dir/run-torch.md" \
+        -- "$py" "$tmp/train.py" 2>&1 | tee "$dir/run-torch.txt" || status=1
+    echo "== memprobe ab: without vs with AMP" >&2
+    "$carry/memprobe" ab --runs 3 --json "$dir/ab-amp.json" --markdown "$dir/ab-amp.md" \
+        -- "$py" "$tmp/train.py" --- "$py" "$tmp/train.py" --amp 2>&1 | tee "$dir/ab-amp.txt" || status=1
     echo "== ignored GPU tests" >&2
     MEMPROBE_BIN="$carry/memprobe" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 | tee "$dir/gpu-tests.txt" || status=1
     if [ -n "${OUT:-}" ]; then

@@ -6,14 +6,33 @@ use crate::registry::RuleMeta;
 pub const REQUIRED_HEADINGS: &[&str] =
     &["## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Known false positives", "## References"];
 
-/// The rule's doc comment with the one leading space of each `///` line removed.
+/// What memprobe measured for a rule: the section rendered from
+/// `docs/evidence/<CODE>.json` by `docs/evidence/measure.sh`, when there is one.
+pub fn measured_effect(code: &str) -> Option<&'static str> {
+    match code {
+        "ML201" => Some(include_str!("../../../docs/evidence/ML201.md")),
+        "ML202" => Some(include_str!("../../../docs/evidence/ML202.md")),
+        "ML203" => Some(include_str!("../../../docs/evidence/ML203.md")),
+        "ML401" => Some(include_str!("../../../docs/evidence/ML401.md")),
+        _ => None,
+    }
+}
+
+/// The rule's doc comment with the one leading space of each `///` line
+/// removed, followed by the effect memprobe measured, when there is one.
 pub fn rule_doc(meta: &RuleMeta) -> String {
     let mut out = String::new();
     for line in meta.doc.lines() {
         out.push_str(line.strip_prefix(' ').unwrap_or(line));
         out.push('\n');
     }
-    out.trim_end().to_string() + "\n"
+    let mut out = out.trim_end().to_string() + "\n";
+    if let Some(m) = measured_effect(meta.code) {
+        out.push('\n');
+        out.push_str(m.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// The markdown page `docs/rules/<CODE>.md` for a rule.

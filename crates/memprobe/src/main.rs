@@ -1,6 +1,9 @@
 //! `memprobe`: measure what each PyTorch training optimization buys on this
-//! machine. Thin binary: argument parsing, progress bar, rendering, exit codes.
-//! The work is in `memprobe_engine`; the report format in `memprobe_report`.
+//! machine, and measure your own training jobs. Thin binary: argument
+//! parsing, progress bar, rendering, exit codes. It does not link libtorch:
+//! `bench` starts `memprobe-worker` (found next to this executable) for every
+//! run; the orchestration is in `memprobe_host`, the report format in
+//! `memprobe_report`.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,15 +14,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use memprobe_engine::bench::{self, BenchOptions, Observer};
-use memprobe_engine::plan::{AmpDtype, BuiltinWorkload, DeviceChoice, LossKind, SizePreset, WorkloadSpec};
-use memprobe_engine::variants::Flags;
-use memprobe_engine::{env as probe_env, worker, EngineError};
+use memprobe_host::bench::{self, BenchOptions, Observer};
+use memprobe_host::plan::{AmpDtype, BuiltinWorkload, DeviceRequest, LossKind, SizePreset, WorkloadSpec};
+use memprobe_host::variants::Flags;
+use memprobe_host::{worker_proc, HostError};
 use memprobe_report::export::{Exporter, JsonExporter, MarkdownExporter, TableExporter};
 use memprobe_report::write_atomic;
 
 #[derive(Parser)]
-#[command(name = "memprobe", version, about = "Measure what each PyTorch training optimization buys on this machine")]
+#[command(name = "memprobe", version, about = "Measure PyTorch training on this machine: what each optimization buys (bench), and your own jobs (run, ab, compare, report)")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -29,9 +32,40 @@ struct Cli {
 enum Cmd {
     /// Run real training steps and print an A/B table of optimizations vs a plain baseline.
     Bench(Box<BenchArgs>),
-    /// Internal: run one worker plan read from stdin.
-    #[command(name = "__worker", hide = true)]
-    Worker,
+    /// Run your command and sample its whole process tree until it exits.
+    ///
+    /// Host RSS per process from /proc (summed over the tree and per process),
+    /// GPU memory per process from NVML on every GPU of the node when an
+    /// NVIDIA driver is present, and with --torch the PyTorch caching
+    /// allocator's view. stdin/stdout/stderr, the exit status and signals pass
+    /// through; the summary goes to stderr and the report is written even when
+    /// the command is interrupted.
+    #[command(after_help = "Examples:\n  memprobe run --json run.json -- python train.py --epochs 1\n  memprobe run --torch --interval 50ms --svg mem.svg -- torchrun --nproc-per-node 8 train.py")]
+    Run(RunArgs),
+    /// Run two commands alternately N times and compare B with A.
+    ///
+    /// Both run under the same sampler as `memprobe run`; the table gives the
+    /// median and spread of wall time and peak memory, and a verdict per
+    /// metric: faster/slower (smaller/larger) only when the Mann-Whitney U test over
+    /// runs is significant and the change exceeds the noise threshold,
+    /// otherwise "no significant difference" with the confidence interval.
+    #[command(after_help = "Example:\n  memprobe ab --runs 5 -- python train.py --- python train.py --amp")]
+    Ab(AbArgs),
+    /// Compare two reports (bench, run or ab) and fail on a regression.
+    ///
+    /// Exit status: 0 no regression, 1 a regression (significantly worse and
+    /// above the allowed amount; the rows are named), 2 unreadable or
+    /// mismatched reports (schema version, kind, workload or device).
+    #[command(after_help = "Example (CI):\n  memprobe compare base.json new.json --format markdown >> \"$GITHUB_STEP_SUMMARY\"")]
+    Compare(CompareArgs),
+    /// Render reports: a bench report as bar charts of time and memory per
+    /// variant, a run report as a memory timeline.
+    ///
+    /// --merge combines the per-node `run` reports of one multi-node job (one
+    /// `memprobe run` per node under srun/torchrun) into one report with a
+    /// series per node and GPU. Charts are SVG; markdown gives the tables.
+    #[command(after_help = "Examples:\n  memprobe report bench.json --format svg -o bench.svg\n  memprobe report node*.json --merge --format svg -o job.svg")]
+    Report(ReportArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -156,6 +190,157 @@ struct BenchArgs {
     quiet: bool,
 }
 
+/// Parses `10ms`, `0.5s`, `250us` or a plain number of milliseconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1e-3)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a duration (e.g. 10ms, 0.5s)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("{s:?}: the interval must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * scale))
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Sampling period (10ms, 0.5s, 250us; a plain number is milliseconds).
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// Write the JSON report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the summary as markdown here.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Put a start-up hook on the child's PYTHONPATH that reports
+    /// torch.cuda.memory_allocated/reserved and their peaks per device.
+    #[arg(long)]
+    torch: bool,
+    /// Draw the memory timeline as SVG here.
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
+    /// Do not print the summary table.
+    #[arg(long)]
+    quiet: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Parses `5%` or `5` (percent) into 0.05.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    let v: f64 = t.parse().map_err(|_| format!("{s:?} is not a percentage (e.g. 5%)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{s:?}: must be a non-negative percentage"));
+    }
+    Ok(v / 100.0)
+}
+
+fn parse_confidence(s: &str) -> Result<f64, String> {
+    let v = parse_percent(s)?;
+    if v <= 0.5 || v >= 1.0 {
+        return Err(format!("{s:?}: the confidence must lie between 50% and 100%"));
+    }
+    Ok(v)
+}
+
+#[derive(clap::Args)]
+struct AbArgs {
+    /// Measured runs per command (they alternate A B A B ...).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// Unmeasured runs per command first.
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Sampling period of the memory sampler.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// Time changes below this are not called (noise threshold).
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    time_threshold: f64,
+    /// Memory changes below this are not called (noise threshold).
+    #[arg(long, default_value = "2%", value_parser = parse_percent)]
+    memory_threshold: f64,
+    /// Confidence of the test and the interval.
+    #[arg(long, default_value = "95%", value_parser = parse_confidence)]
+    confidence: f64,
+    /// Pass the commands' stdout/stderr through (discarded by default).
+    #[arg(long)]
+    show_output: bool,
+    /// Keep going when a run exits non-zero.
+    #[arg(long)]
+    ignore_failure: bool,
+    /// Write the JSON report here (atomically).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Write the table as markdown here.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Command A, `---`, command B (after `--`).
+    #[arg(last = true, required = true, value_name = "CMD_A --- CMD_B")]
+    commands: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Markdown,
+    Svg,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Reports written by bench, run or ab (--json).
+    #[arg(required = true, value_name = "IN.json")]
+    inputs: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: ReportFormat,
+    /// Combine the run reports of the nodes of one job.
+    #[arg(long)]
+    merge: bool,
+    /// Write here (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The reference report.
+    #[arg(value_name = "BASE.json")]
+    base: PathBuf,
+    /// The report to judge.
+    #[arg(value_name = "NEW.json")]
+    new: PathBuf,
+    /// Allowed slow-down (also the noise threshold of time verdicts).
+    #[arg(long, default_value = "5%", value_parser = parse_percent)]
+    max_time_regression: f64,
+    /// Allowed memory growth (also the noise threshold of memory verdicts).
+    #[arg(long, default_value = "2%", value_parser = parse_percent)]
+    max_memory_regression: f64,
+    /// Confidence of the tests.
+    #[arg(long, default_value = "95%", value_parser = parse_confidence)]
+    confidence: f64,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: CompareFormat,
+}
+
 struct Progress {
     bar: Option<ProgressBar>,
 }
@@ -181,14 +366,26 @@ impl Observer for Progress {
     }
 }
 
+fn fail(e: anyhow::Error) -> ExitCode {
+    let usage = e.downcast_ref::<HostError>().is_some_and(HostError::is_usage);
+    eprintln!("memprobe: error: {e:#}");
+    ExitCode::from(if usage { 2 } else { 1 })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Cmd::Worker => ExitCode::from(worker::worker_main() as u8),
+        Cmd::Run(args) => run_cmd(args).unwrap_or_else(fail),
+        Cmd::Ab(args) => ab_cmd(args).unwrap_or_else(fail),
+        Cmd::Compare(args) => compare_cmd(args),
+        Cmd::Report(args) => report_cmd(args).unwrap_or_else(|e| {
+            eprintln!("memprobe: error: {e:#}");
+            ExitCode::from(2)
+        }),
         Cmd::Bench(args) => match bench_cmd(*args) {
             Ok(code) => code,
             Err(e) => {
-                let usage = e.downcast_ref::<EngineError>().is_some_and(EngineError::is_usage);
+                let usage = e.downcast_ref::<HostError>().is_some_and(HostError::is_usage);
                 eprintln!("memprobe: error: {e:#}");
                 ExitCode::from(if usage { 2 } else { 1 })
             }
@@ -198,16 +395,9 @@ fn main() -> ExitCode {
 
 fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let device = match a.device {
-        DeviceArg::Cpu => DeviceChoice::Cpu,
-        DeviceArg::Cuda => DeviceChoice::Cuda,
-        DeviceArg::Auto => {
-            if probe_env::torch_cuda_available() {
-                DeviceChoice::Cuda
-            } else {
-                eprintln!("memprobe: no NVIDIA driver/CUDA device found, using CPU");
-                DeviceChoice::Cpu
-            }
-        }
+        DeviceArg::Cpu => DeviceRequest::Cpu,
+        DeviceArg::Cuda => DeviceRequest::Cuda,
+        DeviceArg::Auto => DeviceRequest::Auto,
     };
     let workload = match (&a.model, &a.input_shape) {
         (Some(path), Some(shape)) => WorkloadSpec::TorchScript {
@@ -233,7 +423,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         },
     };
     if a.batch_size.is_some_and(|b| b <= 0) {
-        return Err(EngineError::Usage("--batch-size must be positive".into()).into());
+        return Err(HostError::Usage("--batch-size must be positive".into()).into());
     }
     let flags = Flags {
         amp: a.amp.map(|x| match x {
@@ -252,7 +442,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         freeze: a.freeze,
         all: a.all,
     };
-    let exe = std::env::current_exe().context("locating the memprobe executable to start workers")?;
+    let exe = worker_proc::locate_worker()?;
     let opts = BenchOptions {
         workload,
         device,
@@ -273,6 +463,9 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
     }
     let prepared = bench::prepare(opts)?;
+    if let Some(note) = prepared.device_note() {
+        eprintln!("memprobe: {note}");
+    }
     let bar = (!a.quiet && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new(0);
         b.set_style(
@@ -302,6 +495,174 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if !report.complete {
         eprintln!("memprobe: interrupted: partial report written");
         return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<()> {
+    write_atomic(path, text.as_bytes()).with_context(|| format!("writing {what} {}", path.display()))
+}
+
+fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let opts = memprobe_host::run::RunOptions { command: a.command, interval: a.interval, torch: a.torch, discard_output: false };
+    let report = match memprobe_host::run::run(&opts) {
+        Ok(r) => r,
+        Err(HostError::Command(m)) if m.starts_with("cannot start") => {
+            eprintln!("memprobe: error: {m}");
+            return Ok(ExitCode::from(memprobe_host::run::NOT_FOUND_STATUS as u8));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !a.quiet {
+        eprint!("{}", memprobe_report::export::run::render_run(&report, false));
+    }
+    if let Some(p) = &a.json {
+        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+    }
+    if let Some(p) = &a.markdown {
+        write_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report")?;
+    }
+    if let Some(p) = &a.svg {
+        let svg = memprobe_report::export::svg::run_svg(std::slice::from_ref(&report))?;
+        write_report(p, &svg, "SVG timeline")?;
+    }
+    Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
+}
+
+fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
+    use memprobe_report::verdict::VerdictConfig;
+    let (cmd_a, cmd_b) = memprobe_host::ab::split_commands(&a.commands)?;
+    let opts = memprobe_host::ab::AbOptions {
+        a: cmd_a,
+        b: cmd_b,
+        runs: a.runs,
+        warmup: a.warmup,
+        interval: a.interval,
+        show_output: a.show_output,
+        ignore_failure: a.ignore_failure,
+        time: VerdictConfig { confidence: a.confidence, threshold: a.time_threshold, ..VerdictConfig::time() },
+        memory: VerdictConfig { confidence: a.confidence, threshold: a.memory_threshold, ..VerdictConfig::memory() },
+    };
+    let total = a.runs + a.warmup;
+    let mut progress = |side: &str, repeat: u32, warm: bool| {
+        eprintln!(
+            "memprobe ab: {} run {}/{}{}",
+            side.to_uppercase(),
+            repeat + 1,
+            total,
+            if warm { " (warm-up)" } else { "" }
+        );
+    };
+    let report = memprobe_host::ab::ab(&opts, &mut progress)?;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(memprobe_report::export::run::render_ab(&report, false).as_bytes());
+    if let Some(p) = &a.json {
+        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+    }
+    if let Some(p) = &a.markdown {
+        write_report(p, &memprobe_report::export::run::render_ab(&report, true), "markdown report")?;
+    }
+    if !report.complete {
+        eprintln!("memprobe: interrupted: partial report written");
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_report(p: &std::path::Path) -> Result<memprobe_report::run::AnyReport, String> {
+    let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    memprobe_report::run::AnyReport::from_json(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn compare_cmd(a: CompareArgs) -> ExitCode {
+    use memprobe_report::compare::{compare_reports, CompareOptions};
+    use memprobe_report::verdict::VerdictConfig;
+    let reports = read_report(&a.base).and_then(|b| read_report(&a.new).map(|n| (b, n)));
+    let (base, new) = match reports {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("memprobe: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let o = CompareOptions {
+        time: VerdictConfig { confidence: a.confidence, threshold: a.max_time_regression, ..VerdictConfig::time() },
+        memory: VerdictConfig { confidence: a.confidence, threshold: a.max_memory_regression, ..VerdictConfig::memory() },
+    };
+    let result = match compare_reports(&base, &new, &o) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("memprobe: error: cannot compare {} with {}: {e}", a.base.display(), a.new.display());
+            return ExitCode::from(2);
+        }
+    };
+    let text = match a.format {
+        CompareFormat::Table => result.render(false),
+        CompareFormat::Markdown => result.render(true),
+        CompareFormat::Json => match serde_json::to_string_pretty(&result) {
+            Ok(s) => s + "\n",
+            Err(e) => {
+                eprintln!("memprobe: error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    if result.regressions.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("memprobe: regression in {}", result.regressions.join(", "));
+        ExitCode::from(1)
+    }
+}
+
+fn report_cmd(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    use memprobe_report::export::run::{render_ab, render_run};
+    use memprobe_report::export::svg::{bench_svg, run_svg};
+    use memprobe_report::run::AnyReport;
+    let mut reports = Vec::new();
+    for p in &a.inputs {
+        reports.push(read_report(p).map_err(anyhow::Error::msg)?);
+    }
+    if reports.len() > 1 && !a.merge {
+        anyhow::bail!("{} reports given: --merge combines the per-node run reports of one job", reports.len());
+    }
+    let text = if a.merge {
+        let mut runs = Vec::new();
+        for (p, r) in a.inputs.iter().zip(reports) {
+            match r {
+                AnyReport::Run(r) => runs.push(*r),
+                other => anyhow::bail!("{}: --merge combines run reports, this is a {} report", p.display(), other.kind()),
+            }
+        }
+        match a.format {
+            ReportFormat::Svg => run_svg(&runs)?,
+            ReportFormat::Markdown => {
+                let mut s = format!("# memprobe run, {} nodes\n\n", runs.len());
+                for r in &runs {
+                    s.push_str(&render_run(r, true).replacen("# memprobe run", &format!("## {}", r.host.hostname), 1));
+                    s.push('\n');
+                }
+                s
+            }
+        }
+    } else {
+        match (reports.remove(0), a.format) {
+            (AnyReport::Bench(r), ReportFormat::Svg) => bench_svg(&r)?,
+            (AnyReport::Bench(r), ReportFormat::Markdown) => MarkdownExporter.render(&r)?,
+            (AnyReport::Run(r), ReportFormat::Svg) => run_svg(std::slice::from_ref(&r))?,
+            (AnyReport::Run(r), ReportFormat::Markdown) => render_run(&r, true),
+            (AnyReport::Ab(r), ReportFormat::Markdown) => render_ab(&r, true),
+            (AnyReport::Ab(_), ReportFormat::Svg) => {
+                anyhow::bail!("{}: an ab report has no chart; use --format markdown", a.inputs[0].display())
+            }
+        }
+    };
+    match &a.output {
+        Some(p) => write_report(p, &text, "report")?,
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

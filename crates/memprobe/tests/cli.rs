@@ -1,6 +1,9 @@
-//! End-to-end tests of the real memprobe binary on the CPU: report schema,
-//! measured figures, correctness checks, bad input, worker faults, Ctrl-C.
-//! Sizes are small so the whole file runs in well under a minute on 2 cores.
+//! End-to-end tests of the real `memprobe bench` on the CPU: report schema,
+//! measured figures, correctness checks, bad input, worker faults, Ctrl-C,
+//! and the parent/worker split. They need `memprobe-worker` built next to
+//! `memprobe` (`cargo test --workspace`, or `cargo test -p memprobe -p
+//! memprobe_worker`). Sizes are small so the whole file runs in well under a
+//! minute on 2 cores.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,7 +12,28 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
 
+/// `memprobe-worker` next to the binary under test; a clear failure when absent.
+fn worker() -> PathBuf {
+    let w = Path::new(BIN).with_file_name("memprobe-worker");
+    assert!(
+        w.is_file(),
+        "{} is not built: run these tests with `cargo test -p memprobe -p memprobe_worker` (or --workspace)",
+        w.display()
+    );
+    w
+}
+
+/// Benches of this file run one at a time: tests run in parallel threads,
+/// and two benches on a 2-core machine measure each other.
+static BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn bench_lock() -> std::sync::MutexGuard<'static, ()> {
+    BENCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn memprobe(args: &[&str]) -> Output {
+    worker();
+    let _one_at_a_time = bench_lock();
     Command::new(BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
 }
 
@@ -233,6 +257,8 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
     for (fault, state, runs) in [("accum-2:oom", "oom", 2usize), ("accum-2:crash", "crashed", 1)] {
         let json = dir.path().join(format!("{state}.json"));
         let runs_arg = runs.to_string();
+        worker();
+        let _one_at_a_time = bench_lock();
         let o = Command::new(BIN)
             .args([
                 "bench", "--device", "cpu", "--batch-size", "256", "--accum", "2", "--set-to-none",
@@ -265,6 +291,8 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
 fn ctrl_c_writes_a_partial_report() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
+    worker();
+    let _one_at_a_time = bench_lock();
     let child = Command::new(BIN)
         .args([
             "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
@@ -307,4 +335,158 @@ fn help_lists_every_optimization_flag() {
     ] {
         assert!(h.contains(f), "missing {f}");
     }
+}
+
+#[test]
+fn the_parent_does_not_link_libtorch_and_the_worker_does() {
+    let parent = std::fs::read(BIN).unwrap();
+    let has = |bytes: &[u8], needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    for lib in [&b"libtorch_cpu.so"[..], b"libc10.so", b"libtorch.so"] {
+        assert!(!has(&parent, lib), "memprobe names {}", String::from_utf8_lossy(lib));
+    }
+    let w = std::fs::read(worker()).unwrap();
+    assert!(has(&w, b"libtorch_cpu.so"), "memprobe-worker should link libtorch");
+}
+
+#[test]
+fn bench_without_the_worker_says_how_to_get_it() {
+    // A copy of the parent alone in a directory: nothing to start.
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("memprobe");
+    std::fs::copy(BIN, &lone).unwrap();
+    let o = Command::new(&lone).args(["bench", "--device", "cpu"]).env_remove("MEMPROBE_WORKER").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("needs memprobe-worker") && e.contains(&dir.path().join("memprobe-worker").display().to_string()), "{e}");
+    assert!(e.contains("cargo build --release -p memprobe_worker"), "{e}");
+
+    let o = Command::new(BIN).args(["bench", "--device", "cpu"]).env("MEMPROBE_WORKER", "/nonexistent/w").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("MEMPROBE_WORKER=/nonexistent/w: no such file"), "{}", stderr(&o));
+
+    // A worker that cannot load its libtorch (here: a script that fails like the loader).
+    let fake = dir.path().join("memprobe-worker");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'memprobe-worker: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file' >&2\nexit 127\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new(&lone).args(["bench", "--device", "cpu"]).env_remove("MEMPROBE_WORKER").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("its libtorch is missing"), "{}", stderr(&o));
+}
+
+/// Multiplies every step time of `id` by `factor` (a doctored copy).
+fn scale_step_times(r: &mut Value, id: &str, factor: f64) {
+    let v = r["variants"].as_array_mut().unwrap().iter_mut().find(|v| v["id"] == id).unwrap();
+    for run in v["runs"].as_array_mut().unwrap() {
+        for t in run["step_times_ms"].as_array_mut().unwrap() {
+            *t = Value::from(t.as_f64().unwrap() * factor);
+        }
+    }
+}
+
+#[test]
+fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    // The spread of the per-run medians decides what a 20 % change means. On
+    // a busy machine it can be too large for any test: measure again (up to
+    // three times, as one would by hand) until the runs agree within 10 %.
+    let run_cv = |r: &Value, id: &str| {
+        let v = r["variants"].as_array().unwrap().iter().find(|v| v["id"] == id).unwrap();
+        let meds: Vec<f64> = v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| {
+                let mut t: Vec<f64> = run["step_times_ms"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                t.sort_by(f64::total_cmp);
+                (t[(t.len() - 1) / 2] + t[t.len() / 2]) / 2.0
+            })
+            .collect();
+        let mean = meds.iter().sum::<f64>() / meds.len() as f64;
+        (meds.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (meds.len() - 1) as f64).sqrt() / mean
+    };
+    let mut original = Value::Null;
+    let mut quiet = false;
+    for _attempt in 0..3 {
+        let o = memprobe(&[
+            "bench", "--device", "cpu", "--batch-size", "512", "--set-to-none", "--runs", "8", "--warmup", "2",
+            "--steps", "10", "--threads", "1", "--quiet", "--json", base.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        original = read_json(&base);
+        if run_cv(&original, "set-to-none") < 0.10 {
+            quiet = true;
+            break;
+        }
+    }
+    let write = |name: &str, v: &Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
+        p
+    };
+    let compare = |new: &Path, extra: &[&str]| {
+        let mut args = vec!["compare", base.to_str().unwrap(), new.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Command::new(BIN).args(&args).output().unwrap()
+    };
+
+    // The same report: nothing changed.
+    let o = compare(&base, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // 20 % slower set-to-none: a regression, and the row is named.
+    let mut slow = original.clone();
+    scale_step_times(&mut slow, "set-to-none", 1.2);
+    let p = write("slow.json", &slow);
+    let o = compare(&p, &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    if !quiet {
+        // Three measurements too noisy to tell 20 % apart: the honest answer
+        // is no verdict, and compare must say why.
+        assert!(out.contains("spread too much to conclude"), "{out}");
+        eprintln!("compare test: the machine was too busy for a 20 % verdict; checked the spread warning instead");
+    } else {
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(out.contains("REGRESSION in set-to-none"), "{out}");
+        assert!(stderr(&o).contains("regression in set-to-none"));
+        assert!(out.contains("slower (+20.0%"), "{out}");
+        let o = compare(&p, &["--format", "json"]);
+        let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["regressions"], serde_json::json!(["set-to-none"]));
+        let o = compare(&p, &["--format", "markdown"]);
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("## memprobe compare: mlp (small)"));
+        // Allowed when the threshold is above the change.
+        assert_eq!(compare(&p, &["--max-time-regression", "25%"]).status.code(), Some(0));
+    }
+
+    // Within noise: +1 % on every variant is below the 5 % threshold.
+    let mut noise = original.clone();
+    scale_step_times(&mut noise, "baseline", 1.01);
+    scale_step_times(&mut noise, "set-to-none", 1.01);
+    let p = write("noise.json", &noise);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no regression"));
+
+    // Another schema version, another workload, not a report: exit 2, saying which.
+    let mut other = original.clone();
+    other["schema_version"] = Value::from(2);
+    let p = write("v2.json", &other);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("v2.json: unsupported report schema version 2"), "{}", stderr(&o));
+    let mut other = original.clone();
+    other["workload"]["name"] = Value::from("convnet");
+    let p = write("convnet.json", &other);
+    let o = compare(&p, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("different workloads: BASE is mlp"), "{}", stderr(&o));
+    let p = write("junk.json", &Value::from("hello"));
+    assert_eq!(compare(&p, &[]).status.code(), Some(2));
+    assert_eq!(compare(Path::new("/nonexistent/x.json"), &[]).status.code(), Some(2));
 }

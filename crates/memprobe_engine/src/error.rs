@@ -43,3 +43,17 @@ impl From<tch::TchError> for EngineError {
         EngineError::Torch(e.to_string())
     }
 }
+
+impl From<memprobe_host::HostError> for EngineError {
+    fn from(e: memprobe_host::HostError) -> Self {
+        use memprobe_host::HostError as H;
+        match e {
+            H::Usage(m) => EngineError::Usage(m),
+            H::Model { path, message } => EngineError::Model { path, message },
+            H::DeviceUnavailable(m) => EngineError::DeviceUnavailable(m),
+            H::Json(j) => EngineError::Json(j),
+            H::Io(io) => EngineError::Io(io),
+            other => EngineError::Worker(other.to_string()),
+        }
+    }
+}

@@ -9,7 +9,7 @@ use tch::{COptimizer, Device, Kind, Tensor};
 use crate::ffi;
 use crate::plan::{AmpDtype, VariantConfig};
 use crate::workloads::{Batch, Fwd, Workload};
-use crate::EngineError;
+use crate::{EngineError, ToTch};
 
 /// PyTorch `torch.amp.GradScaler` defaults.
 const INIT_SCALE: f64 = 65536.0;
@@ -160,7 +160,7 @@ impl Trainer {
     }
 
     fn autocast(&self) -> Result<Option<ffi::AutocastGuard>, EngineError> {
-        self.cfg.amp.map(|d| ffi::AutocastGuard::enter(self.device, d.kind())).transpose()
+        self.cfg.amp.map(|d| ffi::AutocastGuard::enter(self.device, d.tch())).transpose()
     }
 
     /// Forward + loss under the variant's autocast setting.

@@ -1,47 +1,48 @@
-//! Worker processes: each measured run and each correctness check executes in
-//! a fresh process (the memprobe binary re-invoked with a hidden subcommand),
-//! so one variant's allocator state, peak RSS or cuDNN cache never leaks into
-//! another's. The plan arrives as JSON on stdin; one JSON [`WorkerOutput`]
-//! goes to stdout.
+//! The worker side of a worker process (`memprobe-worker`): each measured run
+//! and each correctness check executes in a fresh process, so one variant's
+//! allocator state, peak RSS or cuDNN cache never leaks into another's. The
+//! request arrives as JSON on stdin ([`WorkerRequest`]); one JSON
+//! [`WorkerOutput`] goes to stdout.
 
 use std::io::{Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memprobe_report::{CorrectnessCheck, MemoryFigure, MemoryMetric};
 use tch::{Device, Kind, Tensor};
 
 use crate::ffi;
-use crate::plan::{AmpDtype, DeviceChoice, MeasureResult, VariantConfig, WorkerOutput, WorkerPlan, WorkerTask};
+use crate::plan::{
+    AmpDtype, DescribeRequest, Description, DeviceChoice, DeviceRequest, MeasureResult, VariantConfig, WorkerOutput,
+    WorkerPlan, WorkerRequest, WorkerTask, WorkloadSpec,
+};
+use crate::variants::WorkloadTraits;
 use crate::sampler::sample_during;
 use crate::timing::StepTimer;
 use crate::trainer::{relative_error, Trainer};
 use crate::workloads::{self, Batch};
-use crate::EngineError;
+use crate::{EngineError, ToTch};
+use memprobe_host::worker_proc::{FAULT_ENV, VARIANT_ENV};
+use memprobe_report::WorkloadInfo;
 
-/// Hidden subcommand name the parent uses to start a worker.
-pub const WORKER_SUBCOMMAND: &str = "__worker";
-
-/// Environment variable for fault injection in tests: `VARIANT_ID:oom` makes
-/// that variant's measuring workers request an impossible allocation (a real
-/// allocator failure), `VARIANT_ID:crash` makes them abort.
-pub const FAULT_ENV: &str = "MEMPROBE_FAULT";
-
-/// Entry point of a worker process: reads the plan from stdin, runs it and
-/// prints the outcome. Returns the process exit code (0 ok, 3 reported error).
+/// Entry point of a worker process: reads the request from stdin, runs it and
+/// prints the outcome. Returns the process exit code (0 ok, 2 rejected input,
+/// 3 reported error).
 pub fn worker_main() -> i32 {
     let mut input = String::new();
     let out = match std::io::stdin().read_to_string(&mut input) {
         Err(e) => WorkerOutput::Failed { message: format!("reading plan from stdin: {e}") },
-        Ok(_) => match serde_json::from_str::<WorkerPlan>(&input) {
-            Err(e) => WorkerOutput::Failed { message: format!("bad worker plan: {e}") },
-            Ok(plan) => run_guarded(&plan),
+        Ok(_) => match serde_json::from_str::<WorkerRequest>(&input) {
+            Err(e) => WorkerOutput::Failed {
+                message: format!("bad worker request (memprobe-worker is started by `memprobe bench`): {e}"),
+            },
+            Ok(WorkerRequest::Run(plan)) => run_guarded(&plan),
+            Ok(WorkerRequest::Describe(req)) => describe_guarded(&req),
         },
     };
     let code = match out {
-        WorkerOutput::Measured(_) | WorkerOutput::Checked { .. } => 0,
+        WorkerOutput::Measured(_) | WorkerOutput::Checked { .. } | WorkerOutput::Described(_) => 0,
+        WorkerOutput::Rejected { .. } => 2,
         _ => 3,
     };
     let text = serde_json::to_string(&out).unwrap_or_else(|e| format!("{{\"outcome\":\"failed\",\"message\":\"{e}\"}}"));
@@ -62,6 +63,88 @@ fn classify(message: String) -> WorkerOutput {
     } else {
         WorkerOutput::Failed { message }
     }
+}
+
+/// Answers a describe request: resolves the device, builds the workload once
+/// on the CPU, probes the machine. Bad input comes back as `Rejected`.
+pub fn describe_guarded(req: &DescribeRequest) -> WorkerOutput {
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = catch_unwind(AssertUnwindSafe(|| describe(req)));
+    let _ = std::panic::take_hook();
+    match r {
+        Ok(Ok(d)) => WorkerOutput::Described(Box::new(d)),
+        Ok(Err(e)) if e.is_usage() => WorkerOutput::Rejected { message: e.to_string() },
+        Ok(Err(e)) => WorkerOutput::Failed { message: e.to_string() },
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "worker panicked".into());
+            WorkerOutput::Failed { message: first_lines(&msg, 3) }
+        }
+    }
+}
+
+fn describe(req: &DescribeRequest) -> Result<Description, EngineError> {
+    if let Some(t) = req.threads {
+        tch::set_num_threads(t);
+    }
+    let (device, device_note) = match req.device {
+        DeviceRequest::Cpu => (DeviceChoice::Cpu, None),
+        DeviceRequest::Cuda => {
+            if !crate::env::torch_cuda_available() {
+                let why = if crate::env::cuda_driver_present() {
+                    "the NVIDIA driver is present but libtorch sees no CUDA device"
+                } else {
+                    "no NVIDIA driver found"
+                };
+                return Err(EngineError::DeviceUnavailable(format!("--device cuda: {why}; use --device cpu")));
+            }
+            (DeviceChoice::Cuda, None)
+        }
+        DeviceRequest::Auto => {
+            if crate::env::torch_cuda_available() {
+                (DeviceChoice::Cuda, None)
+            } else {
+                (DeviceChoice::Cpu, Some("no NVIDIA driver/CUDA device found, using CPU".to_string()))
+            }
+        }
+    };
+    if let WorkloadSpec::TorchScript { path, .. } = &req.workload {
+        if !path.is_file() {
+            return Err(EngineError::Model { path: path.clone(), message: "no such file".into() });
+        }
+    }
+    let model = workloads::build(&req.workload, tch::Device::Cpu, req.seed)?;
+    let traits = WorkloadTraits {
+        batch_size: model.batch_size(),
+        num_blocks: model.num_blocks(),
+        has_conv: model.has_conv(),
+        inplace_unsupported: model.inplace_unsupported(),
+        checkpoint_unsupported: model.checkpoint_unsupported(),
+        freeze_unsupported: model.freeze_unsupported(),
+        dynamic_unsupported: model.dynamic_unsupported(),
+        forward_flops_per_sample: model.forward_flops_per_sample(),
+    };
+    let train_flops = traits.forward_flops_per_sample.map(|f| 3.0 * f * traits.batch_size as f64);
+    let workload = WorkloadInfo {
+        name: model.name().into(),
+        size: model.size_label(),
+        description: model.description(),
+        batch_size: model.batch_size() as u64,
+        input_shape: model.input_shape(0, false),
+        parameters: model.parameter_count(),
+        loss: model.loss_name().into(),
+        optimizer: "Adam (libtorch C++, lr 1e-3)".into(),
+        train_flops_per_step: train_flops,
+        flops_source: match train_flops {
+            Some(_) => "counted analytically: 2 FLOPs per multiply-add of every matmul/conv (attention scores over the full T×T), training step = 3× forward; elementwise ops not counted".into(),
+            None => "not counted: TorchScript modules are opaque".into(),
+        },
+    };
+    let environment = crate::env::probe(device);
+    Ok(Description { device, device_note, traits, workload, environment })
 }
 
 /// Runs a plan, turning libtorch panics (tch's infallible ops panic on C++
@@ -119,8 +202,6 @@ fn inject_fault(plan: &WorkerPlan, variant_id: &str) {
     }
 }
 
-/// Variant id passed to workers through the environment for fault injection.
-pub const VARIANT_ENV: &str = "MEMPROBE_VARIANT_ID";
 
 fn synchronize(device: Device) {
     if let Device::Cuda(i) = device {
@@ -364,57 +445,4 @@ fn checks(plan: &WorkerPlan, device: Device) -> Result<Vec<CorrectnessCheck>, En
     }
     let _ = t;
     Ok(out)
-}
-
-/// What the parent learned from one worker process.
-#[derive(Debug)]
-pub enum WorkerRun {
-    /// The worker printed an outcome.
-    Output(WorkerOutput, f64, u32),
-    /// The worker died without printing an outcome.
-    Crashed {
-        /// Exit status text.
-        exit_status: String,
-        /// Last lines of its stderr.
-        stderr_tail: String,
-    },
-}
-
-/// Starts a worker process running `plan` and waits for it.
-pub fn spawn_worker(exe: &Path, plan: &WorkerPlan, variant_id: &str) -> Result<WorkerRun, EngineError> {
-    let started = Instant::now();
-    let mut child = Command::new(exe)
-        .arg(WORKER_SUBCOMMAND)
-        .env(VARIANT_ENV, variant_id)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| EngineError::Worker(format!("starting {}: {e}", exe.display())))?;
-    let pid = child.id();
-    let json = serde_json::to_vec(plan)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(&json).map_err(|e| EngineError::Worker(format!("sending plan: {e}")))?;
-    }
-    let output = child.wait_with_output().map_err(|e| EngineError::Worker(format!("waiting for worker: {e}")))?;
-    let wall = started.elapsed().as_secs_f64();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let parsed = stdout
-        .lines()
-        .rev()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .find_map(|l| serde_json::from_str::<WorkerOutput>(l).ok());
-    match parsed {
-        Some(out) => Ok(WorkerRun::Output(out, wall, pid)),
-        None => {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
-            let tail = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
-            let mut status = output.status.to_string();
-            if status.contains("signal: 9") {
-                status.push_str(", possibly the kernel OOM killer");
-            }
-            Ok(WorkerRun::Crashed { exit_status: status, stderr_tail: tail })
-        }
-    }
 }

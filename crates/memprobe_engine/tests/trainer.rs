@@ -1,9 +1,8 @@
 //! Engine tests on real tch computations (CPU): the GradScaler, activation
 //! checkpointing, accumulation and the variant planner.
 
-use memprobe_engine::plan::{AmpDtype, BuiltinWorkload, DeviceChoice, SizePreset, VariantConfig, WorkloadSpec};
+use memprobe_engine::plan::{AmpDtype, BuiltinWorkload, SizePreset, VariantConfig, WorkloadSpec};
 use memprobe_engine::trainer::{relative_error, Trainer};
-use memprobe_engine::variants::{plan, validate, Flags, WorkloadTraits};
 use memprobe_engine::workloads;
 use tch::{Device, Kind, Tensor};
 
@@ -97,46 +96,6 @@ fn bf16_autocast_changes_compute_dtype_but_not_loss_much() {
     let l16 = tch::no_grad(|| t.loss(&b.input, &b.target, true).unwrap().double_value(&[]));
     assert_ne!(l16, l32, "autocast had no effect");
     assert!(((l16 - l32) / l32).abs() < 2e-2);
-}
-
-fn traits(batch: i64) -> WorkloadTraits {
-    WorkloadTraits {
-        batch_size: batch,
-        num_blocks: 4,
-        has_conv: false,
-        inplace_unsupported: None,
-        checkpoint_unsupported: None,
-        freeze_unsupported: None,
-        dynamic_unsupported: Some("no spatial dim".into()),
-        forward_flops_per_sample: Some(100.0),
-    }
-}
-
-#[test]
-fn planner_rejects_bad_accumulation_and_freeze() {
-    let t = traits(12);
-    assert!(validate(&Flags { accum: Some(0), ..Default::default() }, &t).unwrap_err().is_usage());
-    let e = validate(&Flags { accum: Some(5), ..Default::default() }, &t).unwrap_err();
-    assert!(e.to_string().contains("does not divide the batch size 12"), "{e}");
-    assert!(validate(&Flags { freeze: Some(4), ..Default::default() }, &t).is_err());
-    assert!(validate(&Flags { accum: Some(3), freeze: Some(3), ..Default::default() }, &t).is_ok());
-}
-
-#[test]
-fn planner_skips_what_cannot_apply_on_cpu_and_combines_the_rest() {
-    let v = plan(&Flags { all: true, ..Default::default() }, &traits(16), DeviceChoice::Cpu);
-    let get = |id: &str| v.iter().find(|s| s.id == id).unwrap_or_else(|| panic!("no {id}"));
-    assert!(get("cudnn-benchmark").skip.as_deref().unwrap().contains("CUDA"));
-    assert!(get("pin-memory").skip.is_some());
-    assert!(get("channels-last").skip.is_some());
-    assert!(get("checkpoint").skip.is_none());
-    assert_eq!(get("cudnn-benchmark-dynamic").compared_to.as_deref(), Some("dynamic-shapes"));
-    assert_eq!(get("no-grad-eval").compared_to.as_deref(), Some("eval-grad"));
-    let c = &get("combined").config;
-    assert!(c.amp.is_some() && c.accum == 4 && c.checkpoint && c.inplace && c.set_to_none && c.freeze == 1);
-    assert!(!c.pin_memory && !c.cudnn_benchmark && !c.channels_last, "skipped flags leak into combined");
-    assert_eq!(get("baseline").flops_per_step, Some(3.0 * 100.0 * 16.0));
-    assert_eq!(get("no-grad-eval").flops_per_step, Some(100.0 * 16.0));
 }
 
 #[test]

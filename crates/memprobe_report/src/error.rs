@@ -22,6 +22,12 @@ pub enum ReportError {
         /// Version this build understands.
         supported: u32,
     },
+    /// The file is JSON but not a memprobe report.
+    #[error("not a memprobe report: {0}")]
+    NotAReport(String),
+    /// Drawing a chart failed.
+    #[error("drawing chart: {0}")]
+    Chart(String),
     /// Formatting into a string failed.
     #[error("formatting report: {0}")]
     Fmt(#[from] std::fmt::Error),

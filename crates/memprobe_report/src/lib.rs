@@ -21,11 +21,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod compare;
 mod error;
 pub mod export;
+pub mod run;
 mod schema;
 pub mod stats;
 mod summary;
+pub mod verdict;
 mod write;
 
 pub use error::ReportError;

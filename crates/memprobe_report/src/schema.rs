@@ -53,8 +53,8 @@ impl Report {
     }
 
     /// The variant with `id`, if any.
-    pub fn variant(&self, id: &str) -> Option<&Variant> {
-        self.variants.iter().find(|v| v.id == id)
+    pub fn variant(&self, id: VariantId) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.info.id == id)
     }
 }
 
@@ -144,7 +144,7 @@ pub struct Settings {
     /// Seed for weights and synthetic data.
     pub seed: u64,
     /// Order in which worker processes ran (variant ids), showing interleaving.
-    pub schedule: Vec<String>,
+    pub schedule: Vec<VariantId>,
 }
 
 /// Measured cost of the background memory sampler.
@@ -172,25 +172,158 @@ pub enum Mode {
     Eval,
 }
 
-/// One row of the A/B table.
+/// Mixed-precision dtype of an autocast variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AmpDtype {
+    /// bfloat16 (no loss scaling needed).
+    Bf16,
+    /// float16 with the GradScaler.
+    Fp16,
+}
+
+impl AmpDtype {
+    /// `bf16` / `fp16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AmpDtype::Bf16 => "bf16",
+            AmpDtype::Fp16 => "fp16",
+        }
+    }
+}
+
+/// A variant's identity. Written as its kebab-case name (`baseline`,
+/// `amp-bf16`, `accum-4`, `freeze-1`, `combined`, ...), compared as a value
+/// of this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VariantId {
+    /// The plain training step.
+    Baseline,
+    /// Autocast.
+    Amp(AmpDtype),
+    /// Gradient accumulation over N micro-batches.
+    Accum(u32),
+    /// cuDNN benchmark mode.
+    CudnnBenchmark,
+    /// Input size changing every step, benchmark off (reference of the next).
+    DynamicShapes,
+    /// Input size changing every step, benchmark on.
+    CudnnBenchmarkDynamic,
+    /// Channels-last layout.
+    ChannelsLast,
+    /// Activation checkpointing.
+    Checkpoint,
+    /// In-place activations.
+    Inplace,
+    /// Pinned host batch.
+    PinMemory,
+    /// Gradients set to none.
+    SetToNone,
+    /// First K blocks frozen.
+    Freeze(u32),
+    /// Every applicable training optimization at once.
+    Combined,
+    /// Evaluation forward with autograd recording (reference of the next).
+    EvalGrad,
+    /// Evaluation forward under no_grad.
+    NoGradEval,
+}
+
+impl std::fmt::Display for VariantId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VariantId::Baseline => f.write_str("baseline"),
+            VariantId::Amp(d) => write!(f, "amp-{}", d.name()),
+            VariantId::Accum(n) => write!(f, "accum-{n}"),
+            VariantId::CudnnBenchmark => f.write_str("cudnn-benchmark"),
+            VariantId::DynamicShapes => f.write_str("dynamic-shapes"),
+            VariantId::CudnnBenchmarkDynamic => f.write_str("cudnn-benchmark-dynamic"),
+            VariantId::ChannelsLast => f.write_str("channels-last"),
+            VariantId::Checkpoint => f.write_str("checkpoint"),
+            VariantId::Inplace => f.write_str("inplace"),
+            VariantId::PinMemory => f.write_str("pin-memory"),
+            VariantId::SetToNone => f.write_str("set-to-none"),
+            VariantId::Freeze(k) => write!(f, "freeze-{k}"),
+            VariantId::Combined => f.write_str("combined"),
+            VariantId::EvalGrad => f.write_str("eval-grad"),
+            VariantId::NoGradEval => f.write_str("no-grad-eval"),
+        }
+    }
+}
+
+impl std::str::FromStr for VariantId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let num = |rest: &str| rest.parse::<u32>().map_err(|_| format!("unknown variant id {s:?}"));
+        Ok(match s {
+            "baseline" => VariantId::Baseline,
+            "amp-bf16" => VariantId::Amp(AmpDtype::Bf16),
+            "amp-fp16" => VariantId::Amp(AmpDtype::Fp16),
+            "cudnn-benchmark" => VariantId::CudnnBenchmark,
+            "dynamic-shapes" => VariantId::DynamicShapes,
+            "cudnn-benchmark-dynamic" => VariantId::CudnnBenchmarkDynamic,
+            "channels-last" => VariantId::ChannelsLast,
+            "checkpoint" => VariantId::Checkpoint,
+            "inplace" => VariantId::Inplace,
+            "pin-memory" => VariantId::PinMemory,
+            "set-to-none" => VariantId::SetToNone,
+            "combined" => VariantId::Combined,
+            "eval-grad" => VariantId::EvalGrad,
+            "no-grad-eval" => VariantId::NoGradEval,
+            _ => {
+                if let Some(n) = s.strip_prefix("accum-") {
+                    VariantId::Accum(num(n)?)
+                } else if let Some(k) = s.strip_prefix("freeze-") {
+                    VariantId::Freeze(num(k)?)
+                } else {
+                    return Err(format!("unknown variant id {s:?}"));
+                }
+            }
+        })
+    }
+}
+
+impl Serialize for VariantId {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for VariantId {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(de)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What a row is, shared by the planner's rows and the report's variants.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Variant {
-    /// Stable identifier (`baseline`, `amp-bf16`, `accum-4`, `combined`, ...).
-    pub id: String,
+pub struct VariantInfo {
+    /// Identity.
+    pub id: VariantId,
     /// Short label shown in tables.
     pub label: String,
     /// The CLI flag that produced it (None for baselines).
     pub flag: Option<String>,
     /// What differs from the variant it is compared to.
     pub description: String,
-    /// Id of the variant this row is compared against (None for `baseline`).
-    pub compared_to: Option<String>,
+    /// The variant this row is compared against (None for references).
+    pub compared_to: Option<VariantId>,
     /// Train step or evaluation forward.
     pub mode: Mode,
     /// Model FLOPs per measured step (excluding recomputation), when counted.
     pub flops_per_step: Option<f64>,
     /// Precision used to pick the device peak for MFU (`fp32`, `bf16`, `fp16`).
     pub precision: String,
+}
+
+/// One row of the A/B table: what it is ([`VariantInfo`], flattened into the
+/// same JSON object) and what was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Identity, label, comparison, mode, FLOPs, precision.
+    #[serde(flatten)]
+    pub info: VariantInfo,
     /// Outcome.
     pub status: VariantStatus,
     /// Raw figures of every completed run.
@@ -205,6 +338,9 @@ pub struct Variant {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum VariantStatus {
+    /// Planned, runs still to come. Only seen while a bench runs: a written
+    /// report has every pending row resolved to `ok` or `interrupted`.
+    Pending,
     /// All runs completed.
     Ok,
     /// Not run because it cannot apply here.
@@ -237,6 +373,7 @@ impl VariantStatus {
     /// Short text for table cells.
     pub fn short(&self) -> String {
         match self {
+            VariantStatus::Pending => "pending".into(),
             VariantStatus::Ok => "ok".into(),
             VariantStatus::Skipped { reason } => format!("skipped: {reason}"),
             VariantStatus::Oom { .. } => "OOM".into(),
@@ -355,6 +492,14 @@ pub struct VariantSummary {
     pub mfu: Option<f64>,
     /// Why MFU is unavailable, when it is.
     pub mfu_note: Option<String>,
+    /// Step time against the compared variant: per-run medians, Mann-Whitney
+    /// U test and noise threshold (see [`crate::verdict`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_verdict: Option<crate::verdict::Comparison>,
+    /// The primary memory figure (peak RSS on CPU, allocator peak allocated
+    /// on CUDA) against the compared variant, per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_verdict: Option<crate::verdict::Comparison>,
 }
 
 /// A memory figure summarized over runs.

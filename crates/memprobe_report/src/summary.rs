@@ -1,7 +1,8 @@
 use std::collections::HashMap;
 
 use crate::stats::{median, Stats};
-use crate::{MemoryMetric, MemorySummary, Report, VariantSummary};
+use crate::verdict::{compare, Metric, VerdictConfig};
+use crate::{MemoryMetric, MemorySummary, Report, VariantId, VariantSummary};
 
 /// Recomputes every variant's [`VariantSummary`] from its raw runs.
 ///
@@ -53,16 +54,16 @@ pub fn summarize(report: &mut Report) {
             });
         }
 
-        let (achieved_tflops, mfu, mfu_note) = match v.flops_per_step {
+        let (achieved_tflops, mfu, mfu_note) = match v.info.flops_per_step {
             None => (None, None, Some("FLOPs not counted for this workload".to_string())),
             Some(f) if step.median > 0.0 => {
                 let achieved = f / (step.median / 1e3) / 1e12;
-                match peaks.get(&v.precision) {
+                match peaks.get(&v.info.precision) {
                     Some(&peak) if peak > 0.0 => (Some(achieved), Some(achieved / peak), None),
                     _ => (
                         Some(achieved),
                         None,
-                        Some(format!("no known {} peak for {device_name}", v.precision)),
+                        Some(format!("no known {} peak for {device_name}", v.info.precision)),
                     ),
                 }
             }
@@ -78,21 +79,45 @@ pub fn summarize(report: &mut Report) {
             achieved_tflops,
             mfu,
             mfu_note,
+            time_verdict: None,
+            memory_verdict: None,
         });
     }
 
-    // Second pass: relations to the compared variant.
-    let reference: HashMap<String, VariantSummary> = report
+    // Per-run values for the verdicts: the unit is a run.
+    let primary = if report.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
+    let per_run: HashMap<VariantId, (Vec<f64>, Vec<f64>)> = report
         .variants
         .iter()
-        .filter_map(|v| v.summary.clone().map(|s| (v.id.clone(), s)))
+        .map(|v| {
+            let t = v.runs.iter().filter_map(|r| median(&r.step_times_ms)).collect();
+            let m = v
+                .runs
+                .iter()
+                .filter_map(|r| r.memory.iter().find(|m| m.metric == primary).and_then(|m| m.bytes).map(|b| b as f64))
+                .collect();
+            (v.info.id, (t, m))
+        })
+        .collect();
+
+    // Second pass: relations to the compared variant.
+    let reference: HashMap<VariantId, VariantSummary> = report
+        .variants
+        .iter()
+        .filter_map(|v| v.summary.clone().map(|s| (v.info.id, s)))
         .collect();
     for v in &mut report.variants {
-        let Some(base_id) = v.compared_to.clone() else { continue };
+        let Some(base_id) = v.info.compared_to else { continue };
         let Some(base) = reference.get(&base_id) else { continue };
         let Some(s) = v.summary.as_mut() else { continue };
         if s.step_time_ms.median > 0.0 {
             s.speedup = Some(base.step_time_ms.median / s.step_time_ms.median);
+        }
+        if let (Some((bt, bm)), Some((t, m))) = (per_run.get(&base_id), per_run.get(&v.info.id)) {
+            s.time_verdict = Some(compare(Metric::Time, "step time", bt, t, &VerdictConfig::time()));
+            if !bm.is_empty() && !m.is_empty() {
+                s.memory_verdict = Some(compare(Metric::Memory, primary.label(), bm, m, &VerdictConfig::memory()));
+            }
         }
         for m in &mut s.memory {
             if let Some(b) = base.memory.iter().find(|b| b.metric == m.metric) {

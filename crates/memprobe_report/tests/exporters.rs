@@ -26,15 +26,18 @@ fn run(repeat: u32, times: &[f64], rss_mib: u64) -> RunRecord {
 }
 
 fn variant(id: &str, compared_to: Option<&str>, status: VariantStatus, runs: Vec<RunRecord>) -> Variant {
+    let parse = |s: &str| s.parse::<VariantId>().expect("a variant id");
     Variant {
-        id: id.into(),
-        label: id.replace('-', " "),
-        flag: compared_to.map(|_| format!("--{id}")),
-        description: format!("{id} description"),
-        compared_to: compared_to.map(Into::into),
-        mode: Mode::Train,
-        flops_per_step: Some(6.4e9),
-        precision: if id.starts_with("amp") { "bf16".into() } else { "fp32".into() },
+        info: VariantInfo {
+            id: parse(id),
+            label: id.replace('-', " "),
+            flag: compared_to.map(|_| format!("--{id}")),
+            description: format!("{id} description"),
+            compared_to: compared_to.map(parse),
+            mode: Mode::Train,
+            flops_per_step: Some(6.4e9),
+            precision: if id.starts_with("amp") { "bf16".into() } else { "fp32".into() },
+        },
         status,
         runs,
         correctness: Vec::new(),
@@ -87,7 +90,7 @@ fn fixture() -> Report {
             train_flops_per_step: Some(6.4e9),
             flops_source: "analytic".into(),
         },
-        settings: Settings { runs: 2, warmup_steps: 1, measured_steps: 3, seed: 0, schedule: vec!["baseline".into(), "accum-4".into()] },
+        settings: Settings { runs: 2, warmup_steps: 1, measured_steps: 3, seed: 0, schedule: vec![VariantId::Baseline, VariantId::Accum(4)] },
         sampler: None,
         variants: vec![
             variant("baseline", None, VariantStatus::Ok, vec![run(0, &[10.0, 11.0, 12.0], 400), run(1, &[10.5, 11.5, 10.0], 420)]),
@@ -122,10 +125,10 @@ fn golden(name: &str, actual: &str) {
 #[test]
 fn summaries_are_derived_from_raw_runs() {
     let r = fixture();
-    let b = r.variant("baseline").unwrap().summary.as_ref().unwrap();
+    let b = r.variant(VariantId::Baseline).unwrap().summary.as_ref().unwrap();
     assert_eq!(b.step_time_ms.n, 6);
     assert_eq!(b.step_time_ms.median, 10.75);
-    let a = r.variant("accum-4").unwrap().summary.as_ref().unwrap();
+    let a = r.variant(VariantId::Accum(4)).unwrap().summary.as_ref().unwrap();
     assert_eq!(a.step_time_ms.median, 6.0);
     assert!((a.speedup.unwrap() - 10.75 / 6.0).abs() < 1e-12);
     assert!((a.samples_per_s - 64.0 / 0.006).abs() < 1e-6);
@@ -135,8 +138,8 @@ fn summaries_are_derived_from_raw_runs() {
     // 6.4 GFLOP in 6 ms = 1.0667 TFLOP/s against a 1 TFLOP/s peak.
     assert!((a.achieved_tflops.unwrap() - 6.4e9 / 0.006 / 1e12).abs() < 1e-9);
     assert!(a.mfu.is_some());
-    assert!(r.variant("amp-bf16").unwrap().summary.is_none(), "an OOM variant has no summary");
-    assert_eq!(r.variant("amp-bf16").unwrap().summary, None);
+    assert!(r.variant(VariantId::Amp(AmpDtype::Bf16)).unwrap().summary.is_none(), "an OOM variant has no summary");
+    assert_eq!(r.variant(VariantId::Amp(AmpDtype::Bf16)).unwrap().summary, None);
 }
 
 #[test]
@@ -160,8 +163,11 @@ fn other_schema_versions_are_rejected() {
 fn markdown_snapshot() {
     let md = MarkdownExporter.render(&fixture()).unwrap();
     assert!(md.contains("| accum 4 | 6.00 ± 0.75 ms |"), "{md}");
-    assert!(md.contains("| amp bf16 | OOM |"));
-    assert!(md.contains("skipped: no CUDA device"));
+    assert!(md.contains("| amp bf16 | OOM [1] |"));
+    // The reasons are footnotes, not cells: the table stays narrow.
+    assert!(md.contains("| pin memory | skipped [2] |"));
+    assert!(md.contains("[2] pin memory: skipped: no CUDA device"));
+    assert!(md.contains("inconcl. · inconcl."), "2 runs per row cannot reach 95%");
     assert!(md.contains("crashed (signal: 6 (SIGABRT))"));
     golden("report.md", &md);
 }
@@ -171,5 +177,7 @@ fn table_snapshot() {
     let t = TableExporter { width: Some(200) }.render(&fixture()).unwrap();
     assert!(t.contains("device: Test CPU (cpu) | driver: none | CUDA: torch built with 13.0, no driver | torch: 2.11.0"));
     assert!(t.contains("-105.0 MiB (-26%)"), "{t}");
+    assert!(t.contains("[3] inplace: crashed (signal: 6 (SIGABRT))"), "{t}");
+    assert!(t.contains("use --runs 4 or more for verdicts"), "{t}");
     golden("report.txt", &t);
 }

@@ -28,19 +28,25 @@ impl Exporter for MarkdownExporter {
         let head = column_headers(&metrics, primary);
         writeln!(out, "| {} |", head.join(" | "))?;
         writeln!(out, "|{}", "---|".repeat(head.len()))?;
-        for v in &r.variants {
-            let mut row = vec![esc(&v.label)];
-            row.extend(row_cells(v, &metrics, primary).iter().map(|c| esc(c)));
+        let (marks, footnotes) = status_notes(r);
+        for (v, note) in r.variants.iter().zip(marks) {
+            let mut row = vec![esc(&v.info.label)];
+            row.extend(row_cells(v, note, &metrics, primary).iter().map(|c| esc(c)));
             writeln!(out, "| {} |", row.join(" | "))?;
+        }
+        writeln!(out)?;
+        for l in footnotes.iter().chain(&verdict_lines(r)) {
+            writeln!(out, "{}  ", esc(l))?;
         }
         writeln!(out)?;
         writeln!(out, "Variants:")?;
         writeln!(out)?;
         for v in &r.variants {
-            let vs = v.compared_to.as_deref().map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
-            writeln!(out, "- `{}`{}: {}", v.id, vs, esc(&v.description))?;
+            let vs = v.info.compared_to.map(|c| format!(" (compared with `{c}`)")).unwrap_or_default();
+            writeln!(out, "- `{}`{}: {}", v.info.id, vs, esc(&v.info.description))?;
             match &v.status {
                 VariantStatus::Ok => {}
+                VariantStatus::Pending => writeln!(out, "  - pending: no run finished yet")?,
                 VariantStatus::Oom { message } => writeln!(out, "  - out of memory: {}", esc(message))?,
                 VariantStatus::Crashed { exit_status, stderr_tail } => {
                     writeln!(out, "  - worker crashed ({}): {}", esc(exit_status), esc(stderr_tail))?
@@ -51,6 +57,14 @@ impl Exporter for MarkdownExporter {
             }
             for c in &v.correctness {
                 writeln!(out, "  - {}: {}", esc(&check_text(c)), esc(&c.detail))?;
+            }
+            if let Some(s) = &v.summary {
+                for c in s.time_verdict.iter().chain(&s.memory_verdict) {
+                    writeln!(out, "  - {}: {}", esc(&c.what), esc(&c.describe()))?;
+                    for w in &c.warnings {
+                        writeln!(out, "    - {}", esc(w))?;
+                    }
+                }
             }
         }
         writeln!(out)?;

@@ -2,13 +2,15 @@
 
 mod json;
 mod markdown;
+pub mod run;
+pub mod svg;
 mod table;
 
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub use table::TableExporter;
 
-use crate::{CorrectnessCheck, MemoryMetric, Report, ReportError, Variant, VariantStatus};
+use crate::{CorrectnessCheck, MemoryMetric, Report, ReportError, Variant, VariantId, VariantStatus};
 
 /// Renders a report into one output format.
 pub trait Exporter {
@@ -65,7 +67,8 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
-pub(crate) fn step_cell(v: &Variant) -> String {
+pub(crate) fn step_cell(v: &Variant, note: Option<usize>) -> String {
+    let mark = note.map(|n| format!(" [{n}]")).unwrap_or_default();
     match (&v.status, &v.summary) {
         (VariantStatus::Ok, Some(s)) => format!(
             "{} ± {} ms",
@@ -77,8 +80,64 @@ pub(crate) fn step_cell(v: &Variant) -> String {
             fmt_ms(s.step_time_ms.median),
             fmt_ms(s.step_time_ms.iqr)
         ),
+        (VariantStatus::Skipped { .. }, _) => format!("skipped{mark}"),
+        (VariantStatus::Oom { .. }, _) => format!("OOM{mark}"),
+        (VariantStatus::Crashed { .. }, _) => format!("crashed{mark}"),
+        (VariantStatus::Failed { .. }, _) => format!("failed{mark}"),
         (status, _) => status.short(),
     }
+}
+
+/// Footnotes for rows that did not measure (skipped, OOM, crashed, failed):
+/// the variant index and the footnote number, and the footnote lines. The
+/// table stays narrow; the reasons go below it.
+pub(crate) fn status_notes(r: &Report) -> (Vec<Option<usize>>, Vec<String>) {
+    let mut marks = Vec::new();
+    let mut lines = Vec::new();
+    for v in &r.variants {
+        match &v.status {
+            VariantStatus::Ok | VariantStatus::Interrupted | VariantStatus::Pending => marks.push(None),
+            status => {
+                lines.push(format!("[{}] {}: {}", lines.len() + 1, v.info.label, status.short()));
+                marks.push(Some(lines.len()));
+            }
+        }
+    }
+    (marks, lines)
+}
+
+pub(crate) fn verdict_cell(v: &Variant) -> String {
+    let Some(s) = &v.summary else { return "-".into() };
+    if v.info.compared_to.is_none() {
+        return "(reference)".into();
+    }
+    let t = s.time_verdict.as_ref().map(|c| c.verdict_short()).unwrap_or("-");
+    let m = s.memory_verdict.as_ref().map(|c| c.verdict_short()).unwrap_or("-");
+    format!("{t} · {m}")
+}
+
+/// How the verdict column is reached, and its warnings.
+pub(crate) fn verdict_lines(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let first = r.variants.iter().filter_map(|v| v.summary.as_ref()).find_map(|s| s.time_verdict.as_ref());
+    if let Some(c) = first {
+        out.push(format!(
+            "verdict (time · memory) against the compared row: {}; memory threshold ±{:.0}%; n.s. = no significant difference, inconcl. = too few runs",
+            c.method(),
+            crate::verdict::VerdictConfig::memory().threshold * 100.0
+        ));
+        let few = r.variants.iter().filter_map(|v| v.summary.as_ref()).filter_map(|s| s.time_verdict.as_ref()).any(|c| {
+            c.verdict == crate::verdict::Verdict::Inconclusive
+        });
+        if few {
+            out.push(format!(
+                "with {} run(s) per row the test cannot reach {:.0}% confidence: use --runs 4 or more for verdicts",
+                r.settings.runs,
+                c.confidence * 100.0
+            ));
+        }
+    }
+    out
 }
 
 pub(crate) fn memory_cell(v: &Variant, metric: MemoryMetric) -> String {
@@ -95,7 +154,7 @@ pub(crate) fn delta_cell(v: &Variant, metric: MemoryMetric) -> String {
     match s.memory.iter().find(|m| m.metric == metric) {
         Some(m) => match m.delta_bytes {
             Some(d) => fmt_delta(d, m.delta_ratio),
-            None if v.compared_to.is_none() => "(reference)".into(),
+            None if v.info.compared_to.is_none() => "(reference)".into(),
             None => "-".into(),
         },
         None => "n/a".into(),
@@ -103,7 +162,7 @@ pub(crate) fn delta_cell(v: &Variant, metric: MemoryMetric) -> String {
 }
 
 pub(crate) fn speedup_cell(v: &Variant) -> String {
-    match (&v.summary, &v.compared_to) {
+    match (&v.summary, &v.info.compared_to) {
         (Some(s), Some(_)) => s.speedup.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".into()),
         (Some(_), None) => "1.00x".into(),
         _ => "-".into(),
@@ -152,6 +211,7 @@ pub(crate) fn column_headers(metrics: &[MemoryMetric], primary: MemoryMetric) ->
         "step time (median ± IQR)".into(),
         "samples/s".into(),
         "speedup".into(),
+        "verdict".into(),
     ];
     head.extend(metrics.iter().map(|m| m.label().to_string()));
     head.push(format!("Δ {}", primary.label()));
@@ -161,11 +221,12 @@ pub(crate) fn column_headers(metrics: &[MemoryMetric], primary: MemoryMetric) ->
 }
 
 /// One variant's cells after its label, in [`column_headers`] order.
-pub(crate) fn row_cells(v: &Variant, metrics: &[MemoryMetric], primary: MemoryMetric) -> Vec<String> {
+pub(crate) fn row_cells(v: &Variant, note: Option<usize>, metrics: &[MemoryMetric], primary: MemoryMetric) -> Vec<String> {
     let mut row = vec![
-        step_cell(v),
+        step_cell(v, note),
         v.summary.as_ref().map(|s| format!("{:.1}", s.samples_per_s)).unwrap_or("-".into()),
         speedup_cell(v),
+        verdict_cell(v),
     ];
     row.extend(metrics.iter().map(|m| memory_cell(v, *m)));
     row.push(delta_cell(v, primary));

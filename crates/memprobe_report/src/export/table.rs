@@ -25,13 +25,14 @@ impl Exporter for TableExporter {
             t.set_width(w);
         }
         t.set_header(column_headers(&metrics, primary));
-        for v in &r.variants {
-            let label = match &v.compared_to {
-                Some(c) if c != "baseline" => format!("{} (vs {c})", v.label),
-                _ => v.label.clone(),
+        let (marks, footnotes) = status_notes(r);
+        for (v, note) in r.variants.iter().zip(marks) {
+            let label = match &v.info.compared_to {
+                Some(c) if *c != VariantId::Baseline => format!("{} (vs {c})", v.info.label),
+                _ => v.info.label.clone(),
             };
             let mut row = vec![label];
-            row.extend(row_cells(v, &metrics, primary));
+            row.extend(row_cells(v, note, &metrics, primary));
             t.add_row(row);
         }
         let mut out = String::new();
@@ -41,6 +42,11 @@ impl Exporter for TableExporter {
         }
         out.push_str(&t.to_string());
         out.push('\n');
+        for l in footnotes.iter().chain(&verdict_lines(r)) {
+            out.push_str("  ");
+            out.push_str(l);
+            out.push('\n');
+        }
         for l in source_lines(r) {
             out.push_str("  ");
             out.push_str(&l);

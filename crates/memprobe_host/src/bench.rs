@@ -6,21 +6,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memprobe_report::{
-    summarize, Report, RunRecord, SamplerCost, Settings, ToolInfo, Variant, VariantStatus, WorkloadInfo,
+    summarize, Environment, Report, RunRecord, SamplerCost, Settings, ToolInfo, Variant, VariantStatus, WorkloadInfo,
 };
 
-use crate::plan::{DeviceChoice, WorkerOutput, WorkerPlan, WorkerTask, WorkloadSpec};
-use crate::variants::{self, Flags, VariantSpec, WorkloadTraits};
-use crate::worker::{spawn_worker, WorkerRun};
-use crate::{env, workloads, EngineError};
+use crate::plan::{DescribeRequest, DeviceChoice, DeviceRequest, WorkerOutput, WorkerPlan, WorkerTask, WorkloadSpec};
+use crate::variants::{self, Flags, VariantSpec};
+use crate::worker_proc::{describe, spawn_worker, WorkerRun};
+use crate::HostError as EngineError;
 
 /// Everything `memprobe bench` needs.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     /// Model.
     pub workload: WorkloadSpec,
-    /// Device.
-    pub device: DeviceChoice,
+    /// Device asked for (`auto` is resolved by the describing worker).
+    pub device: DeviceRequest,
     /// Optimization flags.
     pub flags: Flags,
     /// Repeats per variant.
@@ -35,7 +35,7 @@ pub struct BenchOptions {
     pub threads: Option<i32>,
     /// NVML sampling period, ms.
     pub sample_interval_ms: u64,
-    /// The executable to re-invoke as a worker (the memprobe binary).
+    /// The worker executable (`memprobe-worker`).
     pub worker_exe: PathBuf,
     /// Command line, for the record.
     pub command: Vec<String>,
@@ -54,74 +54,64 @@ pub trait Observer {
 /// Validated, planned bench ready to run.
 pub struct Prepared {
     opts: BenchOptions,
+    device: DeviceChoice,
+    device_note: Option<String>,
     specs: Vec<VariantSpec>,
     workload_info: WorkloadInfo,
+    environment: Environment,
 }
 
 impl Prepared {
+    /// The device the bench runs on.
+    pub fn device(&self) -> DeviceChoice {
+        self.device
+    }
+
+    /// Said when `--device auto` fell back to the CPU.
+    pub fn device_note(&self) -> Option<&str> {
+        self.device_note.as_deref()
+    }
+
     /// The planned variants.
     pub fn specs(&self) -> &[VariantSpec] {
         &self.specs
     }
 }
 
-/// Validates the options (exit 2 errors) and plans the variants. Builds the
-/// model once on the CPU to learn its shape, size and FLOPs, which also
-/// checks that a TorchScript file loads.
+/// Validates the options (exit 2 errors) and plans the variants. A worker
+/// builds the model once on the CPU to learn its shape, size and FLOPs (which
+/// also checks that a TorchScript file loads) and probes the machine.
 pub fn prepare(opts: BenchOptions) -> Result<Prepared, EngineError> {
     if opts.runs == 0 || opts.measured_steps == 0 {
         return Err(EngineError::Usage("--runs and --steps must be at least 1".into()));
-    }
-    if opts.device == DeviceChoice::Cuda && !env::torch_cuda_available() {
-        let why = if env::cuda_driver_present() {
-            "the NVIDIA driver is present but libtorch sees no CUDA device"
-        } else {
-            "no NVIDIA driver found"
-        };
-        return Err(EngineError::DeviceUnavailable(format!("--device cuda: {why}; use --device cpu")));
     }
     if let WorkloadSpec::TorchScript { path, .. } = &opts.workload {
         if !path.is_file() {
             return Err(EngineError::Model { path: path.clone(), message: "no such file".into() });
         }
     }
-    let model = workloads::build(&opts.workload, tch::Device::Cpu, opts.seed)?;
-    let traits = WorkloadTraits {
-        batch_size: model.batch_size(),
-        num_blocks: model.num_blocks(),
-        has_conv: model.has_conv(),
-        inplace_unsupported: model.inplace_unsupported(),
-        checkpoint_unsupported: model.checkpoint_unsupported(),
-        freeze_unsupported: model.freeze_unsupported(),
-        dynamic_unsupported: model.dynamic_unsupported(),
-        forward_flops_per_sample: model.forward_flops_per_sample(),
-    };
+    let described = describe(
+        &opts.worker_exe,
+        &DescribeRequest { workload: opts.workload.clone(), device: opts.device, seed: opts.seed, threads: opts.threads },
+    )?;
+    let traits = described.traits;
     variants::validate(&opts.flags, &traits)?;
-    let specs = variants::plan(&opts.flags, &traits, opts.device);
-    let train_flops = traits.forward_flops_per_sample.map(|f| 3.0 * f * traits.batch_size as f64);
-    let workload_info = WorkloadInfo {
-        name: model.name().into(),
-        size: model.size_label(),
-        description: model.description(),
-        batch_size: model.batch_size() as u64,
-        input_shape: model.input_shape(0, false),
-        parameters: model.parameter_count(),
-        loss: model.loss_name().into(),
-        optimizer: "Adam (libtorch C++, lr 1e-3)".into(),
-        train_flops_per_step: train_flops,
-        flops_source: match train_flops {
-            Some(_) => "counted analytically: 2 FLOPs per multiply-add of every matmul/conv (attention scores over the full T×T), training step = 3× forward; elementwise ops not counted".into(),
-            None => "not counted: TorchScript modules are opaque".into(),
-        },
-    };
-    Ok(Prepared { opts, specs, workload_info })
+    let specs = variants::plan(&opts.flags, &traits, described.device);
+    Ok(Prepared {
+        opts,
+        device: described.device,
+        device_note: described.device_note,
+        specs,
+        workload_info: described.workload,
+        environment: described.environment,
+    })
 }
 
-fn plan_for(opts: &BenchOptions, spec: &VariantSpec, task: WorkerTask, repeat: u32) -> WorkerPlan {
+fn plan_for(opts: &BenchOptions, device: DeviceChoice, spec: &VariantSpec, task: WorkerTask, repeat: u32) -> WorkerPlan {
     WorkerPlan {
         task,
         workload: opts.workload.clone(),
-        device: opts.device,
+        device,
         config: spec.config.clone(),
         warmup_steps: opts.warmup_steps,
         measured_steps: opts.measured_steps,
@@ -135,22 +125,14 @@ fn plan_for(opts: &BenchOptions, spec: &VariantSpec, task: WorkerTask, repeat: u
 /// Runs the prepared bench. Returns the report, partial (`complete: false`)
 /// when `interrupted` was raised; summaries are computed either way.
 pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &AtomicBool) -> Result<Report, EngineError> {
-    let Prepared { opts, specs, workload_info } = prepared;
-    let environment = env::probe(opts.device);
+    let Prepared { opts, device, specs, workload_info, environment, .. } = prepared;
     let mut variants: Vec<Variant> = specs
         .iter()
         .map(|s| Variant {
-            id: s.id.clone(),
-            label: s.label.clone(),
-            flag: s.flag.clone(),
-            description: s.description.clone(),
-            compared_to: s.compared_to.clone(),
-            mode: s.mode,
-            flops_per_step: s.flops_per_step,
-            precision: s.precision.clone(),
+            info: s.info.clone(),
             status: match &s.skip {
                 Some(reason) => VariantStatus::Skipped { reason: reason.clone() },
-                None => VariantStatus::Ok,
+                None => VariantStatus::Pending,
             },
             runs: Vec::new(),
             correctness: Vec::new(),
@@ -171,23 +153,23 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             break;
         }
         let s = &specs[i];
-        observer.starting(&s.label, "correctness check");
-        let plan = plan_for(&opts, s, WorkerTask::Check, 0);
-        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+        observer.starting(&s.info.label, "correctness check");
+        let plan = plan_for(&opts, device, s, WorkerTask::Check, 0);
+        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
             WorkerRun::Output(WorkerOutput::Checked { checks }, _, _) => {
                 variants[i].correctness = checks;
                 "checked".to_string()
             }
             WorkerRun::Output(WorkerOutput::Oom { message }, _, _) => {
-                notes.push(format!("{}: correctness check ran out of memory: {message}", s.id));
+                notes.push(format!("{}: correctness check ran out of memory: {message}", s.info.id));
                 "check OOM".into()
             }
             WorkerRun::Output(WorkerOutput::Failed { message }, _, _) => {
-                notes.push(format!("{}: correctness check failed: {message}", s.id));
+                notes.push(format!("{}: correctness check failed: {message}", s.info.id));
                 "check failed".into()
             }
             WorkerRun::Output(other, _, _) => {
-                notes.push(format!("{}: unexpected check output {other:?}", s.id));
+                notes.push(format!("{}: unexpected check output {other:?}", s.info.id));
                 "check failed".into()
             }
             WorkerRun::Crashed { exit_status, .. }
@@ -197,11 +179,11 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                 "interrupted".into()
             }
             WorkerRun::Crashed { exit_status, stderr_tail } => {
-                notes.push(format!("{}: correctness-check worker crashed ({exit_status}): {stderr_tail}", s.id));
+                notes.push(format!("{}: correctness-check worker crashed ({exit_status}): {stderr_tail}", s.info.id));
                 "check crashed".into()
             }
         };
-        observer.finished(&s.label, &outcome);
+        observer.finished(&s.info.label, &outcome);
     }
 
     // Measured runs, interleaved: repeat r runs every variant once.
@@ -210,14 +192,14 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             if interrupted.load(Ordering::SeqCst) {
                 break 'outer;
             }
-            if !matches!(variants[i].status, VariantStatus::Ok) {
+            if !matches!(variants[i].status, VariantStatus::Pending) {
                 continue; // an OOM/crash/failure stops this variant; others go on
             }
             let s = &specs[i];
-            observer.starting(&s.label, &format!("run {}/{}", repeat + 1, opts.runs));
-            schedule.push(s.id.clone());
-            let plan = plan_for(&opts, s, WorkerTask::Measure, repeat);
-            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.id)? {
+            observer.starting(&s.info.label, &format!("run {}/{}", repeat + 1, opts.runs));
+            schedule.push(s.info.id);
+            let plan = plan_for(&opts, device, s, WorkerTask::Measure, repeat);
+            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
                 WorkerRun::Output(WorkerOutput::Measured(m), wall, pid) => {
                     variants[i].runs.push(RunRecord {
                         repeat,
@@ -258,18 +240,14 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
                     "crashed".into()
                 }
             };
-            observer.finished(&s.label, &outcome);
+            observer.finished(&s.info.label, &outcome);
         }
     }
     let complete = !interrupted.load(Ordering::SeqCst);
-    if !complete {
-        for (i, v) in variants.iter_mut().enumerate() {
-            if specs[i].skip.is_none()
-                && matches!(v.status, VariantStatus::Ok)
-                && (v.runs.len() as u32) < opts.runs
-            {
-                v.status = VariantStatus::Interrupted;
-            }
+    // Resolve the rows still pending: every run done is ok; fewer (Ctrl-C) is interrupted.
+    for v in variants.iter_mut() {
+        if matches!(v.status, VariantStatus::Pending) {
+            v.status = if (v.runs.len() as u32) < opts.runs { VariantStatus::Interrupted } else { VariantStatus::Ok };
         }
     }
 
@@ -284,7 +262,7 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             cpu_fraction: samplers.iter().map(|s| s.cpu_fraction).sum::<f64>() / n,
         }
     });
-    if opts.device == DeviceChoice::Cpu {
+    if device == DeviceChoice::Cpu {
         notes.push("no background sampler on CPU: peak RSS is the kernel's high-water mark read once per worker (getrusage), so nothing runs beside the steps".into());
         notes.push("peak RSS includes the process baseline (libtorch and CUDA runtime libraries mapped, batch pool); compare rows by their Δ".into());
     }

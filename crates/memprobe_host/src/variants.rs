@@ -1,9 +1,9 @@
 //! Turns the user's flags into the list of A/B rows.
 
-use memprobe_report::Mode;
+use memprobe_report::{Mode, VariantId, VariantInfo};
 
 use crate::plan::{AmpDtype, DeviceChoice, VariantConfig};
-use crate::EngineError;
+use crate::HostError as EngineError;
 
 /// Which optimizations the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +35,7 @@ pub struct Flags {
 }
 
 /// What the variant planner needs to know about the workload.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadTraits {
     /// Samples per step.
     pub batch_size: i64,
@@ -55,46 +55,62 @@ pub struct WorkloadTraits {
     pub forward_flops_per_sample: Option<f64>,
 }
 
-/// One planned row.
+/// One planned row: what it is (shared with the report's [`memprobe_report::Variant`])
+/// and how to run it.
 #[derive(Debug, Clone)]
 pub struct VariantSpec {
-    /// Stable id.
-    pub id: String,
-    /// Table label.
-    pub label: String,
-    /// Producing flag.
-    pub flag: Option<String>,
-    /// What changes.
-    pub description: String,
-    /// Compared variant.
-    pub compared_to: Option<String>,
+    /// Identity, label, comparison, mode, FLOPs, precision.
+    pub info: VariantInfo,
     /// Settings.
     pub config: VariantConfig,
     /// Why it cannot run here.
     pub skip: Option<String>,
-    /// Train or eval.
-    pub mode: Mode,
-    /// Precision for MFU.
-    pub precision: String,
     /// Whether a correctness-check worker runs for it.
     pub has_checks: bool,
-    /// Model FLOPs per step.
-    pub flops_per_step: Option<f64>,
 }
 
-fn spec(id: &str, label: &str, flag: Option<&str>, description: &str, config: VariantConfig) -> VariantSpec {
+/// The change a single training optimization makes to a configuration; the
+/// combined row applies every applicable one, so it is derived from the
+/// same definitions as the single rows.
+pub fn apply(id: VariantId, c: &mut VariantConfig) {
+    match id {
+        VariantId::Amp(d) => c.amp = Some(d),
+        VariantId::Accum(n) => c.accum = n as usize,
+        VariantId::CudnnBenchmark => c.cudnn_benchmark = true,
+        VariantId::ChannelsLast => c.channels_last = true,
+        VariantId::Checkpoint => c.checkpoint = true,
+        VariantId::Inplace => c.inplace = true,
+        VariantId::PinMemory => c.pin_memory = true,
+        VariantId::SetToNone => c.set_to_none = true,
+        VariantId::Freeze(k) => c.freeze = k as usize,
+        VariantId::DynamicShapes => c.dynamic_shapes = true,
+        VariantId::CudnnBenchmarkDynamic => {
+            c.dynamic_shapes = true;
+            c.cudnn_benchmark = true;
+        }
+        VariantId::EvalGrad => c.eval_no_grad = Some(false),
+        VariantId::NoGradEval => c.eval_no_grad = Some(true),
+        VariantId::Baseline | VariantId::Combined => {}
+    }
+}
+
+fn spec(id: VariantId, label: &str, flag: Option<&str>, description: &str) -> VariantSpec {
+    let mut config = VariantConfig::baseline();
+    apply(id, &mut config);
     VariantSpec {
-        id: id.into(),
-        label: label.into(),
-        flag: flag.map(Into::into),
-        description: description.into(),
-        compared_to: Some("baseline".into()),
-        precision: config.amp.map(|a| a.name().to_string()).unwrap_or_else(|| "fp32".into()),
+        info: VariantInfo {
+            id,
+            label: label.into(),
+            flag: flag.map(Into::into),
+            description: description.into(),
+            compared_to: Some(VariantId::Baseline),
+            precision: config.amp.map(|a| a.name().to_string()).unwrap_or_else(|| "fp32".into()),
+            mode: Mode::Train,
+            flops_per_step: None,
+        },
         config,
         skip: None,
-        mode: Mode::Train,
         has_checks: false,
-        flops_per_step: None,
     }
 }
 
@@ -136,23 +152,21 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     let eval_flops = traits.forward_flops_per_sample.map(|f| f * traits.batch_size as f64);
     let all = flags.all;
     let cpu = device == DeviceChoice::Cpu;
-    let base = VariantConfig::baseline();
     let mut v = Vec::new();
-    let mut b = spec("baseline", "baseline", None, "fp32, full batch, stored activations, zero-filled grads, Adam over all parameters", base.clone());
-    b.compared_to = None;
+    let mut b = spec(VariantId::Baseline, "baseline", None, "fp32, full batch, stored activations, zero-filled grads, Adam over all parameters");
+    b.info.compared_to = None;
     v.push(b);
 
     let amp = flags.amp.or(all.then_some(AmpDtype::Bf16));
     if let Some(d) = amp {
         let mut s = spec(
-            &format!("amp-{}", d.name()),
+            VariantId::Amp(d),
             &format!("amp {}", d.name()),
             Some("--amp"),
             &match d {
                 AmpDtype::Bf16 => "autocast to bfloat16 for forward and loss".to_string(),
                 AmpDtype::Fp16 => "autocast to float16 with a GradScaler (init 2^16, growth 2, backoff 0.5, interval 2000)".to_string(),
             },
-            VariantConfig { amp: Some(d), ..base.clone() },
         );
         s.has_checks = true;
         v.push(s);
@@ -161,29 +175,27 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     let accum = flags.accum.or_else(|| all.then(|| [4usize, 2].into_iter().find(|n| traits.batch_size % *n as i64 == 0)).flatten());
     if let Some(n) = accum {
         let mut s = spec(
-            &format!("accum-{n}"),
+            VariantId::Accum(n as u32),
             &format!("accum {n}"),
             Some("--accum"),
             &format!("{n} micro-batches of {} with one optimizer step (same effective batch)", traits.batch_size / n as i64),
-            VariantConfig { accum: n, ..base.clone() },
         );
         s.has_checks = true;
         v.push(s);
     }
 
     if flags.cudnn_benchmark || all {
-        let mut s = spec("cudnn-benchmark", "cudnn benchmark", Some("--cudnn-benchmark"), "cuDNN benchmark mode on (autotuned convolution algorithms)", VariantConfig { cudnn_benchmark: true, ..base.clone() });
+        let mut s = spec(VariantId::CudnnBenchmark, "cudnn benchmark", Some("--cudnn-benchmark"), "cuDNN benchmark mode on (autotuned convolution algorithms)");
         if cpu {
             s.skip = Some("cuDNN is CUDA-only".into());
         } else if !traits.has_conv {
-            s.description.push_str("; this workload has no convolutions, so little to tune");
+            s.info.description.push_str("; this workload has no convolutions, so little to tune");
         }
         v.push(s);
         if flags.dynamic_shapes || all {
-            let dyn_base = VariantConfig { dynamic_shapes: true, ..base.clone() };
-            let mut a = spec("dynamic-shapes", "dynamic shapes", Some("--dynamic-shapes"), "input size changes every step, benchmark off", dyn_base.clone());
-            let mut bb = spec("cudnn-benchmark-dynamic", "cudnn benchmark + dynamic", Some("--dynamic-shapes"), "input size changes every step, benchmark on (re-tunes for each new shape)", VariantConfig { cudnn_benchmark: true, ..dyn_base });
-            bb.compared_to = Some("dynamic-shapes".into());
+            let mut a = spec(VariantId::DynamicShapes, "dynamic shapes", Some("--dynamic-shapes"), "input size changes every step, benchmark off");
+            let mut bb = spec(VariantId::CudnnBenchmarkDynamic, "cudnn benchmark + dynamic", Some("--dynamic-shapes"), "input size changes every step, benchmark on (re-tunes for each new shape)");
+            bb.info.compared_to = Some(VariantId::DynamicShapes);
             let reason = if cpu { Some("cuDNN is CUDA-only".to_string()) } else { traits.dynamic_unsupported.clone() };
             a.skip = reason.clone();
             bb.skip = reason;
@@ -193,7 +205,7 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     }
 
     if flags.channels_last || all {
-        let mut s = spec("channels-last", "channels-last", Some("--channels-last"), "channels-last (NHWC) input and conv weights", VariantConfig { channels_last: true, ..base.clone() });
+        let mut s = spec(VariantId::ChannelsLast, "channels-last", Some("--channels-last"), "channels-last (NHWC) input and conv weights");
         if !traits.has_conv {
             s.skip = Some("no 4-D convolution inputs in this workload".into());
         }
@@ -202,21 +214,21 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     }
 
     if flags.checkpoint || all {
-        let mut s = spec("checkpoint", "checkpoint", Some("--checkpoint"), "activations recomputed in backward from ⌈√n⌉-block chunks (checkpoint_sequential) instead of stored", VariantConfig { checkpoint: true, ..base.clone() });
+        let mut s = spec(VariantId::Checkpoint, "checkpoint", Some("--checkpoint"), "activations recomputed in backward from ⌈√n⌉-block chunks (checkpoint_sequential) instead of stored");
         s.skip = traits.checkpoint_unsupported.clone();
         s.has_checks = true;
         v.push(s);
     }
 
     if flags.inplace || all {
-        let mut s = spec("inplace", "inplace", Some("--inplace"), "in-place ReLU (and residual add)", VariantConfig { inplace: true, ..base.clone() });
+        let mut s = spec(VariantId::Inplace, "inplace", Some("--inplace"), "in-place ReLU (and residual add)");
         s.skip = traits.inplace_unsupported.clone();
         s.has_checks = true;
         v.push(s);
     }
 
     if flags.pin_memory || all {
-        let mut s = spec("pin-memory", "pin memory", Some("--pin-memory"), "batch copied from pinned host memory, non_blocking", VariantConfig { pin_memory: true, ..base.clone() });
+        let mut s = spec(VariantId::PinMemory, "pin memory", Some("--pin-memory"), "batch copied from pinned host memory, non_blocking");
         if cpu {
             s.skip = Some("no CUDA device: the batch is never copied, so there is nothing to pin".into());
         }
@@ -224,62 +236,54 @@ pub fn plan(flags: &Flags, traits: &WorkloadTraits, device: DeviceChoice) -> Vec
     }
 
     if flags.set_to_none || all {
-        v.push(spec("set-to-none", "set to none", Some("--set-to-none"), "gradients set to none instead of zero-filled", VariantConfig { set_to_none: true, ..base.clone() }));
+        v.push(spec(VariantId::SetToNone, "set to none", Some("--set-to-none"), "gradients set to none instead of zero-filled"));
     }
 
     let freeze = flags.freeze.or(all.then_some(1));
     if let Some(k) = freeze {
-        let mut s = spec(&format!("freeze-{k}"), &format!("freeze {k}"), Some("--freeze"), &format!("first {k} blocks frozen, optimizer given only trainable parameters"), VariantConfig { freeze: k, ..base.clone() });
+        let mut s = spec(VariantId::Freeze(k as u32), &format!("freeze {k}"), Some("--freeze"), &format!("first {k} blocks frozen, optimizer given only trainable parameters"));
         s.skip = traits.freeze_unsupported.clone().or_else(|| (k >= traits.num_blocks).then(|| format!("the workload has only {} blocks", traits.num_blocks)));
         v.push(s);
     }
 
-    // Combined: every applicable training optimization at once.
-    let train_rows: Vec<&VariantSpec> = v
+    // Combined: every applicable training optimization at once, each applied
+    // through the same definition as its own row.
+    let train_rows: Vec<(VariantId, String)> = v
         .iter()
-        .filter(|s| s.id != "baseline" && s.skip.is_none() && !s.config.dynamic_shapes)
+        .filter(|s| s.info.id != VariantId::Baseline && s.skip.is_none() && !s.config.dynamic_shapes)
+        .map(|s| (s.info.id, s.info.label.clone()))
         .collect();
     if train_rows.len() >= 2 {
-        let mut c = base.clone();
-        let mut names = Vec::new();
-        for s in &train_rows {
-            let k = &s.config;
-            c.amp = c.amp.or(k.amp);
-            c.accum = c.accum.max(k.accum);
-            c.cudnn_benchmark |= k.cudnn_benchmark;
-            c.channels_last |= k.channels_last;
-            c.checkpoint |= k.checkpoint;
-            c.inplace |= k.inplace;
-            c.pin_memory |= k.pin_memory;
-            c.set_to_none |= k.set_to_none;
-            c.freeze = c.freeze.max(k.freeze);
-            names.push(s.label.clone());
+        let names: Vec<&str> = train_rows.iter().map(|(_, l)| l.as_str()).collect();
+        let mut s = spec(VariantId::Combined, "combined", None, &format!("all of: {}", names.join(", ")));
+        for (id, _) in &train_rows {
+            apply(*id, &mut s.config);
         }
-        let mut s = spec("combined", "combined", None, &format!("all of: {}", names.join(", ")), c);
+        s.info.precision = s.config.amp.map(|a| a.name().to_string()).unwrap_or_else(|| "fp32".into());
         s.has_checks = s.config.amp.is_some();
         v.push(s);
     }
 
     if flags.no_grad_eval || all {
-        let mut a = spec("eval-grad", "eval (grad on)", Some("--no-grad-eval"), "evaluation forward in eval mode with autograd recording", VariantConfig { eval_no_grad: Some(false), ..base.clone() });
-        a.compared_to = None;
-        a.mode = Mode::Eval;
-        let mut bb = spec("no-grad-eval", "no-grad eval", Some("--no-grad-eval"), "evaluation forward under no_grad", VariantConfig { eval_no_grad: Some(true), ..base.clone() });
-        bb.compared_to = Some("eval-grad".into());
-        bb.mode = Mode::Eval;
+        let mut a = spec(VariantId::EvalGrad, "eval (grad on)", Some("--no-grad-eval"), "evaluation forward in eval mode with autograd recording");
+        a.info.compared_to = None;
+        a.info.mode = Mode::Eval;
+        let mut bb = spec(VariantId::NoGradEval, "no-grad eval", Some("--no-grad-eval"), "evaluation forward under no_grad");
+        bb.info.compared_to = Some(VariantId::EvalGrad);
+        bb.info.mode = Mode::Eval;
         bb.has_checks = true;
         v.push(a);
         v.push(bb);
     }
 
     for s in &mut v {
-        s.flops_per_step = match s.mode {
+        s.info.flops_per_step = match s.info.mode {
             Mode::Train => train_flops,
             Mode::Eval => eval_flops,
         };
         if s.config.dynamic_shapes {
             // Shapes vary per step; the count is for the default shape only.
-            s.flops_per_step = None;
+            s.info.flops_per_step = None;
         }
     }
     v

@@ -1,4 +1,5 @@
-//! Link set-up for the memprobe binary.
+//! Link set-up for the memprobe-worker binary (the only memprobe executable
+//! that links libtorch).
 //!
 //! With the default `--as-needed`, the linker drops libtorch_cuda.so because
 //! no symbol of it is referenced directly, and libtorch then reports no CUDA

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use memprobe_report::{CorrectnessCheck, MemoryFigure, SamplerCost};
+use memprobe_report::{CorrectnessCheck, Environment, MemoryFigure, SamplerCost, WorkloadInfo};
+
+use crate::variants::WorkloadTraits;
 
 /// Device a bench runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -17,14 +19,6 @@ pub enum DeviceChoice {
 }
 
 impl DeviceChoice {
-    /// The tch device.
-    pub fn tch(self) -> tch::Device {
-        match self {
-            DeviceChoice::Cpu => tch::Device::Cpu,
-            DeviceChoice::Cuda => tch::Device::Cuda(0),
-        }
-    }
-
     /// `cpu` / `cuda`.
     pub fn name(self) -> &'static str {
         match self {
@@ -113,33 +107,7 @@ pub enum WorkloadSpec {
     },
 }
 
-/// Mixed-precision dtype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AmpDtype {
-    /// bfloat16 (no loss scaling needed).
-    Bf16,
-    /// float16 with the GradScaler.
-    Fp16,
-}
-
-impl AmpDtype {
-    /// Name.
-    pub fn name(self) -> &'static str {
-        match self {
-            AmpDtype::Bf16 => "bf16",
-            AmpDtype::Fp16 => "fp16",
-        }
-    }
-
-    /// tch kind.
-    pub fn kind(self) -> tch::Kind {
-        match self {
-            AmpDtype::Bf16 => tch::Kind::BFloat16,
-            AmpDtype::Fp16 => tch::Kind::Half,
-        }
-    }
-}
+pub use memprobe_report::AmpDtype;
 
 /// Everything one variant changes relative to the plain baseline.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -227,6 +195,57 @@ pub struct MeasureResult {
     pub sampler: Option<SamplerCost>,
 }
 
+/// Device asked for on the command line, before the worker resolves `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceRequest {
+    /// CUDA when libtorch sees a device, else the CPU.
+    Auto,
+    /// Host CPU.
+    Cpu,
+    /// CUDA device 0 (an error without one).
+    Cuda,
+}
+
+/// Asks a worker to build the workload once on the CPU and describe it, and
+/// to probe the machine for the (resolved) device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DescribeRequest {
+    /// Model.
+    pub workload: WorkloadSpec,
+    /// Device asked for.
+    pub device: DeviceRequest,
+    /// Seed.
+    pub seed: u64,
+    /// Intra-op threads; None keeps libtorch's default.
+    pub threads: Option<i32>,
+}
+
+/// The answer to a [`DescribeRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Description {
+    /// The device the bench runs on (`auto` resolved).
+    pub device: DeviceChoice,
+    /// Said when `auto` fell back to the CPU.
+    pub device_note: Option<String>,
+    /// What the planner needs.
+    pub traits: WorkloadTraits,
+    /// What the report says about the workload.
+    pub workload: WorkloadInfo,
+    /// The machine.
+    pub environment: Environment,
+}
+
+/// What the parent sends a worker on stdin (one JSON document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "kebab-case")]
+pub enum WorkerRequest {
+    /// Measure or check one variant.
+    Run(WorkerPlan),
+    /// Describe the workload and the machine.
+    Describe(DescribeRequest),
+}
+
 /// What a worker prints on stdout (one JSON document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
@@ -241,6 +260,14 @@ pub enum WorkerOutput {
     /// Out of memory.
     Oom {
         /// Allocator message.
+        message: String,
+    },
+    /// The workload and machine, answering a describe request.
+    Described(Box<Description>),
+    /// The request cannot run: the user's input is wrong (a model file that
+    /// does not load, `--device cuda` without a GPU). Exit status 2.
+    Rejected {
+        /// What is wrong.
         message: String,
     },
     /// Any other error.

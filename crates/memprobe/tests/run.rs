@@ -1,0 +1,276 @@
+//! End-to-end tests of `memprobe run` on the CPU with real Python children:
+//! peak and timeline of a known allocation, exit status, signal forwarding,
+//! a process tree, bad input. No libtorch needed except the `--torch` test,
+//! which uses the torch of `$MEMPROBE_PYTHON` when there is one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A plain interpreter (not a shell shim, which would add processes).
+fn python() -> String {
+    std::env::var("MEMPROBE_PYTHON").ok().filter(|p| Path::new(p).exists()).unwrap_or_else(|| "/usr/bin/python3".into())
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn memprobe_run(args: &[&str]) -> Output {
+    Command::new(BIN).arg("run").args(args).output().expect("run memprobe")
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("report written")).expect("valid JSON")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parses and rasterises an SVG with resvg; `MEMPROBE_PNG_DIR` keeps the PNG.
+fn assert_valid_svg(svg: &str, name: &str) {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = usvg::Tree::from_str(svg, &opt).expect("valid SVG");
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    let drawn = pixmap.pixels().iter().filter(|c| c.red() < 200 || c.green() < 200 || c.blue() < 200).count();
+    assert!(drawn > 2000, "{name}: almost nothing drawn ({drawn} pixels)");
+    if let Ok(dir) = std::env::var("MEMPROBE_PNG_DIR") {
+        std::fs::write(Path::new(&dir).join(name), pixmap.encode_png().unwrap()).unwrap();
+    }
+}
+
+const FOUR_STEPS: &str = r#"
+import sys, time
+time.sleep(0.5)
+blocks = []
+for i in range(4):
+    blocks.append(bytearray(b"\x01") * (100 << 20))   # 100 MiB, every page touched
+    time.sleep(0.5)
+print("allocated", len(blocks))
+sys.exit(3)
+"#;
+
+#[test]
+fn four_steps_of_100_mib_show_as_a_400_mib_peak_and_a_staircase() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(dir.path(), "four.py", FOUR_STEPS);
+    let json = dir.path().join("run.json");
+    let svg = dir.path().join("run.svg");
+    let o = memprobe_run(&["--json", json.to_str().unwrap(), "--svg", svg.to_str().unwrap(), "--", &python(), s.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "exit code passes through: {}", stderr(&o));
+    assert_valid_svg(&std::fs::read_to_string(&svg).unwrap(), "run-four-steps.png");
+    // `report` draws the same timeline from the JSON, and a markdown summary.
+    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "svg"]).output().unwrap();
+    assert!(o2.status.success());
+    assert_valid_svg(&String::from_utf8_lossy(&o2.stdout), "report-four-steps.png");
+    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "markdown"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o2.stdout).contains("| host RSS, whole tree (1 process) "));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "allocated 4\n", "stdout passes through");
+    assert!(stderr(&o).contains("host RSS, whole tree"), "summary on stderr: {}", stderr(&o));
+
+    let r = read_json(&json);
+    assert_eq!(r["schema_version"], 1);
+    assert_eq!(r["kind"], "run");
+    assert_eq!(r["exit"]["code"], 3);
+    assert_eq!(r["processes"].as_array().unwrap().len(), 1);
+    let t: Vec<f64> = r["tree_rss"]["t_s"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let b: Vec<f64> = r["tree_rss"]["bytes"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert!(b.len() > 100, "sampled every 10 ms over 2.5 s: {}", b.len());
+    // The interpreter alone: the largest sample before the first allocation.
+    let base = t.iter().zip(&b).filter(|(t, _)| **t > 0.2 && **t < 0.45).map(|(_, b)| *b).fold(0.0, f64::max);
+    assert!(base > 1.0 * MIB && base < 60.0 * MIB, "interpreter RSS {:.1} MiB", base / MIB);
+    let peak = b.iter().copied().fold(0.0, f64::max);
+    let grown = peak - base;
+    assert!((grown - 400.0 * MIB).abs() <= 40.0 * MIB, "peak - interpreter = {:.1} MiB, want 400 ± 10%", grown / MIB);
+    // The timeline rises in four steps: levels 0..=4 appear in order, each
+    // held over several samples, never going back down.
+    let levels: Vec<i64> = b.iter().map(|x| ((x - base) / (100.0 * MIB)).round() as i64).collect();
+    let mut runs: Vec<(i64, usize)> = Vec::new();
+    for l in levels {
+        match runs.last_mut() {
+            Some((lv, n)) if *lv == l => *n += 1,
+            _ => runs.push((l, 1)),
+        }
+    }
+    let plateaus: Vec<i64> = runs.iter().filter(|(_, n)| *n >= 5).map(|(l, _)| *l).collect();
+    assert_eq!(plateaus, vec![0, 1, 2, 3, 4], "plateaus {runs:?}");
+    let summary = r["processes"][0]["hwm_bytes"].as_f64().unwrap();
+    assert!(summary >= peak * 0.99, "VmHWM {summary} vs sampled peak {peak}");
+}
+
+#[test]
+fn a_child_with_two_workers_shows_three_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(
+        dir.path(),
+        "spawn.py",
+        "import subprocess, sys\n\
+         ws = [subprocess.Popen([sys.executable, '-c', 'import time; x = bytearray(b\"\\\\x01\") * (30 << 20); time.sleep(1.0)']) for _ in range(2)]\n\
+         print(sum(w.wait() for w in ws))\n",
+    );
+    let json = dir.path().join("run.json");
+    let o = memprobe_run(&["--json", json.to_str().unwrap(), "--", &python(), s.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&json);
+    let procs = r["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3, "{:#?}", procs.iter().map(|p| p["command"].clone()).collect::<Vec<_>>());
+    let root = procs[0]["pid"].as_u64().unwrap();
+    assert!(procs[0]["command"].as_str().unwrap().contains("spawn.py"));
+    for w in &procs[1..] {
+        assert_eq!(w["ppid"].as_u64().unwrap(), root);
+        assert!(w["command"].as_str().unwrap().contains("-c"));
+        let peak = w["rss"]["bytes"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).fold(0.0, f64::max);
+        assert!(peak > 30.0 * MIB, "worker peak {:.1} MiB", peak / MIB);
+    }
+    // The tree sum sees both workers at once.
+    let tree = r["tree_rss"]["bytes"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).fold(0.0, f64::max);
+    assert!(tree > 60.0 * MIB);
+}
+
+#[test]
+fn sigint_reaches_the_child_and_the_report_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("got-signal");
+    let s = script(
+        dir.path(),
+        "sig.py",
+        &format!(
+            "import signal, sys, time\n\
+             def h(sig, frame):\n    open({:?}, 'w').write(str(sig)); sys.exit(42)\n\
+             signal.signal(signal.SIGINT, h)\n\
+             print('ready', flush=True)\n\
+             time.sleep(60)\n",
+            mark.to_str().unwrap()
+        ),
+    );
+    let json = dir.path().join("run.json");
+    let mut child = Command::new(BIN)
+        .args(["run", "--json", json.to_str().unwrap(), "--", &python(), s.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the child to be ready (its handler installed).
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    assert_eq!(&buf, b"ready\n");
+    let t0 = Instant::now();
+    // SIGINT to memprobe only (as `kill -INT`), which must forward it.
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(30), "the child did not stop");
+    assert_eq!(o.status.code(), Some(42), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&mark).unwrap(), "2");
+    let r = read_json(&json);
+    assert_eq!(r["exit"]["code"], 42);
+    assert!(r["forwarded_signals"][0].as_str().unwrap().starts_with("SIGINT (forwarded"), "{}", r["forwarded_signals"]);
+    assert!(!r["tree_rss"]["bytes"].as_array().unwrap().is_empty());
+    assert!(r["processes"][0]["command"].as_str().unwrap().contains("sig.py"));
+    assert!(r["duration_s"].as_f64().unwrap() > 0.0);
+
+    // A child killed by a signal: memprobe exits 128 + signal, as a shell does.
+    let o = memprobe_run(&["--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
+    assert!(stderr(&o).contains("killed by SIGTERM"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_commands_and_options_fail_clearly() {
+    let o = memprobe_run(&["--", "/nonexistent/prog"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(stderr(&o).contains("cannot start /nonexistent/prog"), "{}", stderr(&o));
+    let o = memprobe_run(&["--interval", "fast", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a duration"), "{}", stderr(&o));
+    let o = memprobe_run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = memprobe_run(&["--json", "/nonexistent-dir/r.json", "--", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/nonexistent-dir/r.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn torch_hook_reports_what_a_cpu_child_could_not_see() {
+    let py = python();
+    let has_torch = Command::new(&py).args(["-c", "import torch"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !has_torch {
+        panic!("{py} has no torch: run the tests after `. scripts/torch-env.sh` (MEMPROBE_PYTHON)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A user sitecustomize of their own still runs (the hook chains to it).
+    let user = dir.path().join("user");
+    std::fs::create_dir(&user).unwrap();
+    std::fs::write(user.join("sitecustomize.py"), "import os\nos.environ['USER_SITECUSTOMIZE'] = 'ran'\n").unwrap();
+    let s = script(
+        dir.path(),
+        "cpu_torch.py",
+        "import os, torch\nx = torch.ones(1024, 1024)\nprint(os.environ.get('USER_SITECUSTOMIZE'), float(x.sum()))\n",
+    );
+    let json = dir.path().join("run.json");
+    let o = Command::new(BIN)
+        .args(["run", "--torch", "--interval", "20ms", "--json", json.to_str().unwrap(), "--", &py, s.to_str().unwrap()])
+        .env("PYTHONPATH", &user)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ran 1048576.0");
+    let r = read_json(&json);
+    let procs = r["torch"]["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{}", r["torch"]);
+    assert_eq!(procs[0]["torch_version"].as_str().unwrap().split('+').next(), Some("2.11.0"));
+    assert_eq!(procs[0]["cuda"], false);
+    assert!(procs[0]["note"].as_str().unwrap().contains("CUDA was never initialised"));
+    assert!(r["torch"]["devices"].as_array().unwrap().is_empty());
+    assert!(stderr(&o).contains("CUDA was never initialised"), "{}", stderr(&o));
+}
+
+#[test]
+fn report_merges_the_nodes_of_a_job_and_rejects_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for node in 0..2 {
+        let json = dir.path().join(format!("node{node}.json"));
+        let o = memprobe_run(&["--quiet", "--json", json.to_str().unwrap(), "--", &python(), "-c", "x = bytearray(b'1') * (20 << 20)"]);
+        assert!(o.status.success());
+        // Two nodes of one job: give the second report its own host name.
+        let mut r = read_json(&json);
+        r["host"]["hostname"] = Value::from(format!("node{node}"));
+        std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();
+        paths.push(json.to_str().unwrap().to_string());
+    }
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "svg"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = String::from_utf8_lossy(&o.stdout);
+    assert!(svg.contains("node0: host RSS") && svg.contains("node1: host RSS"));
+    assert_valid_svg(&svg, "merged.png");
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "markdown"]).output().unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.starts_with("# memprobe run, 2 nodes") && md.contains("## node0") && md.contains("## node1"), "{md}");
+    // Several reports without --merge, a broken file, a missing file: exit 2 naming it.
+    let o = Command::new(BIN).args(["report", &paths[0], &paths[1]]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--merge"));
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").unwrap();
+    let o = Command::new(BIN).args(["report", bad.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
+    let out = dir.path().join("never.svg");
+    let o = Command::new(BIN).args(["report", "/nonexistent/r.json", "-o", out.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists(), "nothing half-written");
+}

@@ -1,0 +1,177 @@
+//! `memprobe ab`: two commands run alternately (A B A B ...) under the same
+//! sampler as `memprobe run`; B is compared with A on wall time and peak
+//! memory with a verdict per metric (Mann-Whitney U test over runs, a noise
+//! threshold, see [`memprobe_report::verdict`]).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use memprobe_report::run::{AbReport, AbRun, RunReport};
+use memprobe_report::verdict::{compare, Metric, VerdictConfig};
+use memprobe_report::{ToolInfo, SCHEMA_VERSION};
+
+use crate::run::{host_info, run, RunOptions};
+use crate::HostError;
+
+/// The separator between command A and command B on the command line.
+pub const SEPARATOR: &str = "---";
+
+/// What `memprobe ab` does.
+#[derive(Debug, Clone)]
+pub struct AbOptions {
+    /// Command A (the base).
+    pub a: Vec<String>,
+    /// Command B (compared with A).
+    pub b: Vec<String>,
+    /// Measured runs per side.
+    pub runs: u32,
+    /// Unmeasured runs per side first.
+    pub warmup: u32,
+    /// Sampling period.
+    pub interval: Duration,
+    /// Pass the commands' output through instead of discarding it.
+    pub show_output: bool,
+    /// Keep going when a run exits non-zero.
+    pub ignore_failure: bool,
+    /// Verdict settings for time.
+    pub time: VerdictConfig,
+    /// Verdict settings for memory.
+    pub memory: VerdictConfig,
+}
+
+/// Splits `A... --- B...`; each side must be non-empty.
+pub fn split_commands(args: &[String]) -> Result<(Vec<String>, Vec<String>), HostError> {
+    let seps: Vec<usize> = args.iter().enumerate().filter(|(_, a)| a.as_str() == SEPARATOR).map(|(i, _)| i).collect();
+    match seps.as_slice() {
+        [i] if *i > 0 && *i + 1 < args.len() => Ok((args[..*i].to_vec(), args[*i + 1..].to_vec())),
+        [] => Err(HostError::Usage(format!("expected two commands separated by {SEPARATOR}: memprobe ab -- CMD_A {SEPARATOR} CMD_B"))),
+        [_] => Err(HostError::Usage(format!("one side of {SEPARATOR} is empty: memprobe ab -- CMD_A {SEPARATOR} CMD_B"))),
+        _ => Err(HostError::Usage(format!("{SEPARATOR} appears {} times; it must separate exactly two commands", seps.len()))),
+    }
+}
+
+/// Progress callback: side, repeat, whether it is a warm-up.
+pub type AbProgress<'a> = &'a mut dyn FnMut(&str, u32, bool);
+
+fn peak_gpu(r: &RunReport) -> Option<u64> {
+    let mut any = false;
+    let mut total = 0;
+    for g in &r.gpus {
+        if let Some(s) = g.tree_process.summary() {
+            any = true;
+            total += s.peak_bytes;
+        }
+    }
+    any.then_some(total)
+}
+
+/// Runs the A/B. Interrupted (a signal reached a run): the partial report
+/// with `complete: false`.
+pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostError> {
+    if opts.runs == 0 {
+        return Err(HostError::Usage("--runs must be at least 1".into()));
+    }
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut results = Vec::new();
+    let mut notes = Vec::new();
+    let mut complete = true;
+    let mut driver = None;
+    'outer: for repeat in 0..opts.warmup + opts.runs {
+        let warm = repeat < opts.warmup;
+        for (side, cmd) in [("a", &opts.a), ("b", &opts.b)] {
+            progress(side, repeat, warm);
+            let r = run(&RunOptions {
+                command: cmd.clone(),
+                interval: opts.interval,
+                torch: false,
+                discard_output: !opts.show_output,
+            })?;
+            driver = driver.or(r.host.driver_version.clone());
+            if !r.forwarded_signals.is_empty() || matches!(r.exit.signal, Some(2) | Some(15)) {
+                complete = false;
+                notes.push(format!("interrupted during run {} of {}: {}", repeat + 1, side.to_uppercase(), r.forwarded_signals.join(", ")));
+                break 'outer;
+            }
+            if r.exit.code != Some(0) && !opts.ignore_failure {
+                return Err(HostError::Command(format!(
+                    "command {} failed in run {} ({}): {}; rerun with --ignore-failure to compare anyway",
+                    side.to_uppercase(),
+                    repeat + 1,
+                    match (r.exit.code, &r.exit.signal_name) {
+                        (Some(c), _) => format!("exit code {c}"),
+                        (None, Some(s)) => format!("killed by {s}"),
+                        _ => "unknown status".into(),
+                    },
+                    cmd.join(" ")
+                )));
+            }
+            if warm {
+                continue;
+            }
+            results.push(AbRun {
+                side: side.into(),
+                repeat: repeat - opts.warmup,
+                wall_s: r.duration_s,
+                peak_rss_bytes: r.peak_rss_bytes().unwrap_or(0),
+                peak_gpu_bytes: peak_gpu(&r),
+                exit: r.exit.clone(),
+            });
+        }
+    }
+    let vals = |side: &str, f: &dyn Fn(&AbRun) -> Option<f64>| -> Vec<f64> {
+        results.iter().filter(|r| r.side == side).filter_map(f).collect()
+    };
+    let mut comparisons = vec![
+        compare(Metric::Time, "wall time", &vals("a", &|r| Some(r.wall_s)), &vals("b", &|r| Some(r.wall_s)), &opts.time),
+        compare(
+            Metric::Memory,
+            "peak RSS (tree)",
+            &vals("a", &|r| Some(r.peak_rss_bytes as f64)),
+            &vals("b", &|r| Some(r.peak_rss_bytes as f64)),
+            &opts.memory,
+        ),
+    ];
+    let ga = vals("a", &|r| r.peak_gpu_bytes.map(|b| b as f64));
+    let gb = vals("b", &|r| r.peak_gpu_bytes.map(|b| b as f64));
+    if !ga.is_empty() || !gb.is_empty() {
+        comparisons.push(compare(Metric::Memory, "peak GPU memory (NVML, tree)", &ga, &gb, &opts.memory));
+    }
+    notes.push(format!(
+        "each run is one process tree started fresh; runs alternate A B A B so drift of the machine hits both; {} warm-up run(s) per side not counted",
+        opts.warmup
+    ));
+    Ok(AbReport {
+        schema_version: SCHEMA_VERSION,
+        kind: "ab".into(),
+        tool: ToolInfo { name: "memprobe".into(), version: env!("CARGO_PKG_VERSION").into() },
+        created_unix_s: created,
+        host: host_info(driver),
+        a: opts.a.clone(),
+        b: opts.b.clone(),
+        runs: opts.runs,
+        interval_ms: opts.interval.as_secs_f64() * 1000.0,
+        results,
+        comparisons,
+        complete,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_separator_splits_two_commands() {
+        let (a, b) = split_commands(&v(&["python", "t.py", "---", "python", "t.py", "--amp"])).unwrap();
+        assert_eq!(a, v(&["python", "t.py"]));
+        assert_eq!(b, v(&["python", "t.py", "--amp"]));
+        for bad in [v(&["a", "b"]), v(&["---", "b"]), v(&["a", "---"]), v(&["a", "---", "b", "---", "c"])] {
+            let e = split_commands(&bad).unwrap_err();
+            assert!(e.to_string().contains("---"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The process tree of a command, read from /proc: which processes descend
+//! from the root PID, and each one's resident set size and high-water mark.
+
+use std::collections::BTreeSet;
+use std::fs;
+
+/// One process's memory at one instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcMem {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// VmRSS, bytes.
+    pub rss_bytes: u64,
+    /// VmHWM (peak RSS so far), bytes.
+    pub hwm_bytes: Option<u64>,
+}
+
+/// `root` and every live descendant. Uses the kernel's per-task `children`
+/// lists when present, else a scan of /proc for parent PIDs.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut out = vec![root];
+    let mut seen = BTreeSet::from([root]);
+    let have_children_files = fs::metadata(format!("/proc/{root}/task/{root}/children")).is_ok();
+    if have_children_files {
+        let mut i = 0;
+        while i < out.len() {
+            let pid = out[i];
+            i += 1;
+            let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+            for t in tasks.flatten() {
+                let Ok(text) = fs::read_to_string(t.path().join("children")) else { continue };
+                for c in text.split_ascii_whitespace().filter_map(|s| s.parse::<u32>().ok()) {
+                    if seen.insert(c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        return out;
+    }
+    // Fallback: parent PIDs of every process.
+    let mut parent = Vec::new();
+    if let Ok(rd) = fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            if let Some(pp) = read_ppid(pid) {
+                parent.push((pid, pp));
+            }
+        }
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &(pid, pp) in &parent {
+            if seen.contains(&pp) && seen.insert(pid) {
+                out.push(pid);
+                changed = true;
+            }
+        }
+    }
+    out
+}
+
+fn read_ppid(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // comm may contain spaces and parentheses: fields after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+/// Memory of one process from /proc/PID/status; `None` when it is gone (or a
+/// zombie without memory).
+pub fn proc_mem(pid: u32) -> Option<ProcMem> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut rss = None;
+    let mut hwm = None;
+    let mut ppid = 0;
+    for line in status.lines() {
+        if let Some(v) = line.strip_prefix("VmRSS:") {
+            rss = kib(v);
+        } else if let Some(v) = line.strip_prefix("VmHWM:") {
+            hwm = kib(v);
+        } else if let Some(v) = line.strip_prefix("PPid:") {
+            ppid = v.trim().parse().unwrap_or(0);
+        }
+    }
+    Some(ProcMem { pid, ppid, rss_bytes: rss?, hwm_bytes: hwm })
+}
+
+fn kib(v: &str) -> Option<u64> {
+    v.split_ascii_whitespace().next()?.parse::<u64>().ok().map(|k| k * 1024)
+}
+
+/// The command line of a process, arguments joined by spaces, at most
+/// `max` characters.
+pub fn cmdline(pid: u32, max: usize) -> String {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut s: String =
+        raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ");
+    if s.is_empty() {
+        s = fs::read_to_string(format!("/proc/{pid}/comm")).map(|c| format!("[{}]", c.trim())).unwrap_or_default();
+    }
+    if s.chars().count() > max {
+        s = s.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_memory_and_a_command_line() {
+        let me = std::process::id();
+        let m = proc_mem(me).expect("own status");
+        assert!(m.rss_bytes > 0 && m.hwm_bytes.unwrap_or(0) >= m.rss_bytes);
+        assert!(!cmdline(me, 200).is_empty());
+        assert_eq!(descendants(me)[0], me);
+        assert!(proc_mem(u32::MAX - 1).is_none());
+    }
+
+    #[test]
+    fn children_are_found() {
+        let mut c = std::process::Command::new("sleep").arg("5").spawn().expect("sleep");
+        let d = descendants(std::process::id());
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(d.contains(&c.id()), "{d:?}");
+    }
+}

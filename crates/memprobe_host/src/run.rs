@@ -1,0 +1,446 @@
+//! `memprobe run`: starts a command, samples its whole process tree until it
+//! exits (host RSS per process from /proc, GPU memory per process from NVML
+//! on every GPU of the node, the PyTorch allocator through the `--torch`
+//! hook), passes stdin/stdout/stderr and the exit status through, forwards
+//! SIGINT/SIGTERM/SIGHUP to the command and still returns a complete report.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use memprobe_report::run::{
+    ExitInfo, HostInfo, MemorySeries, ProcessSeries, RunReport, TorchDeviceSeries, TorchProcessInfo, TorchView,
+};
+use memprobe_report::{SamplerCost, ToolInfo, SCHEMA_VERSION};
+
+use crate::gpu::GpuSampler;
+use crate::proctree;
+use crate::HostError;
+
+/// What `memprobe run` does.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Program and arguments.
+    pub command: Vec<String>,
+    /// Sampling period.
+    pub interval: Duration,
+    /// Install the PyTorch allocator hook in Python children.
+    pub torch: bool,
+    /// Send the command's stdout/stderr to /dev/null (`ab`), instead of
+    /// passing them through.
+    pub discard_output: bool,
+}
+
+/// Exit status used when the command cannot be started (as a shell: 127).
+pub const NOT_FOUND_STATUS: i32 = 127;
+
+// Last signal received and whether another process sent it (kill, SLURM)
+// rather than the terminal, which delivers to the whole foreground group.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static PENDING_FROM_PROCESS: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SI_USER (0), SI_QUEUE (-1), SI_TKILL (-6): sent by a process. The
+    // terminal's Ctrl-C comes from the kernel (SI_KERNEL > 0).
+    #[allow(unsafe_code)] // reading the kernel-provided siginfo in a handler.
+    let code = if info.is_null() { 0 } else { unsafe { (*info).si_code } };
+    PENDING_FROM_PROCESS.store(i32::from(code <= 0), Ordering::SeqCst);
+    PENDING_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Installs the forwarding handlers; the previous ones come back on drop.
+struct SignalGuard {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalGuard {
+    #[allow(unsafe_code)] // sigaction with a handler that only stores atomics.
+    fn install() -> SignalGuard {
+        PENDING_SIGNAL.store(0, Ordering::SeqCst);
+        let mut old = Vec::new();
+        for sig in FORWARDED {
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        SignalGuard { old }
+    }
+}
+
+impl Drop for SignalGuard {
+    #[allow(unsafe_code)] // restoring the saved dispositions.
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            unsafe {
+                libc::sigaction(*sig, prev, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// `SIGINT` etc.
+pub fn signal_name(sig: i32) -> String {
+    let n = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => return format!("signal {sig}"),
+    };
+    n.to_string()
+}
+
+/// The node: hostname, CPU, memory, OS.
+pub fn host_info(driver_version: Option<String>) -> HostInfo {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':').map(|(_, v)| v.trim().to_string())))
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let memory_total_bytes = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        s.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_ascii_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+            .map(|k| k * 1024)
+    });
+    let os = match std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        Ok(r) => format!("{} {}", std::env::consts::OS, r.trim()),
+        Err(_) => std::env::consts::OS.to_string(),
+    };
+    HostInfo {
+        hostname,
+        cpu_model,
+        cpu_logical_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        memory_total_bytes,
+        os,
+        driver_version,
+    }
+}
+
+#[allow(unsafe_code)] // clock_gettime with a zeroed out-struct.
+fn thread_cpu_seconds() -> f64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc == 0 {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    } else {
+        0.0
+    }
+}
+
+/// The `--torch` hook: a directory holding `sitecustomize.py` and the named
+/// pipe the Python processes write to.
+struct TorchHook {
+    dir: tempfile::TempDir,
+    fifo: std::fs::File,
+    // Keeps the FIFO open for writing so a reader never sees end-of-file
+    // between two Python processes.
+    _keep: std::fs::File,
+    buf: Vec<u8>,
+}
+
+const HOOK_SOURCE: &str = include_str!("sitecustomize.py");
+
+impl TorchHook {
+    #[allow(unsafe_code)] // mkfifo on a path we own.
+    fn create() -> Result<TorchHook, HostError> {
+        let dir = tempfile::Builder::new()
+            .prefix("memprobe-torch-")
+            .tempdir()
+            .map_err(|e| HostError::Command(format!("--torch: creating the hook directory: {e}")))?;
+        std::fs::write(dir.path().join("sitecustomize.py"), HOOK_SOURCE)
+            .map_err(|e| HostError::Command(format!("--torch: writing sitecustomize.py: {e}")))?;
+        let fifo_path = dir.path().join("allocator.fifo");
+        let c = CString::new(fifo_path.as_os_str().as_encoded_bytes())
+            .map_err(|_| HostError::Command("--torch: temporary path contains NUL".into()))?;
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+            return Err(HostError::Command(format!("--torch: mkfifo {}: {}", fifo_path.display(), std::io::Error::last_os_error())));
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        let fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo_path)
+            .map_err(|e| HostError::Command(format!("--torch: opening {}: {e}", fifo_path.display())))?;
+        let keep = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo_path)
+            .map_err(|e| HostError::Command(format!("--torch: opening {}: {e}", fifo_path.display())))?;
+        Ok(TorchHook { dir, fifo, _keep: keep, buf: Vec::new() })
+    }
+
+    fn fifo_path(&self) -> PathBuf {
+        self.dir.path().join("allocator.fifo")
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Complete lines received so far.
+    fn drain(&mut self) -> Vec<serde_json::Value> {
+        let mut chunk = [0u8; 65536];
+        loop {
+            match self.fifo.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(_) => break, // WouldBlock: nothing more now
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(pos) = self.buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.buf.drain(..=pos).collect();
+            if let Ok(v) = serde_json::from_slice(&line) {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+struct TorchCollector {
+    devices: HashMap<(u32, u32), TorchDeviceSeries>,
+    processes: HashMap<u32, TorchProcessInfo>,
+}
+
+impl TorchCollector {
+    fn add(&mut self, msg: &serde_json::Value, start_unix: f64) {
+        let Some(pid) = msg["pid"].as_u64().map(|p| p as u32) else { return };
+        let t = msg["t"].as_f64().map(|t| (t - start_unix).max(0.0)).unwrap_or(0.0);
+        let info = self.processes.entry(pid).or_insert(TorchProcessInfo { pid, torch_version: None, cuda: false, note: None });
+        if let Some(v) = msg["torch"].as_str() {
+            info.torch_version = Some(v.to_string());
+        }
+        info.cuda |= msg["cuda"].as_bool().unwrap_or(false);
+        for d in msg["devices"].as_array().into_iter().flatten() {
+            let f = |i: usize| d.get(i).and_then(|x| x.as_u64()).unwrap_or(0);
+            let dev = f(0) as u32;
+            let s = self.devices.entry((pid, dev)).or_insert(TorchDeviceSeries {
+                pid,
+                device: dev,
+                allocated: MemorySeries::default(),
+                reserved: MemorySeries::default(),
+                peak_allocated_bytes: 0,
+                peak_reserved_bytes: 0,
+            });
+            s.allocated.push(t, f(1));
+            s.reserved.push(t, f(2));
+            s.peak_allocated_bytes = s.peak_allocated_bytes.max(f(3));
+            s.peak_reserved_bytes = s.peak_reserved_bytes.max(f(4));
+        }
+    }
+
+    fn finish(self) -> TorchView {
+        let mut processes: Vec<TorchProcessInfo> = self.processes.into_values().collect();
+        processes.sort_by_key(|p| p.pid);
+        for p in &mut processes {
+            p.note = match (&p.torch_version, p.cuda) {
+                (None, _) => Some("this Python process never imported torch".into()),
+                (Some(_), false) => Some(
+                    "torch was imported but CUDA was never initialised: no allocator figures (CPU tensors live in host RSS)".into(),
+                ),
+                (Some(_), true) => None,
+            };
+        }
+        let mut devices: Vec<TorchDeviceSeries> = self.devices.into_values().collect();
+        devices.sort_by_key(|d| (d.pid, d.device));
+        TorchView { devices, processes }
+    }
+}
+
+/// Runs the command to completion under the sampler and returns its report.
+/// An error only when the command cannot be started at all.
+pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
+    let Some(program) = opts.command.first() else {
+        return Err(HostError::Usage("no command given: memprobe run [OPTIONS] -- CMD [ARGS...]".into()));
+    };
+    if opts.interval.is_zero() {
+        return Err(HostError::Usage("--interval must be positive".into()));
+    }
+    let mut hook = if opts.torch { Some(TorchHook::create()?) } else { None };
+    let gpu = GpuSampler::new();
+    let (mut gpu, gpu_note) = match gpu {
+        Ok(g) => (Some(g), None),
+        Err(reason) => (None, Some(reason)),
+    };
+    let host = host_info(gpu.as_ref().and_then(GpuSampler::driver_version));
+
+    let mut cmd = Command::new(program);
+    cmd.args(&opts.command[1..]);
+    if opts.discard_output {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
+    }
+    if let Some(h) = &hook {
+        let mut pp = h.dir().as_os_str().to_os_string();
+        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty()) {
+            pp.push(":");
+            pp.push(old);
+        }
+        cmd.env("PYTHONPATH", pp);
+        cmd.env("MEMPROBE_TORCH_FIFO", h.fifo_path());
+        cmd.env("MEMPROBE_TORCH_INTERVAL", format!("{}", opts.interval.as_secs_f64()));
+    }
+    let signals = SignalGuard::install();
+    let created_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| HostError::Command(format!("cannot start {program}: {e}")))?;
+    let root = child.id();
+
+    let mut tree_rss = MemorySeries::default();
+    let mut procs: Vec<ProcessSeries> = Vec::new();
+    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut torch = TorchCollector::default();
+    let mut forwarded = Vec::new();
+    let mut samples = 0u64;
+    let mut sample_time = Duration::ZERO;
+    let cpu0 = thread_cpu_seconds();
+
+    let status = loop {
+        // Forward a signal memprobe received; the terminal's Ctrl-C already
+        // reached the command (same foreground process group).
+        let sig = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+        if sig != 0 {
+            let from_process = PENDING_FROM_PROCESS.load(Ordering::SeqCst) == 1;
+            if from_process {
+                #[allow(unsafe_code)] // kill(2) on our own child's PID.
+                unsafe {
+                    libc::kill(root as libc::pid_t, sig);
+                }
+                forwarded.push(format!("{} (forwarded to PID {root})", signal_name(sig)));
+            } else {
+                forwarded.push(format!("{} (from the terminal, reached the command directly)", signal_name(sig)));
+            }
+        }
+        let t0 = Instant::now();
+        let t = start.elapsed().as_secs_f64();
+        let pids = proctree::descendants(root);
+        let mut total = 0u64;
+        for &pid in &pids {
+            let Some(m) = proctree::proc_mem(pid) else { continue };
+            total += m.rss_bytes;
+            let i = *index.entry(pid).or_insert_with(|| {
+                procs.push(ProcessSeries {
+                    pid,
+                    ppid: m.ppid,
+                    command: proctree::cmdline(pid, 160),
+                    rss: MemorySeries::default(),
+                    hwm_bytes: None,
+                });
+                procs.len() - 1
+            });
+            let p = &mut procs[i];
+            // The same PID after exec (a launcher, a pyenv shim) runs another
+            // program: re-read the command line now and then.
+            if p.rss.bytes.len() % 25 == 1 {
+                p.command = proctree::cmdline(pid, 160);
+            }
+            p.rss.push(t, m.rss_bytes);
+            p.hwm_bytes = m.hwm_bytes.or(p.hwm_bytes);
+        }
+        if !pids.is_empty() && total > 0 {
+            tree_rss.push(t, total);
+        }
+        if let Some(g) = gpu.as_mut() {
+            g.sample(t, &pids);
+        }
+        if let Some(h) = hook.as_mut() {
+            for msg in h.drain() {
+                torch.add(&msg, created_unix);
+            }
+        }
+        samples += 1;
+        sample_time += t0.elapsed();
+
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(HostError::Command(format!("waiting for {program}: {e}"))),
+        }
+        let spent = t0.elapsed();
+        if spent < opts.interval {
+            std::thread::sleep(opts.interval - spent);
+        }
+    };
+    let duration_s = start.elapsed().as_secs_f64();
+    let cpu = thread_cpu_seconds() - cpu0;
+    drop(signals);
+    // A signal that arrived in the last interval.
+    let sig = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+    if sig != 0 {
+        forwarded.push(format!("{} (arrived as the command exited)", signal_name(sig)));
+    }
+    if let Some(h) = hook.as_mut() {
+        // The exit-time reports of the Python processes.
+        for msg in h.drain() {
+            torch.add(&msg, created_unix);
+        }
+    }
+    let exit = ExitInfo {
+        code: status.code(),
+        signal: status.signal(),
+        signal_name: status.signal().map(signal_name),
+    };
+    let mut notes = vec![
+        "host RSS is VmRSS from /proc/PID/status per process, summed over the live processes of the tree at each sample; shared pages count once per process".to_string(),
+        "per-process peaks also read the kernel's high-water mark (VmHWM), which catches a peak between two samples".to_string(),
+    ];
+    if tree_rss.bytes.len() < 3 {
+        notes.push(format!("the command ran {duration_s:.3} s: only {} sample(s); lower --interval for short commands", tree_rss.bytes.len()));
+    }
+    let torch_view = hook.map(|_| torch.finish());
+    if let Some(v) = &torch_view {
+        if v.processes.is_empty() {
+            notes.push("--torch: no Python process loaded the hook (not a Python command, or PYTHONPATH reset by the command)".into());
+        }
+    }
+    Ok(RunReport {
+        schema_version: SCHEMA_VERSION,
+        kind: "run".into(),
+        tool: ToolInfo { name: "memprobe".into(), version: env!("CARGO_PKG_VERSION").into() },
+        created_unix_s: created_unix as u64,
+        host,
+        command: opts.command.clone(),
+        interval_ms: opts.interval.as_secs_f64() * 1000.0,
+        duration_s,
+        exit,
+        forwarded_signals: forwarded,
+        tree_rss,
+        processes: procs,
+        gpus: gpu.map(GpuSampler::finish).unwrap_or_default(),
+        gpu_note,
+        torch: torch_view,
+        sampler: SamplerCost {
+            what: "/proc/PID/status of every process of the tree, NVML when present, the --torch pipe".into(),
+            interval_ms: opts.interval.as_secs_f64() * 1000.0,
+            samples,
+            mean_sample_us: if samples > 0 { sample_time.as_secs_f64() * 1e6 / samples as f64 } else { 0.0 },
+            cpu_fraction: if duration_s > 0.0 { cpu / duration_s } else { 0.0 },
+        },
+        notes,
+    })
+}

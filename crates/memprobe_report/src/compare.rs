@@ -1,0 +1,299 @@
+//! `memprobe compare BASE NEW`: matches the rows of two reports of the same
+//! kind (bench variants by id, `run` reports as one row, `ab` reports side by
+//! side), compares each with a verdict (see [`crate::verdict`]) and says
+//! which rows regressed: significantly worse and above the allowed
+//! regression. Reports that cannot be compared (other kinds, workloads or
+//! devices) are an error naming the difference.
+
+use serde::{Deserialize, Serialize};
+
+use crate::export::fmt_mib;
+use crate::run::{AnyReport, RunReport};
+use crate::stats::median;
+use crate::verdict::{compare, Comparison, Metric, Verdict, VerdictConfig};
+use crate::{MemoryMetric, Report, VariantId, VariantStatus};
+
+/// Allowed regressions: each is also the noise threshold of its verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CompareOptions {
+    /// Time verdicts (threshold = `--max-time-regression`).
+    pub time: VerdictConfig,
+    /// Memory verdicts (threshold = `--max-memory-regression`).
+    pub memory: VerdictConfig,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { time: VerdictConfig::time(), memory: VerdictConfig::memory() }
+    }
+}
+
+/// One matched row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    /// Variant id, `run`, or `A`/`B`.
+    pub id: String,
+    /// Display label.
+    pub label: String,
+    /// One comparison per metric.
+    pub comparisons: Vec<Comparison>,
+    /// Whether this row regressed.
+    pub regression: bool,
+    /// Why, when it did; other remarks otherwise.
+    pub notes: Vec<String>,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareResult {
+    /// `bench`, `run` or `ab`.
+    pub kind: String,
+    /// What the two reports are (workload, device, command).
+    pub subject: String,
+    /// Matched rows.
+    pub rows: Vec<CompareRow>,
+    /// Ids of the regressed rows.
+    pub regressions: Vec<String>,
+    /// Rows present on one side only, and other remarks.
+    pub notes: Vec<String>,
+    /// The settings.
+    pub options: CompareOptions,
+}
+
+/// Why two reports cannot be compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Mismatch(pub String);
+
+fn is_regression(c: &Comparison) -> bool {
+    c.verdict == Verdict::Worse
+}
+
+fn bench_values(r: &Report, id: VariantId) -> (Vec<f64>, Vec<f64>, MemoryMetric) {
+    let metric = if r.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
+    let Some(v) = r.variant(id) else { return (Vec::new(), Vec::new(), metric) };
+    let times = v.runs.iter().filter_map(|run| median(&run.step_times_ms)).collect();
+    let mem = v
+        .runs
+        .iter()
+        .filter_map(|run| run.memory.iter().find(|m| m.metric == metric).and_then(|m| m.bytes).map(|b| b as f64))
+        .collect();
+    (times, mem, metric)
+}
+
+fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
+    let (bw, nw) = (&base.workload, &new.workload);
+    if (bw.name.as_str(), bw.size.as_str(), bw.batch_size) != (nw.name.as_str(), nw.size.as_str(), nw.batch_size) {
+        return Err(Mismatch(format!(
+            "different workloads: BASE is {} ({}, batch {}), NEW is {} ({}, batch {})",
+            bw.name, bw.size, bw.batch_size, nw.name, nw.size, nw.batch_size
+        )));
+    }
+    let (be, ne) = (&base.environment, &new.environment);
+    if be.device_kind != ne.device_kind || be.device_name != ne.device_name {
+        return Err(Mismatch(format!(
+            "different devices: BASE ran on {} ({}), NEW on {} ({})",
+            be.device_kind, be.device_name, ne.device_kind, ne.device_name
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for bv in &base.variants {
+        let Some(nv) = new.variant(bv.info.id) else {
+            notes.push(format!("{}: only in BASE", bv.info.id));
+            continue;
+        };
+        if matches!(bv.status, VariantStatus::Skipped { .. }) && matches!(nv.status, VariantStatus::Skipped { .. }) {
+            continue;
+        }
+        let mut row = CompareRow { id: bv.info.id.to_string(), label: bv.info.label.clone(), comparisons: Vec::new(), regression: false, notes: Vec::new() };
+        let ok = |s: &VariantStatus| matches!(s, VariantStatus::Ok);
+        if ok(&bv.status) && !ok(&nv.status) {
+            row.regression = true;
+            row.notes.push(format!("{} in BASE, {} in NEW", bv.status.short(), nv.status.short()));
+        } else if !ok(&bv.status) && ok(&nv.status) {
+            row.notes.push(format!("{} in BASE, ok in NEW", bv.status.short()));
+        }
+        let (bt, bm, metric) = bench_values(base, bv.info.id);
+        let (nt, nm, _) = bench_values(new, bv.info.id);
+        if !bt.is_empty() && !nt.is_empty() {
+            row.comparisons.push(compare(Metric::Time, "step time (median per run)", &bt, &nt, &o.time));
+        }
+        if !bm.is_empty() && !nm.is_empty() {
+            row.comparisons.push(compare(Metric::Memory, metric.label(), &bm, &nm, &o.memory));
+        }
+        row.regression |= row.comparisons.iter().any(is_regression);
+        rows.push(row);
+    }
+    for nv in &new.variants {
+        if base.variant(nv.info.id).is_none() {
+            notes.push(format!("{}: only in NEW", nv.info.id));
+        }
+    }
+    Ok(finish("bench", format!("{} ({}) on {}", bw.name, bw.size, be.device_name), rows, notes, o))
+}
+
+fn single_run(c: &mut Comparison) -> bool {
+    // One run per side: no test is possible. The row is judged on the
+    // threshold alone, and says so.
+    if c.verdict == Verdict::Inconclusive {
+        if let Some(ch) = c.change {
+            if ch > c.threshold {
+                c.warnings.push(format!(
+                    "one run per side: no significance test; {:+.1}% is above the allowed {:.1}%, counted as a regression",
+                    ch * 100.0,
+                    c.threshold * 100.0
+                ));
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> CompareResult {
+    let mut row = CompareRow { id: "run".into(), label: new.command.join(" "), comparisons: Vec::new(), regression: false, notes: Vec::new() };
+    let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
+    let peak = |r: &RunReport| r.peak_rss_bytes().map(|b| b as f64);
+    row.regression |= single_run(&mut t);
+    row.comparisons.push(t);
+    if let (Some(b), Some(n)) = (peak(base), peak(new)) {
+        let mut m = compare(Metric::Memory, "peak RSS (tree)", &[b], &[n], &o.memory);
+        row.regression |= single_run(&mut m);
+        row.comparisons.push(m);
+    }
+    let gpu = |r: &RunReport| -> Option<f64> {
+        let v: Vec<u64> = r.gpus.iter().filter_map(|g| g.tree_process.summary().map(|s| s.peak_bytes)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64)
+    };
+    if let (Some(b), Some(n)) = (gpu(base), gpu(new)) {
+        let mut m = compare(Metric::Memory, "peak GPU memory (NVML, tree)", &[b], &[n], &o.memory);
+        row.regression |= single_run(&mut m);
+        row.comparisons.push(m);
+    }
+    let mut notes = Vec::new();
+    if base.command != new.command {
+        notes.push(format!("the commands differ: BASE `{}`, NEW `{}`", base.command.join(" "), new.command.join(" ")));
+    }
+    if base.exit.code != Some(0) || new.exit.code != Some(0) {
+        notes.push(format!("exit status: BASE {}, NEW {}", base.exit.shell_status(), new.exit.shell_status()));
+    }
+    finish("run", format!("`{}` on {}", new.command.join(" "), new.host.hostname), vec![row], notes, o)
+}
+
+fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &CompareOptions) -> CompareResult {
+    let mut rows = Vec::new();
+    for side in ["a", "b"] {
+        let vals = |r: &crate::run::AbReport, f: &dyn Fn(&crate::run::AbRun) -> f64| -> Vec<f64> { r.side(side).map(f).collect() };
+        let mut row = CompareRow {
+            id: side.to_uppercase(),
+            label: (if side == "a" { &new.a } else { &new.b }).join(" "),
+            comparisons: vec![
+                compare(Metric::Time, "wall time", &vals(base, &|r| r.wall_s), &vals(new, &|r| r.wall_s), &o.time),
+                compare(
+                    Metric::Memory,
+                    "peak RSS (tree)",
+                    &vals(base, &|r| r.peak_rss_bytes as f64),
+                    &vals(new, &|r| r.peak_rss_bytes as f64),
+                    &o.memory,
+                ),
+            ],
+            regression: false,
+            notes: Vec::new(),
+        };
+        row.regression = row.comparisons.iter().any(is_regression);
+        rows.push(row);
+    }
+    finish("ab", format!("A `{}` / B `{}`", new.a.join(" "), new.b.join(" ")), rows, Vec::new(), o)
+}
+
+fn finish(kind: &str, subject: String, rows: Vec<CompareRow>, notes: Vec<String>, o: &CompareOptions) -> CompareResult {
+    let regressions = rows.iter().filter(|r| r.regression).map(|r| r.id.clone()).collect();
+    CompareResult { kind: kind.into(), subject, rows, regressions, notes, options: *o }
+}
+
+/// Compares NEW with BASE.
+pub fn compare_reports(base: &AnyReport, new: &AnyReport, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
+    match (base, new) {
+        (AnyReport::Bench(b), AnyReport::Bench(n)) => compare_bench(b, n, o),
+        (AnyReport::Run(b), AnyReport::Run(n)) => Ok(compare_run(b, n, o)),
+        (AnyReport::Ab(b), AnyReport::Ab(n)) => Ok(compare_ab(b, n, o)),
+        (b, n) => Err(Mismatch(format!("BASE is a {} report, NEW is a {} report", b.kind(), n.kind()))),
+    }
+}
+
+impl CompareResult {
+    /// Terminal table or markdown (for `$GITHUB_STEP_SUMMARY`).
+    pub fn render(&self, markdown: bool) -> String {
+        use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+        use comfy_table::{ContentArrangement, Table};
+        let mut t = Table::new();
+        t.load_preset(if markdown { ASCII_MARKDOWN } else { UTF8_FULL_CONDENSED });
+        t.set_content_arrangement(if markdown { ContentArrangement::Disabled } else { ContentArrangement::Dynamic });
+        t.set_header(vec!["row", "metric", "BASE (median, n)", "NEW (median, n)", "change", "verdict", ""]);
+        let fmt = |c: &Comparison, s: &Option<crate::verdict::SideStats>| match (s, c.metric) {
+            (Some(s), Metric::Time) if c.what.starts_with("step") => format!("{:.2} ms (n={})", s.median, s.n),
+            (Some(s), Metric::Time) => format!("{:.3} s (n={})", s.median, s.n),
+            (Some(s), Metric::Memory) => format!("{} (n={})", fmt_mib(s.median.max(0.0) as u64), s.n),
+            (None, _) => "-".into(),
+        };
+        for r in &self.rows {
+            if r.comparisons.is_empty() {
+                t.add_row(vec![r.label.clone(), "-".into(), "-".into(), "-".into(), "-".into(), r.notes.join("; "), mark(r.regression)]);
+            }
+            for c in &r.comparisons {
+                let change = c.change.map(|x| format!("{:+.1}%", x * 100.0)).unwrap_or_else(|| "-".into());
+                t.add_row(vec![
+                    r.label.clone(),
+                    c.what.clone(),
+                    fmt(c, &c.base),
+                    fmt(c, &c.new),
+                    change,
+                    c.describe(),
+                    mark(r.regression && (is_regression(c) || c.warnings.iter().any(|w| w.contains("counted as a regression")))),
+                ]);
+            }
+        }
+        let mut out = String::new();
+        if markdown {
+            out.push_str(&format!("## memprobe compare: {}\n\n", self.subject));
+        } else {
+            out.push_str(&format!("memprobe compare ({}): {}\n", self.kind, self.subject));
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+        let b = if markdown { "\n- " } else { "\n  " };
+        if self.regressions.is_empty() {
+            out.push_str(&format!(
+                "{}no regression (allowed: time {:.1}%, memory {:.1}%)",
+                b.trim_start_matches('\n'),
+                self.options.time.threshold * 100.0,
+                self.options.memory.threshold * 100.0
+            ));
+        } else {
+            out.push_str(&format!("{}REGRESSION in {}", b.trim_start_matches('\n'), self.regressions.join(", ")));
+        }
+        if let Some(c) = self.rows.iter().flat_map(|r| r.comparisons.first()).next() {
+            out.push_str(&format!("{b}verdicts: {}; a regression is significantly worse by more than the allowed amount", c.method()));
+        }
+        for r in &self.rows {
+            for n in &r.notes {
+                out.push_str(&format!("{b}{}: {n}", r.id));
+            }
+            for c in &r.comparisons {
+                for w in &c.warnings {
+                    out.push_str(&format!("{b}{} {}: {w}", r.id, c.what));
+                }
+            }
+        }
+        for n in &self.notes {
+            out.push_str(&format!("{b}{n}"));
+        }
+        out.push('\n');
+        out
+    }
+}
+
+fn mark(regressed: bool) -> String {
+    if regressed { "REGRESSION".into() } else { String::new() }
+}

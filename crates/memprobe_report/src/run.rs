@@ -1,0 +1,397 @@
+//! Reports of `memprobe run` (one command's process tree sampled over time)
+//! and `memprobe ab` (two commands run alternately). They share
+//! [`SCHEMA_VERSION`] with bench reports and are told apart by `kind`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::verdict::Comparison;
+use crate::{ReportError, SamplerCost, ToolInfo, SCHEMA_VERSION};
+
+/// The machine a `run` or `ab` report was taken on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Node name (`uname -n`): tells per-node reports of one job apart.
+    pub hostname: String,
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Logical CPUs.
+    pub cpu_logical_cores: usize,
+    /// Physical memory, bytes.
+    pub memory_total_bytes: Option<u64>,
+    /// Kernel and OS.
+    pub os: String,
+    /// NVIDIA driver version, when NVML answered.
+    pub driver_version: Option<String>,
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    /// Exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// Signal number, when a signal killed it.
+    pub signal: Option<i32>,
+    /// `SIGINT`, `SIGKILL`, ...
+    pub signal_name: Option<String>,
+}
+
+impl ExitInfo {
+    /// The status memprobe exits with: the code, or 128 + signal as a shell does.
+    pub fn shell_status(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(c), _) => c,
+            (None, Some(s)) => 128 + s,
+            (None, None) => 1,
+        }
+    }
+}
+
+/// A series of memory samples: time since the command started, bytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySeries {
+    /// Seconds since the command started.
+    pub t_s: Vec<f64>,
+    /// Bytes at each time.
+    pub bytes: Vec<u64>,
+}
+
+/// Peak, mean and time to peak of a series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeriesSummary {
+    /// Largest sample.
+    pub peak_bytes: u64,
+    /// Time of the first largest sample, seconds since start.
+    pub time_to_peak_s: f64,
+    /// Time-weighted mean (each sample holds until the next).
+    pub mean_bytes: f64,
+    /// Number of samples.
+    pub samples: usize,
+}
+
+impl MemorySeries {
+    /// Appends a sample.
+    pub fn push(&mut self, t_s: f64, bytes: u64) {
+        self.t_s.push(t_s);
+        self.bytes.push(bytes);
+    }
+
+    /// Peak, mean, time to peak; `None` without samples.
+    pub fn summary(&self) -> Option<SeriesSummary> {
+        let n = self.bytes.len().min(self.t_s.len());
+        if n == 0 {
+            return None;
+        }
+        let mut peak = 0;
+        let mut at = self.t_s[0];
+        for i in 0..n {
+            if self.bytes[i] > peak {
+                peak = self.bytes[i];
+                at = self.t_s[i];
+            }
+        }
+        let span = self.t_s[n - 1] - self.t_s[0];
+        let mean = if n == 1 || span <= 0.0 {
+            self.bytes[..n].iter().map(|&b| b as f64).sum::<f64>() / n as f64
+        } else {
+            (0..n - 1).map(|i| self.bytes[i] as f64 * (self.t_s[i + 1] - self.t_s[i])).sum::<f64>() / span
+        };
+        Some(SeriesSummary { peak_bytes: peak, time_to_peak_s: at, mean_bytes: mean, samples: n })
+    }
+}
+
+/// One process of the sampled tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessSeries {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Command line (from /proc/PID/cmdline, shortened).
+    pub command: String,
+    /// Host resident set size over time (/proc/PID/statm).
+    pub rss: MemorySeries,
+    /// The kernel's RSS high-water mark (VmHWM) at the last sample: catches a
+    /// peak that fell between two samples.
+    pub hwm_bytes: Option<u64>,
+}
+
+/// One GPU of the node, sampled through NVML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSeries {
+    /// NVML index.
+    pub index: u32,
+    /// Device name.
+    pub name: String,
+    /// Total device memory, bytes.
+    pub memory_total_bytes: Option<u64>,
+    /// Memory of the tree's processes on this GPU (NVML per-PID figures,
+    /// summed); empty when NVML cannot attribute memory to PIDs.
+    pub tree_process: MemorySeries,
+    /// Per-process memory on this GPU, by PID.
+    pub processes: Vec<GpuProcessSeries>,
+    /// Device-level used memory (every process on the device, and the driver).
+    pub device_used: MemorySeries,
+    /// GPU utilisation, percent, at the device-used sample times.
+    pub utilization_pct: Vec<u32>,
+    /// Power draw, milliwatts, at the same times.
+    pub power_mw: Vec<u32>,
+    /// Energy the device used while the command ran, joules (NVML total
+    /// energy counter difference).
+    pub energy_j: Option<f64>,
+    /// What could not be measured and why.
+    pub notes: Vec<String>,
+}
+
+/// One process's memory on one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuProcessSeries {
+    /// Process id.
+    pub pid: u32,
+    /// NVML's used GPU memory for the PID (includes its CUDA context).
+    pub used: MemorySeries,
+}
+
+/// The PyTorch caching allocator's view of one device, reported by the
+/// `--torch` start-up hook in the child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TorchDeviceSeries {
+    /// Process that reported it.
+    pub pid: u32,
+    /// CUDA device index inside that process.
+    pub device: u32,
+    /// `torch.cuda.memory_allocated`.
+    pub allocated: MemorySeries,
+    /// `torch.cuda.memory_reserved`.
+    pub reserved: MemorySeries,
+    /// `torch.cuda.max_memory_allocated` at the last report.
+    pub peak_allocated_bytes: u64,
+    /// `torch.cuda.max_memory_reserved` at the last report.
+    pub peak_reserved_bytes: u64,
+}
+
+/// What the `--torch` hook saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TorchView {
+    /// Per process and device.
+    pub devices: Vec<TorchDeviceSeries>,
+    /// Processes that loaded the hook, with their torch version and what
+    /// they could not see (e.g. no CUDA).
+    pub processes: Vec<TorchProcessInfo>,
+}
+
+/// One Python process that ran the hook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TorchProcessInfo {
+    /// Process id.
+    pub pid: u32,
+    /// `torch.__version__`, once the process imported torch.
+    pub torch_version: Option<String>,
+    /// Whether CUDA was initialised in the process.
+    pub cuda: bool,
+    /// What the hook could not see.
+    pub note: Option<String>,
+}
+
+/// A `memprobe run` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `"run"`.
+    pub kind: String,
+    /// Producer.
+    pub tool: ToolInfo,
+    /// Seconds since the Unix epoch when the command started.
+    pub created_unix_s: u64,
+    /// The machine.
+    pub host: HostInfo,
+    /// The command that was run.
+    pub command: Vec<String>,
+    /// Requested sampling period, ms.
+    pub interval_ms: f64,
+    /// Wall time from start to exit, seconds.
+    pub duration_s: f64,
+    /// How it ended.
+    pub exit: ExitInfo,
+    /// Signals memprobe received and forwarded to the command.
+    pub forwarded_signals: Vec<String>,
+    /// Host RSS summed over every live process of the tree.
+    pub tree_rss: MemorySeries,
+    /// Every process seen in the tree, in order of appearance.
+    pub processes: Vec<ProcessSeries>,
+    /// Every GPU of the node (empty without NVML).
+    pub gpus: Vec<GpuSeries>,
+    /// Why there are no GPU series, when there are none.
+    pub gpu_note: Option<String>,
+    /// The allocator view from the `--torch` hook.
+    pub torch: Option<TorchView>,
+    /// The sampler's own cost.
+    pub sampler: SamplerCost,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+impl RunReport {
+    /// Peak host RSS of the tree: the largest sampled sum, or the largest
+    /// single process's kernel high-water mark (VmHWM) if that is higher.
+    /// Both are lower bounds of the true tree peak; VmHWM catches a
+    /// short-lived peak that fell between two samples.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        let sampled = self.tree_rss.summary().map(|s| s.peak_bytes);
+        let hwm = self.processes.iter().filter_map(|p| p.hwm_bytes).max();
+        match (sampled, hwm) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Which kind of report a file holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnyReport {
+    /// `memprobe bench`.
+    Bench(Box<crate::Report>),
+    /// `memprobe run`.
+    Run(Box<RunReport>),
+    /// `memprobe ab`.
+    Ab(Box<AbReport>),
+}
+
+impl AnyReport {
+    /// Parses any memprobe report, rejecting other schema versions and
+    /// unknown kinds with a clear error.
+    pub fn from_json(text: &str) -> Result<AnyReport, ReportError> {
+        #[derive(Deserialize)]
+        struct Probe {
+            schema_version: Option<u32>,
+            kind: Option<String>,
+        }
+        let probe: Probe = serde_json::from_str(text)?;
+        let Some(found) = probe.schema_version else {
+            return Err(ReportError::NotAReport("no schema_version field".into()));
+        };
+        if found != SCHEMA_VERSION {
+            return Err(ReportError::SchemaVersion { found, supported: SCHEMA_VERSION });
+        }
+        match probe.kind.as_deref() {
+            None | Some("bench") => Ok(AnyReport::Bench(Box::new(serde_json::from_str(text)?))),
+            Some("run") => Ok(AnyReport::Run(Box::new(serde_json::from_str(text)?))),
+            Some("ab") => Ok(AnyReport::Ab(Box::new(serde_json::from_str(text)?))),
+            Some(other) => Err(ReportError::NotAReport(format!("unknown report kind {other:?}"))),
+        }
+    }
+
+    /// `bench`, `run` or `ab`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyReport::Bench(_) => "bench",
+            AnyReport::Run(_) => "run",
+            AnyReport::Ab(_) => "ab",
+        }
+    }
+}
+
+/// One run of one side of an A/B.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbRun {
+    /// `a` or `b`.
+    pub side: String,
+    /// Repeat index.
+    pub repeat: u32,
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Peak host RSS of the tree ([`RunReport::peak_rss_bytes`]).
+    pub peak_rss_bytes: u64,
+    /// Peak of the tree's summed NVML process memory over all GPUs, when measured.
+    pub peak_gpu_bytes: Option<u64>,
+    /// How it ended.
+    pub exit: ExitInfo,
+}
+
+/// A `memprobe ab` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `"ab"`.
+    pub kind: String,
+    /// Producer.
+    pub tool: ToolInfo,
+    /// Seconds since the Unix epoch.
+    pub created_unix_s: u64,
+    /// The machine.
+    pub host: HostInfo,
+    /// Command A.
+    pub a: Vec<String>,
+    /// Command B.
+    pub b: Vec<String>,
+    /// Runs per side requested.
+    pub runs: u32,
+    /// Sampling period, ms.
+    pub interval_ms: f64,
+    /// Every run, in the order it ran (A B A B ...).
+    pub results: Vec<AbRun>,
+    /// B compared with A, one entry per metric.
+    pub comparisons: Vec<Comparison>,
+    /// False when interrupted before every run finished.
+    pub complete: bool,
+    /// Remarks.
+    pub notes: Vec<String>,
+}
+
+impl AbReport {
+    /// Runs of one side.
+    pub fn side(&self, side: &str) -> impl Iterator<Item = &AbRun> {
+        let side = side.to_string();
+        self.results.iter().filter(move |r| r.side == side)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_summary_is_time_weighted() {
+        let mut s = MemorySeries::default();
+        s.push(0.0, 100);
+        s.push(1.0, 300);
+        s.push(3.0, 300);
+        let x = s.summary().unwrap();
+        assert_eq!(x.peak_bytes, 300);
+        assert_eq!(x.time_to_peak_s, 1.0);
+        // 100 for 1 s, 300 for 2 s, over 3 s
+        assert!((x.mean_bytes - 700.0 / 3.0).abs() < 1e-9);
+        assert!(MemorySeries::default().summary().is_none());
+    }
+
+    #[test]
+    fn tree_peak_takes_a_process_high_water_mark_between_samples() {
+        let mut s = MemorySeries::default();
+        s.push(0.0, 100);
+        s.push(0.01, 120);
+        let p = |hwm| ProcessSeries { pid: 1, ppid: 0, command: "x".into(), rss: s.clone(), hwm_bytes: hwm };
+        let mut r: RunReport = serde_json::from_str(include_str!("../tests/golden/run-minimal.json")).unwrap();
+        r.tree_rss = s.clone();
+        r.processes = vec![p(Some(500))];
+        assert_eq!(r.peak_rss_bytes(), Some(500));
+        r.processes = vec![p(None)];
+        assert_eq!(r.peak_rss_bytes(), Some(120));
+    }
+
+    #[test]
+    fn exit_status_follows_the_shell() {
+        assert_eq!(ExitInfo { code: Some(3), signal: None, signal_name: None }.shell_status(), 3);
+        assert_eq!(ExitInfo { code: None, signal: Some(2), signal_name: Some("SIGINT".into()) }.shell_status(), 130);
+    }
+
+    #[test]
+    fn other_schema_versions_and_kinds_are_rejected() {
+        let e = AnyReport::from_json(r#"{"schema_version": 7, "kind": "run"}"#).unwrap_err();
+        assert!(e.to_string().contains("schema version 7"), "{e}");
+        let e = AnyReport::from_json(r#"{"schema_version": 1, "kind": "flamegraph"}"#).unwrap_err();
+        assert!(e.to_string().contains("flamegraph"), "{e}");
+        let e = AnyReport::from_json(r#"{"hello": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("schema_version"), "{e}");
+    }
+}

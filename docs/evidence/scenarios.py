@@ -1,0 +1,149 @@
+"""Training-loop scenarios behind the measured effects in memlint's rule docs.
+
+    python docs/evidence/scenarios.py RULE VARIANT
+
+Each rule has a flagged variant (the hazard) and a fixed one; measure.sh runs
+them alternately under `memprobe ab` and render.py turns the reports into
+docs/evidence/<RULE>.json and the "Measured effect" section of the rule doc.
+Everything runs on the CPU unless the scenario needs CUDA (then it exits 3
+with a message, and the doc says the figure waits for a GPU machine).
+"""
+import sys
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+# Steps per scenario, also read by render.py to give a per-step figure.
+STEPS = {
+    "ML201": 10,
+    "ML202-backward": 1000,
+    "ML202-no-backward": 12,
+    "ML203": 40,
+    "ML204": 20,
+    "ML308": 20,
+    "ML401": 6,
+}
+
+
+def mlp(width=2048, depth=2, inp=1024, out=10):
+    layers, d = [], inp
+    for _ in range(depth):
+        layers += [nn.Linear(d, width), nn.ReLU()]
+        d = width
+    layers.append(nn.Linear(d, out))
+    return nn.Sequential(*layers)
+
+
+def batch(n=2048, inp=1024):
+    return torch.randn(n, inp), torch.randint(0, 10, (n,))
+
+
+def ml201(variant):
+    # Evaluation forward with autograd recording vs under no_grad.
+    model = mlp().eval()
+    x, _ = batch()
+    for _ in range(STEPS["ML201"]):
+        if variant == "grad":
+            out = model(x)
+        else:
+            with torch.no_grad():
+                out = model(x)
+        out.argmax(dim=1)
+
+
+def ml202(variant):
+    loss_fn = nn.CrossEntropyLoss()
+    if variant in ("graph", "item"):
+        # A training loop: backward() frees the saved activations, so
+        # `total += loss` keeps the autograd nodes and loss scalars only.
+        model = mlp(width=64, depth=2, inp=64)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        x, y = batch(64, 64)
+        total = 0.0
+        for _ in range(STEPS["ML202-backward"]):
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            total = total + (loss if variant == "graph" else loss.item())
+    else:
+        # No backward (an evaluation loop with grad enabled): every step's
+        # whole activations stay reachable from `total`.
+        model = mlp()
+        x, y = batch()
+        total = 0.0
+        for _ in range(STEPS["ML202-no-backward"]):
+            loss = loss_fn(model(x), y)
+            total = total + (loss if variant == "no-backward-graph" else loss.item())
+    float(total)
+
+
+def ml203(variant):
+    # Keeping a view keeps the whole base tensor's storage alive.
+    kept = []
+    for _ in range(STEPS["ML203"]):
+        t = torch.randn(1024, 1024)  # 4 MiB
+        row = t[0]
+        kept.append(row if variant == "view" else row.clone())
+    sum(float(r.sum()) for r in kept)
+
+
+def train(model, opt, steps, set_to_none=True, amp=False):
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = batch()
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=set_to_none)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+
+def ml204(variant):
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    train(model, opt, STEPS["ML204"], set_to_none=(variant == "none"))
+
+
+def ml308(variant):
+    model = mlp(depth=3)
+    for p in list(model.parameters())[:4]:  # the first two linear layers
+        p.requires_grad_(False)
+    params = model.parameters() if variant == "all" else (p for p in model.parameters() if p.requires_grad)
+    opt = torch.optim.Adam(params, lr=1e-3)
+    train(model, opt, STEPS["ML308"])
+
+
+def ml401(variant):
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    train(model, opt, STEPS["ML401"], amp=(variant == "bf16"))
+
+
+def cuda_only(rule):
+    def run(_variant):
+        if not torch.cuda.is_available():
+            print(f"{rule} needs CUDA (pinned host memory / the caching allocator): no CUDA device here", file=sys.stderr)
+            sys.exit(3)
+        raise SystemExit(f"{rule}: the CUDA scenario is measured by scripts/gpu-check.sh")
+    return run
+
+
+SCENARIOS = {
+    "ML201": ml201,
+    "ML202": ml202,
+    "ML203": ml203,
+    "ML204": ml204,
+    "ML205": cuda_only("ML205"),
+    "ML303": cuda_only("ML303"),
+    "ML307": cuda_only("ML307"),
+    "ML308": ml308,
+    "ML401": ml401,
+}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
+        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(SCENARIOS)}}} VARIANT")
+    SCENARIOS[sys.argv[1]](sys.argv[2])
