@@ -83,6 +83,20 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
         jobs.push(Job { candidate: c, rules, module, torch_minimum });
     }
 
+    // Two files with one module path (`a/train.py` and `b/train.py`, two
+    // copies of a package) cannot both be what an import names: each gets
+    // a path of its own that no import matches, so neither lends its facts
+    // to the other's callers.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for j in &jobs {
+        *seen.entry(j.module.path.clone()).or_default() += 1;
+    }
+    for j in &mut jobs {
+        if seen.get(&j.module.path).is_some_and(|n| *n > 1) {
+            j.module = ModuleInfo { path: format!("<{}>", j.candidate.path.display()), is_package: j.module.is_package };
+        }
+    }
+
     let fail_on = match args.fail_on {
         Some(FailOn::Error) => Severity::Error,
         Some(FailOn::Warning) => Severity::Warning,

@@ -399,3 +399,20 @@ fn unit_tests_in_test_modules_are_not_evaluation_code() {
     let paths: Vec<&str> = v["diagnostics"].as_array().unwrap().iter().map(|d| d["path"].as_str().unwrap()).collect();
     assert_eq!(paths, ["./src/check_model.py"]);
 }
+
+#[test]
+fn scripts_with_one_module_path_do_not_share_facts() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each script's own evaluate is called under no_grad only in b/.
+    let a = "import torch\n\ndef evaluate(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n\ndef main(model, val_loader):\n    evaluate(model, val_loader)\n";
+    let b = "import torch\n\ndef evaluate(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n\ndef main(model, val_loader):\n    with torch.no_grad():\n        evaluate(model, val_loader)\n";
+    write(dir.path(), "a/train.py", a);
+    write(dir.path(), "b/train.py", b);
+    let alone_a = stdout(&memlint(dir.path(), &["check", "a/train.py", "--format", "concise", "--quiet"]));
+    let alone_b = stdout(&memlint(dir.path(), &["check", "b/train.py", "--format", "concise", "--quiet"]));
+    let both = stdout(&memlint(dir.path(), &["check", "a", "b", "--format", "concise", "--quiet"]));
+    assert!(alone_a.contains("a/train.py:5:13: ML201"), "{alone_a}");
+    assert!(!alone_b.contains("ML201"), "{alone_b}");
+    assert_eq!(both.lines().count(), 1, "{both}");
+    assert!(both.contains("a/train.py:5:13: ML201"), "{both}");
+}

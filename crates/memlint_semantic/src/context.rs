@@ -121,6 +121,12 @@ struct Frame {
     instances: HashMap<String, String>,
     /// Models whose parameters were all frozen.
     frozen: HashSet<String>,
+    /// Qualified name of the class this function is a method of (nested
+    /// classes included: `module.f.Net`).
+    class_qualname: Option<String>,
+    /// Every name the function binds anywhere in its body (Python makes
+    /// them local for the whole function): they hide module-level facts.
+    locals: HashSet<String>,
     /// Enclosing `with` contexts that are not torch's (qualified names).
     with_contexts: Vec<String>,
     /// Locals holding what a project function returned (`ctx =
@@ -390,7 +396,8 @@ impl Context {
             return true;
         }
         let Some(class) = &f.class else { return false };
-        self.module_classes.contains(class) || self.index.class_is_module(&self.qualify(class)) == Some(true)
+        self.module_classes.contains(class)
+            || f.class_qualname.as_ref().is_some_and(|q| self.index.class_is_module(q) == Some(true))
     }
 
     /// Whether the current point runs once per step: inside (possibly
@@ -511,9 +518,9 @@ impl Context {
                 }
                 if let ExprKind::Call { func: sup, args, .. } = &value.kind {
                     if sup.as_name() == Some("super") && args.is_empty() {
+                        // The method of a base, not the class's own.
                         let class = self.current_class_qualname()?;
-                        let summary_bases = self.index.resolve_function(&format!("{class}.{attr}"));
-                        return summary_bases;
+                        return self.index.method_of_bases(&class, attr);
                     }
                 }
                 let class = self.instance_class(&recv)?;
@@ -573,13 +580,19 @@ impl Context {
     /// Whether a local binding (parameter, assignment) hides a module-level name.
     fn is_shadowed_locally(&self, name: &str) -> bool {
         let n = self.frames.len();
-        self.frames.iter().enumerate().skip(1).any(|(i, f)| (!f.is_class || i == n - 1) && (f.params.contains(name) || f.kinds.contains_key(name) || f.imports.contains_key(name)))
+        self.frames.iter().enumerate().skip(1).any(|(i, f)| {
+            (!f.is_class || i == n - 1)
+                && (f.locals.contains(name) || f.params.contains(name) || f.kinds.contains_key(name) || f.imports.contains_key(name))
+        })
     }
 
     /// Qualified name of the class whose method is being walked.
     pub fn current_class_qualname(&self) -> Option<String> {
-        let class = self.frame().class.as_ref().or(self.class_stack.last())?;
-        Some(self.qualify(class))
+        let f = self.frame();
+        if f.is_class {
+            return f.qualname.clone();
+        }
+        f.class_qualname.clone()
     }
 
     fn qualify(&self, name: &str) -> String {
@@ -1514,15 +1527,26 @@ impl Context {
                 }
             }
             StmtKind::Function(func) => {
+                // Where a function is defined says nothing of how often it
+                // runs: interval and option guards and `except` handlers
+                // around the `def` do not apply to its body. Compatibility
+                // and other-framework branches do (the function exists only
+                // on that path).
+                let saved = (
+                    std::mem::take(&mut self.interval_depth),
+                    std::mem::take(&mut self.option_depth),
+                    std::mem::take(&mut self.handlers),
+                );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
                 self.frames.pop();
+                (self.interval_depth, self.option_depth, self.handlers) = saved;
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }
             StmtKind::Class { name, body, .. } => {
                 self.class_stack.push(name.clone());
-                let qualname = self.qualify(name);
+                let qualname = self.qualname_for(name);
                 let attrs = class_attr_kinds(body, self);
                 let (frozen, instances) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
@@ -1617,6 +1641,9 @@ impl Context {
             frame.kept_alive = kept_alive(&func.body);
         }
         frame.class = self.class_stack.last().cloned();
+        // The enclosing class frame (a method), else the enclosing method's class.
+        frame.class_qualname = if self.frame().is_class { self.frame().qualname.clone() } else { self.frame().class_qualname.clone() };
+        frame.locals = bound_names(&func.body);
         for p in &func.params {
             frame.params.insert(p.name.clone());
             if let Some(k) = self.param_kind(p) {
@@ -1700,7 +1727,7 @@ impl Context {
                     x.as_call().is_some_and(|(func, _, _)| {
                         self.project_name(func)
                             .and_then(|q| self.index.resolve_function(&q))
-                            .is_some_and(|q| self.index.reaches_backward(&q))
+                            .is_some_and(|q| self.index.backward_per_call(&q))
                     })
                 })
             });
@@ -2288,7 +2315,7 @@ fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
 /// Whether `backward()` is called outside every loop of the body, not
 /// counting calls under `if <flag>:` (the train-mode flag of a function
 /// that also evaluates).
-fn backward_outside_loops(body: &[Stmt], flag: Option<&str>) -> bool {
+pub(crate) fn backward_outside_loops(body: &[Stmt], flag: Option<&str>) -> bool {
     body.iter().any(|s| match &s.kind {
         StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class { .. } => false,
         StmtKind::If { test, body, orelse } => {
@@ -2426,4 +2453,33 @@ fn is_option_guard(test: &Expr) -> bool {
         }
         _ => false,
     })
+}
+
+/// The names a function body binds (assignments, loop and `with` targets,
+/// `def`/`class`, imports, `except ... as`, `del`), not descending into
+/// nested functions and classes.
+fn bound_names(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    let add = |t: &Expr, out: &mut HashSet<String>| {
+        let mut names = Vec::new();
+        collect_target_names(t, &mut names);
+        out.extend(names.into_iter().filter(|n| !n.contains('.')));
+    };
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
+        StmtKind::AugAssign { target, .. } => add(target, &mut out),
+        StmtKind::For { target, .. } => add(target, &mut out),
+        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
+        StmtKind::Function(f) => {
+            out.insert(f.name.clone());
+        }
+        StmtKind::Class { name, .. } => {
+            out.insert(name.clone());
+        }
+        StmtKind::Import(bindings) => out.extend(bindings.iter().map(|b| b.local.clone())),
+        StmtKind::Try { handlers, .. } => out.extend(handlers.iter().filter_map(|h| h.name.clone())),
+        StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
+        _ => {}
+    });
+    out
 }

@@ -85,8 +85,8 @@ pub struct FunctionSummary {
     pub class: Option<String>,
     /// The body calls `backward()` or `torch.autograd.grad`.
     pub calls_backward: bool,
-    /// The body contains a training or evaluation loop.
-    pub has_step_loop: bool,
+    /// The body calls `backward()` outside its own loops: one call is one step.
+    pub backward_per_call: bool,
     /// A decorator of the function disables grad (torch's own, seen locally).
     pub decorated_no_grad: bool,
     /// Qualified names of the decorators that are not torch's (resolved
@@ -134,6 +134,8 @@ pub struct CallSite {
     pub contexts: Vec<String>,
     /// The site is inside a training or evaluation loop.
     pub in_step_loop: bool,
+    /// The site is inside any loop of the caller.
+    pub in_loop: bool,
     /// Argument positions (after `self` for methods) and keyword names
     /// passed the literal `False`.
     pub false_positions: Vec<usize>,
@@ -195,6 +197,9 @@ pub struct ProjectIndex {
     no_grad_only: HashSet<String>,
     step_code: HashSet<String>,
     reaches_backward: HashSet<String>,
+    /// Functions one call of which runs `backward()` about once (not in a
+    /// loop of their own): a per-batch step helper, not a `train_one_epoch`.
+    backward_per_call: HashSet<String>,
     applied: HashSet<String>,
     /// Functions with a train-mode flag parameter that some caller passes `False`.
     eval_by_flag: HashSet<String>,
@@ -267,6 +272,13 @@ impl ProjectIndex {
         let (class, method) = c.rsplit_once('.')?;
         let class = self.canonical(class);
         self.method_of(&class, method)
+    }
+
+    /// Finds `method` on the project bases of `class` (what `super().method`
+    /// calls), not on the class itself.
+    pub fn method_of_bases(&self, class: &str, method: &str) -> Option<String> {
+        let cs = self.classes.get(&self.canonical(class))?;
+        cs.bases.iter().find_map(|b| self.method_of(&self.canonical(b), method))
     }
 
     /// Finds `method` on `class` or its project bases.
@@ -408,7 +420,9 @@ impl ProjectIndex {
         for (q, f) in &self.functions {
             let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| self.optimizer_classes.contains(c));
             let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| self.module_classes.contains(c));
-            if f.step_root || optimizer_step || forward || f.has_step_loop {
+            // A function that merely contains a step loop is not step code
+            // itself: what it calls before or after the loop runs once.
+            if f.step_root || optimizer_step || forward {
                 step.insert(q.clone());
             }
         }
@@ -452,6 +466,26 @@ impl ProjectIndex {
         }
         self.reaches_backward = back;
 
+        // Once per call: backward outside the function's loops, itself or
+        // through such a function called outside its loops.
+        let mut once: HashSet<String> =
+            self.functions.iter().filter(|(_, f)| f.backward_per_call).map(|(q, _)| q.clone()).collect();
+        loop {
+            let mut changed = false;
+            for c in calls {
+                if let Some(caller) = &c.caller {
+                    if !c.in_loop && !once.contains(caller) && once.contains(&c.callee) {
+                        once.insert(caller.clone());
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.backward_per_call = once;
+
         for (callee, sites) in &by_callee {
             let f = &self.functions[*callee];
             let Some(pos) = f.train_flag_param else { continue };
@@ -486,6 +520,12 @@ impl ProjectIndex {
     /// Whether calling the function reaches `backward()`.
     pub fn reaches_backward(&self, qualname: &str) -> bool {
         self.reaches_backward.contains(qualname)
+    }
+
+    /// Whether one call of the function runs about one `backward()`: it
+    /// calls it outside its own loops (itself or through such a helper).
+    pub fn backward_per_call(&self, qualname: &str) -> bool {
+        self.backward_per_call.contains(qualname)
     }
 
     /// Whether the function evaluates when a caller passes `False` to its

@@ -65,8 +65,7 @@ impl SummaryVisitor {
             name: f.name.clone(),
             class,
             calls_backward: calls_backward(&f.body),
-            // Set while the walk is inside the function's step loops.
-            has_step_loop: false,
+            backward_per_call: crate::context::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,
             disables_grad: mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, is_contextmanager),
@@ -112,11 +111,6 @@ impl SummaryVisitor {
 
 impl Visitor for SummaryVisitor {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
-        if cx.in_step_loop() {
-            if let Some(f) = cx.function_qualname().and_then(|q| self.functions.get_mut(q)) {
-                f.has_step_loop = true;
-            }
-        }
         match &stmt.kind {
             StmtKind::Function(f) => self.function(f, cx),
             StmtKind::Class { name, bases, body, .. } => self.class(name, bases, body, cx),
@@ -177,6 +171,7 @@ impl Visitor for SummaryVisitor {
             grad_off: !cx.grad_enabled(),
             contexts: cx.with_contexts(),
             in_step_loop: cx.in_step_loop(),
+            in_loop: cx.in_loop(),
             false_positions,
             false_keywords,
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
@@ -269,9 +264,19 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 /// Positions of `params` (after `self`) accumulated into `self.<attr>`.
 fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
     let mut out = Vec::new();
+    // Read as the value itself or through arithmetic (`val`, `val * n`),
+    // not through a call (`val.item()`, `float(val)` keep no graph).
+    fn direct(e: &Expr, name: &str) -> bool {
+        match &e.kind {
+            ExprKind::Name(n) => n == name,
+            ExprKind::BinOp { left, right, .. } => direct(left, name) || direct(right, name),
+            ExprKind::Unary(x) => direct(x, name),
+            _ => false,
+        }
+    }
     let reads_param = |e: &Expr, out: &mut Vec<usize>| {
         for (i, p) in params.iter().enumerate() {
-            if e.any(&mut |x| x.as_name() == Some(p)) && !out.contains(&i) {
+            if direct(e, p) && !out.contains(&i) {
                 out.push(i);
             }
         }
