@@ -176,7 +176,16 @@ pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec
 const ONE_PER_LINE: &[&str] = &["ML103", "ML107", "ML201"];
 
 fn one_per_line(source: &str, diagnostics: &mut Vec<Diagnostic>) {
-    let line_of = |offset: u32| source.as_bytes()[..(offset as usize).min(source.len())].iter().filter(|b| **b == b'\n').count();
+    // Diagnostics are sorted by position: count newlines incrementally.
+    let bytes = source.as_bytes();
+    let (mut pos, mut line) = (0usize, 0usize);
     let mut seen = std::collections::HashSet::new();
-    diagnostics.retain(|d| !ONE_PER_LINE.contains(&d.code) || seen.insert((d.code, line_of(d.span.start))));
+    diagnostics.retain(|d| {
+        let at = (d.span.start as usize).min(bytes.len());
+        if at >= pos {
+            line += bytes[pos..at].iter().filter(|b| **b == b'\n').count();
+            pos = at;
+        }
+        !ONE_PER_LINE.contains(&d.code) || seen.insert((d.code, line))
+    });
 }

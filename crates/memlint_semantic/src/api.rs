@@ -55,7 +55,8 @@ pub fn event_of(call: &Expr, qualified: Option<&str>, method: Option<&str>) -> O
     match method? {
         "backward" => Some(Event::Backward),
         "zero_grad" => Some(Event::ZeroGrad {
-            set_to_none: call.keyword("set_to_none").and_then(|v| {
+            // `zero_grad(set_to_none=False)` or `zero_grad(False)`.
+            set_to_none: call.keyword("set_to_none").or_else(|| call.as_call().and_then(|(_, args, _)| args.first())).and_then(|v| {
                 if v.is_true() {
                     Some(true)
                 } else if v.is_false() {

@@ -189,6 +189,46 @@ impl<'a> Cfg<'a> {
         false
     }
 
+    /// The nodes reachable from `from` without entering a node for which
+    /// `avoid` holds (`from` itself included).
+    pub fn reachable_avoiding(&self, from: NodeId, avoid: &dyn Fn(NodeId) -> bool) -> Vec<bool> {
+        let mut seen = vec![false; self.succ.len()];
+        seen[from] = true;
+        let mut stack = vec![from];
+        while let Some(n) = stack.pop() {
+            for &m in &self.succ[n] {
+                if !seen[m] && !avoid(m) {
+                    seen[m] = true;
+                    stack.push(m);
+                }
+            }
+        }
+        seen
+    }
+
+    /// The nodes from which `to` is reachable without entering a node for
+    /// which `avoid` holds (`to` itself included).
+    pub fn reaching_avoiding(&self, to: NodeId, avoid: &dyn Fn(NodeId) -> bool) -> Vec<bool> {
+        let mut pred = vec![Vec::new(); self.succ.len()];
+        for (n, ms) in self.succ.iter().enumerate() {
+            for &m in ms {
+                pred[m].push(n);
+            }
+        }
+        let mut seen = vec![false; self.succ.len()];
+        seen[to] = true;
+        let mut stack = vec![to];
+        while let Some(n) = stack.pop() {
+            for &m in &pred[n] {
+                if !seen[m] && !avoid(m) {
+                    seen[m] = true;
+                    stack.push(m);
+                }
+            }
+        }
+        seen
+    }
+
     /// Whether some path leads from `from` to `to` (`a` can run before `b`).
     pub fn reaches(&self, from: NodeId, to: NodeId) -> bool {
         self.reaches_avoiding(from, to, &|_| false)

@@ -94,9 +94,12 @@ struct LoopFrame {
     /// Dotted names (re)assigned in the body from a value that does not read
     /// them: they are per-iteration values.
     resets: HashSet<String>,
-    /// The subset of `resets` assigned unconditionally (at the top level of
+    /// Per name, the statements (by span) at which the name is re-created
+    /// in the same iteration: every path from the body's start to the
+    /// statement, or from the statement to the end of the iteration, binds
+    /// it anew. (Old wording: the subset of `resets` assigned unconditionally (at the top level of
     /// the body, not under an `if`/`try`): re-created every iteration.
-    unconditional: HashSet<String>,
+    unconditional: HashMap<String, HashSet<memlint_diagnostics::Span>>,
     /// Names that `backward()` is called on (or through) in the body.
     backward_roots: HashSet<String>,
 }
@@ -198,6 +201,8 @@ pub struct Context {
     assign_targets: Vec<memlint_diagnostics::Span>,
     /// The statement being visited is a `.data =` swap changing this.
     data_swap: Option<&'static str>,
+    /// Span of the statement being visited.
+    current_stmt: memlint_diagnostics::Span,
     /// Depth of branches that run only for another framework
     /// (`if self.framework == "tf":`, the `else` of `== "pt"`).
     non_torch_depth: usize,
@@ -270,6 +275,7 @@ impl Context {
             class_instances: HashMap::default(),
             assign_targets: Vec::new(),
             data_swap: None,
+            current_stmt: memlint_diagnostics::Span::new(0, 0),
             non_torch_depth: 0,
             interval_depth: 0,
             option_depth: 0,
@@ -736,7 +742,8 @@ impl Context {
         let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
             return false;
         };
-        loops[train..].iter().all(|l| !l.unconditional.contains(dotted))
+        let at = self.current_stmt;
+        loops[train..].iter().all(|l| !l.unconditional.get(dotted).is_some_and(|spans| spans.contains(&at)))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.
@@ -1350,6 +1357,7 @@ impl Context {
     fn walk_stmt(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         self.assign_targets.clear();
         self.data_swap = None;
+        self.current_stmt = stmt.span;
         if let StmtKind::Assign { targets, value } = &stmt.kind {
             self.assign_targets.extend(targets.iter().map(|t| t.span));
             if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
@@ -1429,13 +1437,23 @@ impl Context {
                     calls_backward,
                     direct_step,
                     resets: if rules { assigned_names(body) } else { HashSet::default() },
-                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
+                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
                     backward_roots: backward_roots(body),
                 };
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
-                frame.unconditional.extend(targets.iter().cloned());
+                // The loop variable is new in every iteration, everywhere in the body.
+                let everywhere: HashSet<memlint_diagnostics::Span> = {
+                    let mut spans = HashSet::default();
+                    for_each_stmt_in_function(body, &mut |s| {
+                        spans.insert(s.span);
+                    });
+                    spans
+                };
+                for t in &targets {
+                    frame.unconditional.insert(t.clone(), everywhere.clone());
+                }
                 self.bind_loop_target(target, iter);
                 self.frame_mut().loops.push(frame);
                 self.walk_body(body, visitor);
@@ -1453,7 +1471,7 @@ impl Context {
                     calls_backward,
                     direct_step,
                     resets: if rules { assigned_names(body) } else { HashSet::default() },
-                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashSet::default() },
+                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
                     backward_roots: backward_roots(body),
                 };
                 self.frame_mut().loops.push(frame);
@@ -2060,15 +2078,17 @@ fn assigned_names(body: &[Stmt]) -> HashSet<String> {
     out
 }
 
-/// Names re-created on every iteration of a loop: on every path through
-/// the body (the control-flow graph's, `continue` included) an assignment
-/// binds them from a value that does not read them. An assignment under an
-/// `if` without an `else` that also assigns (`if i % 100 == 0: total = 0`)
-/// is not a reset.
-fn unconditional_assigned(body: &[Stmt]) -> HashSet<String> {
+/// Per name assigned in a loop body (from a value that does not read it),
+/// the statements at which it is re-created in the same iteration: every
+/// path of the body's control-flow graph from its start to the statement,
+/// or from the statement to the end of the iteration (`continue`
+/// included), passes an assignment of it. `if i % 100 == 0: total = 0` is
+/// not a reset; `if bad: continue` before `outs = []` does not hide one.
+fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<memlint_diagnostics::Span>> {
     let candidates = assigned_names(body);
+    let mut out = HashMap::default();
     if candidates.is_empty() {
-        return candidates;
+        return out;
     }
     let cfg = crate::cfg::Cfg::build(body);
     let binds = |node: crate::cfg::NodeId, name: &str| -> bool {
@@ -2092,7 +2112,17 @@ fn unconditional_assigned(body: &[Stmt]) -> HashSet<String> {
             _ => false,
         }
     };
-    candidates.into_iter().filter(|n| cfg.every_iteration_through(&|node| binds(node, n))).collect()
+    for n in candidates {
+        let from_start = cfg.reachable_avoiding(cfg.entry(), &|node| binds(node, &n));
+        let to_end = cfg.reaching_avoiding(cfg.exit(), &|node| binds(node, &n));
+        let spans: HashSet<memlint_diagnostics::Span> = cfg
+            .nodes()
+            .filter(|&node| !from_start[node] || !to_end[node])
+            .filter_map(|node| cfg.stmt(node).map(|s| s.span))
+            .collect();
+        out.insert(n, spans);
+    }
+    out
 }
 
 fn reads(value: &Expr, dotted: &str) -> bool {
@@ -2422,7 +2452,8 @@ fn framework_branches(test: &Expr) -> (bool, bool) {
 /// `step % k == k - 1`, `not step % k`): the body runs every k-th time.
 fn is_interval_guard(test: &Expr) -> bool {
     test.any(&mut |e| match &e.kind {
-        ExprKind::Compare { left, comparators, .. } => {
+        // `==` only: `step % k != 0` runs k - 1 steps out of k.
+        ExprKind::Compare { left, ops, comparators } if ops.iter().all(|o| *o == crate::ir::CmpOp::Eq) => {
             matches!(&left.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. })
                 || comparators.iter().any(|c| matches!(&c.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }))
         }
@@ -2441,15 +2472,18 @@ fn handler_type_names(h: &crate::ir::Handler) -> Vec<String> {
     }
 }
 
-/// A condition that reads a configuration object's attribute (`args.x`,
-/// `cfg.x`, `config.x`, `opt.x`, `hparams.x`, `self.args.x`, `self.config.x`).
+/// A condition that reads a memory option of a configuration object
+/// (`args.empty_unused_memory_level`, `cfg.clear_cache`,
+/// `self.config.free_memory`): `if args.local_rank == 0:` is not one.
 fn is_option_guard(test: &Expr) -> bool {
     const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    const MEMORY_WORDS: &[&str] = &["empty", "cache", "memory", "mem", "free", "clear", "release", "gc", "oom"];
     test.any(&mut |e| match &e.kind {
-        ExprKind::Attribute { value, .. } => {
+        ExprKind::Attribute { value, attr, .. } => {
             let owner = value.dotted().unwrap_or_default();
             let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
-            OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args")
+            let config = OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args");
+            config && words(attr).iter().any(|w| MEMORY_WORDS.contains(&w.as_str()))
         }
         _ => false,
     })

@@ -41,7 +41,11 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// Not reported in construction, initialisation, conversion or loading
+    /// Not reported under `torch.no_grad()` (autograd records nothing
+    /// there: the advice is already followed), for reads through a copy or a
+    /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
+    /// nor on a module built in the same function. Not reported in
+    /// construction, initialisation, conversion or loading
     /// code where no graph is live (`__init__`, `reset_parameters`,
     /// `_init_weights`, functions passed to `model.apply`, fuse /
     /// reparameterize / convert / quantize / load helpers that no step

@@ -10,7 +10,8 @@ declare_rule! {
     /// ML103 `data-attribute` leaves out because no graph is live there:
     /// `m.weight.data.normal_(0, 0.02)` in a `weights_init` passed to
     /// `model.apply`, `self.bias.data.zero_()` in `reset_parameters`,
-    /// `b.data[:, 4] += 1.0` in a bias init. Off by default: turn it on
+    /// `b.data[:, 4] += 1.0` in a bias init, and under `torch.no_grad()`
+    /// anywhere. Off by default: turn it on
     /// (`--select ML107`) when modernising such code.
     ///
     /// ## Why is this bad?
@@ -80,7 +81,7 @@ impl Rule for DataAttributeInSetup {
             let name = checker.text(value.span).to_string();
             checker.report(
                 Self::META
-                    .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` in setup code: an idiom PyTorch discourages"))
+                    .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` where no graph is live: an idiom PyTorch discourages"))
                     .with_help(format!("write `with torch.no_grad(): {name}.copy_(...)` instead")),
             );
         }
@@ -100,7 +101,7 @@ impl Rule for DataAttributeInSetup {
         let name = checker.text(value.span).to_string();
         checker.report(
             Self::META
-                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` in setup code: an idiom PyTorch discourages"))
+                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` where no graph is live: an idiom PyTorch discourages"))
                 .with_help(HELP),
         );
     }

@@ -38,8 +38,9 @@ declare_rule! {
     /// Compatibility code is not reported: a branch guarded by a torch
     /// version or API check (`if TORCH_2_4: ... else: ...`,
     /// `if version.parse(torch.__version__) >= ...`, `hasattr(torch, "amp")`,
-    /// and conditional expressions on such checks), an `except` fallback
-    /// after the new API failed, a name imported both from `torch.amp` and
+    /// and conditional expressions on such checks), an `except` handler (a
+    /// fallback, typically after the new API failed; any handler counts), a
+    /// name imported both from `torch.amp` and
     /// (as a fallback) from `torch.cuda.amp`, and `isinstance` checks. Its
     /// fix would break the old-torch path those projects still support. A
     /// guard whose name says nothing of versions (`if legacy:`) is not

@@ -6,7 +6,8 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags `zero_grad(set_to_none=False)` on an optimizer or a model.
+    /// Flags `zero_grad(set_to_none=False)` (or `zero_grad(False)`) on an
+    /// optimizer or a model.
     /// Off by default (info).
     ///
     /// ## Why is this bad?
@@ -65,7 +66,7 @@ impl Rule for ZeroGradSetToNoneFalse {
             .diagnostic(expr.span, "`zero_grad(set_to_none=False)` keeps every gradient allocated and zero-fills it each step")
             .with_help("call `zero_grad()`: since PyTorch 2.0 it sets gradients to `None`");
         // The only argument: drop it.
-        if args.is_empty() && keywords.len() == 1 {
+        if args.len() + keywords.len() == 1 {
             d = d.with_fix(Fix {
                 applicability: Applicability::Unsafe,
                 message: "drop `set_to_none=False` (code reading `.grad` after zero_grad sees `None`)".to_string(),
