@@ -1,8 +1,9 @@
 //! The torch API layer: what a call means for a training program, written
 //! once so rules match events, not spellings.
 //!
-//! [`event_of`] turns a call into a [`Event`] (backward, zero-grad,
-//! optimizer or scaler step, cache flush...), given the callee's resolved
+//! [`event_of`] turns a call into a [`Event`] (backward, zero-grad, cache
+//! flush, gradient clipping; optimizer and scaler events come with the
+//! training-step rules that need them), given the callee's resolved
 //! qualified name (if it is a library function) and the method name.
 //! [`saved_for_backward`] is the table of what autograd saves for the
 //! backward pass of an op, after the semantics of PyTorch's
@@ -22,16 +23,6 @@ pub enum Event {
         /// The `set_to_none=` argument when it is a literal.
         set_to_none: Option<bool>,
     },
-    /// `optimizer.step()`.
-    OptimizerStep,
-    /// `scaler.scale(loss)`.
-    ScalerScale,
-    /// `scaler.unscale_(optimizer)`.
-    ScalerUnscale,
-    /// `scaler.step(optimizer)`.
-    ScalerStep,
-    /// `scaler.update()`.
-    ScalerUpdate,
     /// `torch.cuda.empty_cache()`.
     EmptyCache,
     /// `torch.nn.utils.clip_grad_norm_/clip_grad_value_`.
