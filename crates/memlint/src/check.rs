@@ -216,7 +216,13 @@ fn fix_hint(args: &CheckArgs, report: &Report) -> Option<String> {
     if args.quiet || !matches!(args.format, OutputFormat::Full | OutputFormat::Concise | OutputFormat::Grouped) {
         return None;
     }
-    let count = |a: Applicability| report.diagnostics().filter(|(_, d)| d.fix.as_ref().is_some_and(|f| f.applicability == a)).count();
+    // Only Python source files are rewritten (not notebooks).
+    let count = |a: Applicability| {
+        report
+            .diagnostics()
+            .filter(|(f, d)| is_python_source(Path::new(f.path())) && d.fix.as_ref().is_some_and(|x| x.applicability == a))
+            .count()
+    };
     let (safe, unsafe_) = (count(Applicability::Safe), count(Applicability::Unsafe));
     match (safe, unsafe_) {
         (0, 0) => None,

@@ -194,6 +194,10 @@ pub struct Context {
     /// Receivers of copying or reducing methods among the enclosing
     /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
     copied_reads: std::cell::RefCell<Vec<memlint_diagnostics::Span>>,
+    /// Values written through by the expression or statement being visited:
+    /// receivers of in-place methods (`x` in `x.add_(1)`) and bases of item
+    /// assignments (`x` in `x[0] = v`, `x[0] += v`).
+    written: std::cell::RefCell<Vec<memlint_diagnostics::Span>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
@@ -271,6 +275,7 @@ impl Context {
             compat_depth: 0,
             compat_expr: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
+            written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
             class_instances: HashMap::default(),
             assign_targets: Vec::new(),
@@ -383,6 +388,19 @@ impl Context {
     /// `.min()`...): no alias of it survives the expression.
     pub fn is_copied_read(&self, span: memlint_diagnostics::Span) -> bool {
         self.copied_reads.borrow().last() == Some(&span)
+    }
+
+    /// Whether the value at `span` is written through where it stands: the
+    /// receiver of an in-place method, the base of an item assignment, an
+    /// augmented-assignment or `del` target.
+    pub fn is_written_through(&self, span: memlint_diagnostics::Span) -> bool {
+        self.written.borrow().contains(&span)
+    }
+
+    /// Whether `dotted` has `backward()` called on it in an enclosing loop
+    /// of the current function: a loss, a scalar.
+    pub fn is_backward_root(&self, dotted: &str) -> bool {
+        self.frame().loops.iter().any(|l| l.backward_roots.contains(dotted))
     }
 
     /// Whether `dotted` is rooted at a module constructed in the current
@@ -1318,13 +1336,23 @@ impl Context {
                 Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.span),
                 _ => None,
             };
+            let written = match e.as_method_call() {
+                Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.span),
+                _ => None,
+            };
             v.visit_expr(e, cx);
             if let Some(span) = copied {
                 cx.copied_reads.borrow_mut().push(span);
             }
+            if let Some(span) = written {
+                cx.written.borrow_mut().push(span);
+            }
             e.for_each_child(|c| rec(c, cx, v));
             if copied.is_some() {
                 cx.copied_reads.borrow_mut().pop();
+            }
+            if written.is_some() {
+                cx.written.borrow_mut().pop();
             }
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() - 1);
@@ -1375,9 +1403,32 @@ impl Context {
         if let Some(span) = copied {
             self.copied_reads.borrow_mut().push(span);
         }
+        // `x[0] = v` / `x[0] += v` write through `x`.
+        let stores: Vec<memlint_diagnostics::Span> = match &stmt.kind {
+            StmtKind::Assign { targets, .. } => targets
+                .iter()
+                .filter_map(|t| match &t.kind {
+                    ExprKind::Subscript { value, .. } => Some(value.span),
+                    _ => None,
+                })
+                .collect(),
+            StmtKind::AugAssign { target, .. } => match &target.kind {
+                ExprKind::Subscript { value, .. } => vec![value.span],
+                _ => vec![target.span],
+            },
+            StmtKind::Delete(targets) => targets.iter().map(|t| t.span).collect(),
+            _ => Vec::new(),
+        };
+        let n_stores = stores.len();
+        self.written.borrow_mut().extend(stores);
         self.visit_exprs(stmt, visitor);
         if copied.is_some() {
             self.copied_reads.borrow_mut().pop();
+        }
+        {
+            let mut w = self.written.borrow_mut();
+            let keep = w.len() - n_stores;
+            w.truncate(keep);
         }
         match &stmt.kind {
             StmtKind::Import(bindings) => {

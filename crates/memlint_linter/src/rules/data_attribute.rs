@@ -1,4 +1,4 @@
-use memlint_diagnostics::Span;
+use memlint_diagnostics::{Applicability, Edit, Fix, Span};
 use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 use memlint_semantic::{Role, ValueKind};
 
@@ -181,12 +181,18 @@ impl Rule for DataAttribute {
             return;
         }
         let name = checker.text(value.span).to_string();
-        checker.report(
-            Self::META
-                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-                .with_help(format!(
-                    "use `{name}.detach()` to read the values, or change them inside `with torch.no_grad():`"
-                )),
-        );
+        let mut d = Self::META
+            .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
+            .with_help(format!("use `{name}.detach()` to read the values, or change them inside `with torch.no_grad():`"));
+        // A read only: `.detach()` shares the storage but keeps the version
+        // counter, so a later in-place change raises instead of corrupting.
+        if !checker.cx.is_written_through(expr.span) {
+            d = d.with_fix(Fix {
+                applicability: Applicability::Unsafe,
+                message: format!("use `{name}.detach()`"),
+                edits: vec![Edit { span: *attr_span, content: "detach()".to_string() }],
+            });
+        }
+        checker.report(d);
     }
 }

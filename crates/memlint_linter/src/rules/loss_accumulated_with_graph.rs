@@ -1,3 +1,4 @@
+use memlint_diagnostics::{Applicability, Edit, Fix, Span};
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -91,8 +92,31 @@ impl LossAccumulatedWithGraph {
                     span,
                     format!("`{acc_name}` accumulates `{value_text}` with its autograd graph across training iterations"),
                 )
-                .with_help(suggestion),
+                .with_help(suggestion)
+                .with_fix(Self::fix(checker, value)),
         );
+    }
+
+    /// `loss` -> `loss.item()` for a loss (what `backward()` is called on: a
+    /// scalar), `x` -> `x.detach()` otherwise (`.item()` raises on more than
+    /// one element). Unsafe: the accumulator becomes a number or a
+    /// detached tensor, which code after the loop may not expect.
+    fn fix(checker: &Checker<'_>, value: &Expr) -> Fix {
+        let scalar = value.dotted().is_some_and(|d| checker.cx.is_backward_root(&d));
+        let method = if scalar { "item" } else { "detach" };
+        let simple = matches!(
+            value.kind,
+            ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Call { .. } | ExprKind::Subscript { .. }
+        );
+        let edits = if simple {
+            vec![Edit { span: Span::new(value.span.end, value.span.end), content: format!(".{method}()") }]
+        } else {
+            vec![
+                Edit { span: Span::new(value.span.start, value.span.start), content: "(".to_string() },
+                Edit { span: Span::new(value.span.end, value.span.end), content: format!(").{method}()") },
+            ]
+        };
+        Fix { applicability: Applicability::Unsafe, message: format!("accumulate `.{method}()` of the value"), edits }
     }
 }
 
@@ -161,7 +185,8 @@ impl Rule for LossAccumulatedWithGraph {
                         expr.span,
                         format!("`{method_name}` accumulates `{value_text}` into `{acc_name}` with its autograd graph across training iterations"),
                     )
-                    .with_help(format!("pass `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed")),
+                    .with_help(format!("pass `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed"))
+                    .with_fix(Self::fix(checker, value)),
             );
             return;
         }
