@@ -127,6 +127,9 @@ struct Frame {
     /// Qualified name of the class this function is a method of (nested
     /// classes included: `module.f.Net`).
     class_qualname: Option<String>,
+    /// Locals that save a tensor's `.data` only to put it back later
+    /// (`saved = p.data` ... `p.data = saved`): a swap-and-restore.
+    data_restores: HashSet<String>,
     /// Every name the function binds anywhere in its body (Python makes
     /// them local for the whole function): they hide module-level facts.
     locals: HashSet<String>,
@@ -207,6 +210,8 @@ pub struct Context {
     data_swap: Option<&'static str>,
     /// Span of the statement being visited.
     current_stmt: memlint_diagnostics::Span,
+    /// The plain local an assignment statement being visited binds.
+    assign_local: Option<String>,
     /// Depth of branches that run only for another framework
     /// (`if self.framework == "tf":`, the `else` of `== "pt"`).
     non_torch_depth: usize,
@@ -281,6 +286,7 @@ impl Context {
             assign_targets: Vec::new(),
             data_swap: None,
             current_stmt: memlint_diagnostics::Span::new(0, 0),
+            assign_local: None,
             non_torch_depth: 0,
             interval_depth: 0,
             option_depth: 0,
@@ -388,6 +394,12 @@ impl Context {
     /// `.min()`...): no alias of it survives the expression.
     pub fn is_copied_read(&self, span: memlint_diagnostics::Span) -> bool {
         self.copied_reads.borrow().last() == Some(&span)
+    }
+
+    /// Whether the statement being visited saves a `.data` into a local that
+    /// the function later assigns back through `.data =` (swap-and-restore).
+    pub fn saves_data_for_restore(&self) -> bool {
+        self.assign_local.as_ref().is_some_and(|n| self.frame().data_restores.contains(n))
     }
 
     /// Whether the value at `span` is written through where it stands: the
@@ -1386,6 +1398,10 @@ impl Context {
         self.assign_targets.clear();
         self.data_swap = None;
         self.current_stmt = stmt.span;
+        self.assign_local = match &stmt.kind {
+            StmtKind::Assign { targets, .. } if targets.len() == 1 => targets[0].as_name().map(str::to_string),
+            _ => None,
+        };
         if let StmtKind::Assign { targets, value } = &stmt.kind {
             self.assign_targets.extend(targets.iter().map(|t| t.span));
             if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
@@ -1713,6 +1729,7 @@ impl Context {
         // The enclosing class frame (a method), else the enclosing method's class.
         frame.class_qualname = if self.frame().is_class { self.frame().qualname.clone() } else { self.frame().class_qualname.clone() };
         frame.locals = bound_names(&func.body);
+        frame.data_restores = data_restores(&func.body);
         for p in &func.params {
             frame.params.insert(p.name.clone());
             if let Some(k) = self.param_kind(p) {
@@ -2567,4 +2584,27 @@ fn bound_names(body: &[Stmt]) -> HashSet<String> {
         _ => {}
     });
     out
+}
+
+/// Locals assigned a `.data` read (`saved = p.data`) and later assigned
+/// back through `.data =` (`p.data = saved`).
+fn data_restores(body: &[Stmt]) -> HashSet<String> {
+    let mut saved = HashSet::default();
+    let mut restored = HashSet::default();
+    for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Assign { targets, value } = &s.kind {
+            let reads_data = matches!(&value.kind, ExprKind::Attribute { attr, .. } if attr == "data");
+            for t in targets {
+                if let (Some(n), true) = (t.as_name(), reads_data) {
+                    saved.insert(n.to_string());
+                }
+                if matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data") {
+                    if let Some(n) = value.as_name() {
+                        restored.insert(n.to_string());
+                    }
+                }
+            }
+        }
+    });
+    saved.intersection(&restored).cloned().collect()
 }

@@ -44,7 +44,8 @@ declare_rule! {
     /// Not reported under `torch.no_grad()` (autograd records nothing
     /// there: the advice is already followed), for reads through a copy or a
     /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
-    /// nor on a module built in the same function. Not reported in
+    /// nor on a module built in the same function, nor for a swap-and-restore
+    /// (`saved = p.data` ... `p.data = saved`). Not reported in
     /// construction, initialisation, conversion or loading
     /// code where no graph is live (`__init__`, `reset_parameters`,
     /// `_init_weights`, functions passed to `model.apply`, fuse /
@@ -171,6 +172,10 @@ impl Rule for DataAttribute {
         // `p.grad.data.norm()`, `w.data.detach()`: a copy or a reduction
         // keeps no alias an in-place change could corrupt.
         if checker.cx.is_copied_read(expr.span) {
+            return;
+        }
+        // `saved = p.data` ... `p.data = saved`: a deliberate swap-and-restore.
+        if checker.cx.saves_data_for_restore() {
             return;
         }
         // The parameters of a module built in this function have no graph yet.
