@@ -1494,19 +1494,7 @@ impl Context {
                         self.frame_mut().frozen.insert(model);
                     }
                 }
-                // Only loops in or under a training loop are asked whether a
-                // name is re-created every iteration (the CFG is built for them).
-                let in_train = kind == LoopKind::Train || self.in_training_loop();
-                let rules = !self.options.summary_only;
-                let direct_step = kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body));
-                let mut frame = LoopFrame {
-                    kind,
-                    calls_backward,
-                    direct_step,
-                    resets: if rules { assigned_names(body) } else { HashSet::default() },
-                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
-                    backward_roots: backward_roots(body),
-                };
+                let mut frame = self.loop_frame(kind, calls_backward, body);
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
@@ -1530,17 +1518,7 @@ impl Context {
             StmtKind::While { test: _, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
-                let in_train = kind == LoopKind::Train || self.in_training_loop();
-                let rules = !self.options.summary_only;
-                let direct_step = kind == LoopKind::Train && self.direct_backward(body);
-                let frame = LoopFrame {
-                    kind,
-                    calls_backward,
-                    direct_step,
-                    resets: if rules { assigned_names(body) } else { HashSet::default() },
-                    unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
-                    backward_roots: backward_roots(body),
-                };
+                let frame = self.loop_frame(kind, calls_backward, body);
                 self.frame_mut().loops.push(frame);
                 self.walk_body(body, visitor);
                 self.frame_mut().loops.pop();
@@ -1780,6 +1758,22 @@ impl Context {
             }
         });
         found
+    }
+
+    /// The facts of a `for`/`while` loop about to be walked. Only loops in
+    /// or under a training loop are asked whether a name is re-created
+    /// every iteration (the CFG is built for them), and only when rules run.
+    fn loop_frame(&self, kind: LoopKind, calls_backward: bool, body: &[Stmt]) -> LoopFrame {
+        let in_train = kind == LoopKind::Train || self.in_training_loop();
+        let rules = !self.options.summary_only;
+        LoopFrame {
+            kind,
+            calls_backward,
+            direct_step: kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body)),
+            resets: if rules { assigned_names(body) } else { HashSet::default() },
+            unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
+            backward_roots: backward_roots(body),
+        }
     }
 
     /// Whether a loop body calls `backward()` outside its nested loops,
