@@ -141,6 +141,9 @@ pub static PARSE_ERROR: RuleMeta = ParseError::META;
 static RULES: &[&dyn Rule] = &[
     &rules::inplace_on_leaf::InplaceOnLeaf,
     &rules::data_attribute::DataAttribute,
+    &rules::accumulation_loss_not_scaled::AccumulationLossNotScaled,
+    &rules::missing_zero_grad::MissingZeroGrad,
+    &rules::grad_scaler_misuse::GradScalerMisuse,
     &rules::data_attribute_in_setup::DataAttributeInSetup,
     &rules::eval_without_no_grad::EvalWithoutNoGrad,
     &rules::loss_accumulated_with_graph::LossAccumulatedWithGraph,

@@ -26,6 +26,8 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::step::StepKinds;
+
 /// Where a file sits in the project's module tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModuleInfo {
@@ -118,6 +120,11 @@ pub struct FunctionSummary {
     pub unit_test: bool,
     /// A `forward`, an optimizer's `step`, or a framework step hook.
     pub step_root: bool,
+    /// The training-step events the body itself runs (see [`crate::step`]).
+    pub step_kinds: StepKinds,
+    /// The body divides or multiplies a value by a non-literal
+    /// (`loss / self.accum_steps`): a loss it returns may be scaled.
+    pub scales_values: bool,
 }
 
 /// One call of a (possibly project) function.
@@ -203,6 +210,8 @@ pub struct ProjectIndex {
     applied: HashSet<String>,
     /// Functions with a train-mode flag parameter that some caller passes `False`.
     eval_by_flag: HashSet<String>,
+    /// What calling each function does to a training step, its callees included.
+    performs: HashMap<String, StepKinds>,
 }
 
 const TORCH_MODULE_BASES: &[&str] = &["torch.nn.Module", "torch.nn.modules.module.Module"];
@@ -486,6 +495,34 @@ impl ProjectIndex {
         }
         self.backward_per_call = once;
 
+        // Step events through callees (and, for `self.m()`, overrides of `m`).
+        let mut performs: HashMap<String, StepKinds> =
+            self.functions.iter().filter(|(_, f)| !f.step_kinds.is_empty()).map(|(q, f)| (q.clone(), f.step_kinds)).collect();
+        loop {
+            let mut changed = false;
+            for c in calls {
+                let Some(caller) = &c.caller else { continue };
+                let mut k = performs.get(&c.callee).copied().unwrap_or_default();
+                if c.via_self {
+                    for o in overrides.get(&c.callee).into_iter().flatten() {
+                        k |= performs.get(o).copied().unwrap_or_default();
+                    }
+                }
+                if k.is_empty() {
+                    continue;
+                }
+                let cur = performs.entry(caller.clone()).or_default();
+                if !cur.contains(k) {
+                    *cur |= k;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.performs = performs;
+
         for (callee, sites) in &by_callee {
             let f = &self.functions[*callee];
             let Some(pos) = f.train_flag_param else { continue };
@@ -526,6 +563,12 @@ impl ProjectIndex {
     /// calls it outside its own loops (itself or through such a helper).
     pub fn backward_per_call(&self, qualname: &str) -> bool {
         self.backward_per_call.contains(qualname)
+    }
+
+    /// What calling the function does to a training step (its callees
+    /// included): `backward()`, optimizer steps, zeroing, scaler calls.
+    pub fn performs(&self, qualname: &str) -> StepKinds {
+        self.performs.get(qualname).copied().unwrap_or_default()
     }
 
     /// Whether the function evaluates when a caller passes `False` to its

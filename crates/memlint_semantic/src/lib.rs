@@ -25,6 +25,7 @@ pub mod api;
 pub mod cfg;
 pub mod index;
 pub mod ir;
+pub mod step;
 mod context;
 mod names;
 mod summary;

@@ -78,6 +78,8 @@ impl SummaryVisitor {
             init_named: is_init_name(&f.name),
             unit_test: self.is_test_file,
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
+            step_kinds: crate::step::StepKinds::empty(),
+            scales_values: scales_values(&f.body),
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -111,6 +113,11 @@ impl SummaryVisitor {
 
 impl Visitor for SummaryVisitor {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
+        if crate::step::resets_grad(stmt) {
+            if let Some(f) = cx.function_qualname().and_then(|q| self.functions.get_mut(q)) {
+                f.step_kinds |= crate::step::StepKinds::ZERO;
+            }
+        }
         match &stmt.kind {
             StmtKind::Function(f) => self.function(f, cx),
             StmtKind::Class { name, bases, body, .. } => self.class(name, bases, body, cx),
@@ -149,6 +156,13 @@ impl Visitor for SummaryVisitor {
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
+        if let Some(q) = cx.function_qualname() {
+            if let Some((kind, _, _)) = crate::step::classify(expr, cx) {
+                if let Some(f) = self.functions.get_mut(q) {
+                    f.step_kinds |= kind.kinds();
+                }
+            }
+        }
         // `model.apply(init_weights)`: the function initialises weights.
         if let ExprKind::Attribute { attr, .. } = &func.kind {
             if attr == "apply" && args.len() == 1 {
@@ -318,6 +332,24 @@ fn train_flag(body: &[Stmt], params: &[String]) -> Option<usize> {
                     }
                 }
                 false
+            });
+        });
+    });
+    found
+}
+
+/// Whether the body (nested functions excluded) divides or multiplies by a
+/// non-literal: `loss / n`, `loss *= scale`.
+fn scales_values(body: &[Stmt]) -> bool {
+    let non_literal = |e: &Expr| !matches!(e.kind, ExprKind::Literal(_));
+    let mut found = false;
+    for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::AugAssign { op: BinOp::Div | BinOp::Mult, value, .. } = &s.kind {
+            found |= non_literal(value);
+        }
+        s.for_each_expr(|e| {
+            found |= e.any(&mut |x| {
+                matches!(&x.kind, ExprKind::BinOp { op: BinOp::Div | BinOp::Mult, right, .. } if non_literal(right))
             });
         });
     });

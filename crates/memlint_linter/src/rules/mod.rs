@@ -19,3 +19,9 @@ pub mod view_retains_base;
 pub mod zero_grad_set_to_none_false;
 /// ML205 empty-cache-in-loop.
 pub mod empty_cache_in_loop;
+/// ML104 accumulation-loss-not-scaled.
+pub mod accumulation_loss_not_scaled;
+/// ML105 missing-zero-grad.
+pub mod missing_zero_grad;
+/// ML106 grad-scaler-misuse.
+pub mod grad_scaler_misuse;

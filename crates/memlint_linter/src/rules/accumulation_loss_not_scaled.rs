@@ -1,0 +1,208 @@
+use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
+use memlint_semantic::step::{accumulation_count, step_events, StepKind, StepKinds};
+use memlint_semantic::Context;
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags `loss.backward()` in a gradient-accumulation loop when the loss
+    /// is not scaled by the accumulation count. The loop calls `backward()`
+    /// every iteration and steps the optimizer under an accumulation guard:
+    /// `if (i + 1) % n == 0:`, `if step % n == n - 1:`,
+    /// `if (i + 1) % n == 0 or i + 1 == len(loader):`, or a counter compared
+    /// to a count named for accumulation (`if micro == accum_steps:`). The
+    /// loss counts as scaled when it is divided or multiplied by a factor on
+    /// its way to `backward()` (`loss = loss / n`, `(loss * scale).backward()`,
+    /// `loss /= n`), also inside the project's loss helper that returns it.
+    ///
+    /// ## Why is this bad?
+    /// `backward()` adds each micro-batch's gradient into `.grad`, so after
+    /// `n` micro-batches the gradient is the *sum* of `n` mean-loss
+    /// gradients: `n` times the gradient of the large batch the loop
+    /// stands for. The learning rate is effectively `n` times too high,
+    /// and gradient clipping and loss-scale schedules see the wrong norm.
+    ///
+    /// ## Example
+    /// ```python
+    /// for i, (x, y) in enumerate(loader):
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     if (i + 1) % accum_steps == 0:
+    ///         optimizer.step()
+    ///         optimizer.zero_grad()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// for i, (x, y) in enumerate(loader):
+    ///     loss = criterion(model(x), y) / accum_steps
+    ///     loss.backward()
+    ///     if (i + 1) % accum_steps == 0:
+    ///         optimizer.step()
+    ///         optimizer.zero_grad()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// Any division or multiplication of the loss by a non-literal factor
+    /// is taken as the scaling (the rule does not prove the factor is `n`),
+    /// and so is a project loss helper that divides or multiplies
+    /// anything; a loss that comes from outside the loop is not checked.
+    /// `accelerator.backward(loss)` and other wrappers that scale for you
+    /// are not checked, nor loops whose `backward()` runs only in a helper.
+    /// Deliberately summed gradients (a loss already reduced with
+    /// `reduction="sum"` over the whole accumulated batch) are reported.
+    /// Test modules are not checked.
+    ///
+    /// ## References
+    /// - [Gradient accumulation (PyTorch forums, with the `loss / n` idiom)](https://discuss.pytorch.org/t/why-do-we-need-to-set-the-gradients-manually-to-zero-in-pytorch/4903/20)
+    /// - [Hugging Face: gradient accumulation](https://huggingface.co/docs/accelerate/usage_guides/gradient_accumulation)
+    pub struct AccumulationLossNotScaled {
+        code: "ML104",
+        name: "accumulation-loss-not-scaled",
+        severity: Warning,
+        default: true,
+        languages: [Python],
+    }
+}
+
+impl Rule for AccumulationLossNotScaled {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !cx.torch_imported() || cx.in_test_module() || !cx.grad_enabled() {
+            return;
+        }
+        let events = step_events(body, cx);
+        // The step under an accumulation guard, and that guard.
+        let Some((guard, n)) = events.iter().filter(|e| e.is_direct() && e.kinds().contains(StepKinds::OPT_STEP)).find_map(|e| {
+            e.guards.iter().find_map(|g| accumulation_count(g).map(|n| (*g, n)))
+        }) else {
+            return;
+        };
+        let under_guard = |guards: &[&Expr]| guards.iter().any(|g| std::ptr::eq(*g, guard));
+        // Zeroing every iteration: nothing accumulates (another bug).
+        if events.iter().any(|e| e.is_direct() && e.kinds().contains(StepKinds::ZERO) && !under_guard(&e.guards)) {
+            return;
+        }
+        let n_text = checker.text(n.span).to_string();
+        for e in events.iter().filter(|e| e.is_direct() && !under_guard(&e.guards)) {
+            let StepKind::Backward { wrapper: false, .. } = e.kind else { continue };
+            let Some(loss) = e.loss else { continue };
+            if scaled(loss, body, e.span.start, cx, 0) {
+                continue;
+            }
+            let loss_text = checker.text(loss.span).to_string();
+            let shown = if loss_text.len() <= 40 { loss_text.as_str() } else { "loss" };
+            checker.report(
+                Self::META
+                    .diagnostic(
+                        e.span,
+                        format!(
+                            "`{shown}` is not divided by `{n_text}` before `backward()`: with the step under `if {}:` the accumulated gradient is `{n_text}` times too large",
+                            checker.text(guard.span)
+                        ),
+                    )
+                    .with_help(format!("scale the loss before `backward()`: `loss = loss / {n_text}`")),
+            );
+        }
+    }
+}
+
+/// Whether `e` is (or may be) scaled on its way to `backward()`: divided or
+/// multiplied by a factor, or made by a project function that scales, or
+/// out of sight (not assigned in the loop before `before`). Doubt counts as
+/// scaled.
+fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> bool {
+    if depth > 8 {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::BinOp { op: BinOp::Div | BinOp::Mult | BinOp::FloorDiv, .. } => true,
+        ExprKind::BinOp { left, right, .. } => scaled(left, body, before, cx, depth + 1) || scaled(right, body, before, cx, depth + 1),
+        ExprKind::Unary(x) => scaled(x, body, before, cx, depth + 1),
+        ExprKind::Subscript { value, .. } => scaled(value, body, before, cx, depth + 1),
+        ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+            let Some(d) = e.dotted() else {
+                // `model(x).loss`: the base.
+                let ExprKind::Attribute { value, .. } = &e.kind else { return true };
+                return scaled(value, body, before, cx, depth + 1);
+            };
+            let mut values = Vec::new();
+            let mut aug_scaled = false;
+            assignments(body, &d, before, &mut values, &mut aug_scaled);
+            if aug_scaled {
+                return true;
+            }
+            if values.is_empty() {
+                // `outputs.loss` with `outputs` assigned in the loop.
+                if let ExprKind::Attribute { value, .. } = &e.kind {
+                    if value.dotted().is_some_and(|b| {
+                        let mut v = Vec::new();
+                        let mut a = false;
+                        assignments(body, &b, before, &mut v, &mut a);
+                        !v.is_empty() || a
+                    }) {
+                        return scaled(value, body, before, cx, depth + 1);
+                    }
+                }
+                return true;
+            }
+            values.iter().any(|(at, v)| scaled(v, body, *at, cx, depth + 1))
+        }
+        ExprKind::Call { func, .. } => {
+            if let Some(f) = cx.project_callee(e) {
+                return f.scales_values;
+            }
+            // `loss.mean()`, `losses.sum()`: the receiver.
+            match &func.kind {
+                ExprKind::Attribute { value, .. } if cx.qualified_name(func).is_none() && !cx.is_model(value) => {
+                    scaled(value, body, before, cx, depth + 1)
+                }
+                _ => false,
+            }
+        }
+        ExprKind::IfExp { body: b, orelse, .. } => scaled(b, body, before, cx, depth + 1) || scaled(orelse, body, before, cx, depth + 1),
+        _ => false,
+    }
+}
+
+/// The values (with the offsets of their statements) assigned to `dotted`
+/// in `body` before offset `before` (nested
+/// blocks included, nested functions not), and whether an augmented
+/// `/=`/`*=` scales it there.
+fn assignments<'a>(body: &'a [Stmt], dotted: &str, before: u32, values: &mut Vec<(u32, &'a Expr)>, aug_scaled: &mut bool) {
+    for s in body {
+        if s.span.start >= before {
+            return;
+        }
+        match &s.kind {
+            StmtKind::Assign { targets, value } => {
+                if targets.iter().any(|t| binds(t, dotted)) {
+                    values.push((s.span.start, value));
+                }
+            }
+            StmtKind::AugAssign { target, op, value } if target.dotted().as_deref() == Some(dotted) => match op {
+                BinOp::Div | BinOp::Mult | BinOp::FloorDiv => *aug_scaled = true,
+                _ => values.push((s.span.start, value)),
+            },
+            StmtKind::Function(_) | StmtKind::Class { .. } => {}
+            _ => {
+                for b in s.child_blocks() {
+                    assignments(b, dotted, before, values, aug_scaled);
+                }
+            }
+        }
+    }
+}
+
+fn binds(target: &Expr, dotted: &str) -> bool {
+    match &target.kind {
+        ExprKind::Sequence(items) => items.iter().any(|i| binds(i, dotted)),
+        ExprKind::Starred(i) => binds(i, dotted),
+        _ => target.dotted().as_deref() == Some(dotted),
+    }
+}

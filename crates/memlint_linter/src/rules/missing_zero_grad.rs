@@ -1,0 +1,126 @@
+use memlint_semantic::ir::Stmt;
+use memlint_semantic::step::{is_optimizer_name, step_events, StepKind, StepKinds};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a loop that calls `backward()` and steps an optimizer but never
+    /// zeroes the gradients: no `zero_grad()` (on the optimizer or the
+    /// model) and no `p.grad = None` runs anywhere in the loop, itself or in
+    /// a project helper the loop calls (any file of the run). Zeroing may be
+    /// at the top or the bottom of the step, or under the step's guard in an
+    /// accumulation loop. `backward()` and `step()` in per-batch helpers
+    /// count. Each optimizer is checked on its own: in a GAN loop that
+    /// zeroes only the generator's optimizer, the discriminator's
+    /// `opt_d.step()` is reported.
+    ///
+    /// ## Why is this bad?
+    /// `backward()` adds into `.grad`; it never overwrites it. Without a
+    /// zeroing, the gradient at step `k` is the sum of the gradients of all
+    /// `k` steps so far, so every update applies every earlier gradient
+    /// again and training diverges or crawls. PyTorch raises nothing.
+    ///
+    /// ## Example
+    /// ```python
+    /// optimizer.zero_grad()
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// for x, y in loader:
+    ///     optimizer.zero_grad()
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// An optimizer is recognised by how it was built (`torch.optim.*`) or
+    /// by its name (`optimizer`, `opt_d`, `self.optim`); a step through a
+    /// wrapper that zeroes for you under another name (`engine.step()`) is
+    /// not an optimizer step, and `optimizer.step(closure)` is not checked
+    /// (the closure zeroes). Zeroing in code the run does not include, or
+    /// reached by dynamic dispatch, is not seen, and a helper that zeroes
+    /// some optimizer is taken to zero the one stepped.
+    /// Test modules are not checked.
+    ///
+    /// ## References
+    /// - [Zeroing out gradients in PyTorch](https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html)
+    /// - [torch.optim.Optimizer.zero_grad](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+    pub struct MissingZeroGrad {
+        code: "ML105",
+        name: "missing-zero-grad",
+        severity: Error,
+        default: true,
+        languages: [Python],
+    }
+}
+
+impl Rule for MissingZeroGrad {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !cx.torch_imported() || cx.in_test_module() || !cx.grad_enabled() {
+            return;
+        }
+        let events = step_events(body, cx);
+        let backward = events.iter().any(|e| e.kinds().contains(StepKinds::BACKWARD));
+        if !backward {
+            return;
+        }
+        // Zeroing that covers every optimizer: on a model, a parameter's
+        // `.grad`, or inside a helper.
+        let zeroes_all = events.iter().any(|e| match e.kind {
+            StepKind::GradReset => true,
+            StepKind::ZeroGrad => !e.receiver.as_ref().is_some_and(|r| is_optimizer_name(r, cx)),
+            StepKind::Helper(k) => k.contains(StepKinds::ZERO),
+            _ => false,
+        });
+        if zeroes_all {
+            return;
+        }
+        let zeroed: Vec<&str> =
+            events.iter().filter(|e| e.kind == StepKind::ZeroGrad).filter_map(|e| e.receiver.as_deref()).collect();
+        for e in events.iter().filter(|e| e.is_direct()) {
+            let what = match e.kind {
+                StepKind::OptimizerStep { closure: false } | StepKind::ScalerStep => match &e.receiver {
+                    Some(r) if zeroed.contains(&r.as_str()) => continue,
+                    Some(r) => format!("`{r}`"),
+                    None if !zeroed.is_empty() => continue,
+                    None => "the optimizer".to_string(),
+                },
+                StepKind::Helper(k) if k.contains(StepKinds::OPT_STEP) && zeroed.is_empty() => {
+                    format!("`{}` steps an optimizer and", checker.text(e.span))
+                }
+                _ => continue,
+            };
+            let message = if zeroed.is_empty() {
+                if what.ends_with(" and") {
+                    format!("{what} nothing in this loop zeroes the gradients: every step adds in all earlier gradients")
+                } else {
+                    format!("{what} is stepped but nothing in this loop zeroes the gradients: every step adds in all earlier gradients")
+                }
+            } else {
+                format!(
+                    "{what} is stepped but only `{}` runs in this loop: its gradients add up across steps",
+                    zeroed.iter().map(|z| format!("{z}.zero_grad()")).collect::<Vec<_>>().join("`, `")
+                )
+            };
+            let opt = e.receiver.clone().unwrap_or_else(|| "optimizer".to_string());
+            checker.report(
+                Self::META
+                    .diagnostic(e.span, message)
+                    .with_help(format!("call `{opt}.zero_grad()` once per step, before `backward()` or after `{opt}.step()`")),
+            );
+        }
+    }
+}
+

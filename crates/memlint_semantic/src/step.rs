@@ -1,0 +1,360 @@
+//! The training-step events of a loop or function body: `backward()`
+//! (plain or through a `GradScaler`), `optimizer.step()`, zeroing of
+//! gradients, the scaler's `step`/`update`/`unscale_`, gradient clipping,
+//! and calls of project helpers that do any of these (from the project
+//! index, so a helper in another file counts).
+//!
+//! The training-step rules (ML104, ML105, ML106) ask questions of this
+//! list: "is an optimizer stepped here without a zeroing anywhere in the
+//! loop", "is this step under an accumulation guard". Each event keeps its
+//! statement (for [`crate::cfg::Cfg`] path queries), how many loops of the
+//! body it sits in, and the `if` tests around it.
+
+use memlint_diagnostics::Span;
+
+use crate::ir::{BinOp, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind};
+use crate::{Context, ValueKind};
+
+/// A set of step events, as a function summary records what calling the
+/// function does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct StepKinds(u8);
+
+impl StepKinds {
+    /// Calls `backward()`.
+    pub const BACKWARD: StepKinds = StepKinds(1);
+    /// Steps an optimizer (directly or through a scaler).
+    pub const OPT_STEP: StepKinds = StepKinds(2);
+    /// Zeroes gradients (`zero_grad()`, `p.grad = None`).
+    pub const ZERO: StepKinds = StepKinds(4);
+    /// `scaler.update()`.
+    pub const SCALER_UPDATE: StepKinds = StepKinds(8);
+    /// `scaler.unscale_(optimizer)`.
+    pub const SCALER_UNSCALE: StepKinds = StepKinds(16);
+    /// `scaler.step(optimizer)`.
+    pub const SCALER_STEP: StepKinds = StepKinds(32);
+
+    /// The empty set.
+    pub const fn empty() -> StepKinds {
+        StepKinds(0)
+    }
+
+    /// Whether every event of `other` is in the set.
+    pub const fn contains(self, other: StepKinds) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl std::ops::BitOr for StepKinds {
+    type Output = StepKinds;
+    fn bitor(self, rhs: StepKinds) -> StepKinds {
+        StepKinds(self.0 | rhs.0)
+    }
+}
+
+impl std::ops::BitOrAssign for StepKinds {
+    fn bitor_assign(&mut self, rhs: StepKinds) {
+        self.0 |= rhs.0;
+    }
+}
+
+/// What one event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// `loss.backward()`, `torch.autograd.backward(loss)`.
+    Backward {
+        /// Through a scaler: `scaler.scale(loss).backward()`.
+        scaled: bool,
+        /// Through a wrapper that takes the loss as an argument and may
+        /// scale it itself (`accelerator.backward(loss)`, `engine.backward(loss)`).
+        wrapper: bool,
+    },
+    /// `x.zero_grad(...)`; the receiver says whose.
+    ZeroGrad,
+    /// `p.grad = None`, `p.grad.zero_()`: one parameter's gradient reset.
+    GradReset,
+    /// `optimizer.step()`.
+    OptimizerStep {
+        /// Called with a closure (`LBFGS`): the closure zeroes and calls
+        /// `backward()` itself.
+        closure: bool,
+    },
+    /// `scaler.step(optimizer)`; the receiver is the optimizer.
+    ScalerStep,
+    /// `scaler.update()`.
+    ScalerUpdate,
+    /// `scaler.unscale_(optimizer)`; the receiver is the optimizer.
+    ScalerUnscale,
+    /// `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_`.
+    Clip,
+    /// A project function that does these (transitively).
+    Helper(StepKinds),
+}
+
+/// One event in a body.
+#[derive(Debug, Clone)]
+pub struct StepEvent<'a> {
+    /// What happens.
+    pub kind: StepKind,
+    /// The statement of the body (at any depth) that holds the event.
+    pub stmt: &'a Stmt,
+    /// The call (or assignment) that is the event.
+    pub span: Span,
+    /// The optimizer stepped, unscaled or zeroed (dotted), the scaler for
+    /// `ScalerUpdate`.
+    pub receiver: Option<String>,
+    /// For `Backward`: the loss expression (inside `scaler.scale(...)`, or
+    /// the wrapper's argument).
+    pub loss: Option<&'a Expr>,
+    /// Loops of the body around the event (0: directly in the body).
+    pub depth: u32,
+    /// Inside a function defined in the body (a closure).
+    pub in_def: bool,
+    /// Tests of the `if`s of the body around the event, outermost first.
+    pub guards: Vec<&'a Expr>,
+}
+
+impl StepEvent<'_> {
+    /// Directly in the body: not in a nested loop or closure.
+    pub fn is_direct(&self) -> bool {
+        self.depth == 0 && !self.in_def
+    }
+
+    /// The kinds this event stands for in a summary.
+    pub fn kinds(&self) -> StepKinds {
+        self.kind.kinds()
+    }
+}
+
+impl StepKind {
+    /// The kinds this event stands for in a summary.
+    pub fn kinds(self) -> StepKinds {
+        match self {
+            StepKind::Backward { .. } => StepKinds::BACKWARD,
+            StepKind::ZeroGrad | StepKind::GradReset => StepKinds::ZERO,
+            StepKind::OptimizerStep { .. } => StepKinds::OPT_STEP,
+            StepKind::ScalerStep => StepKinds::OPT_STEP | StepKinds::SCALER_STEP,
+            StepKind::ScalerUpdate => StepKinds::SCALER_UPDATE,
+            StepKind::ScalerUnscale => StepKinds::SCALER_UNSCALE,
+            StepKind::Clip => StepKinds::empty(),
+            StepKind::Helper(k) => k,
+        }
+    }
+}
+
+/// The last segment of a dotted receiver, lowercased.
+fn last_word(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(n.to_ascii_lowercase()),
+        ExprKind::Attribute { attr, .. } => Some(attr.to_ascii_lowercase()),
+        ExprKind::Subscript { value, .. } => last_word(value),
+        _ => None,
+    }
+}
+
+/// Whether a receiver holds an optimizer: its kind is known, or its name
+/// says so (`optimizer`, `self.opt_g`, `optimizers[i]`), and not a
+/// scheduler or a scaler.
+pub fn is_optimizer(e: &Expr, cx: &Context) -> bool {
+    cx.kind_of(e) == Some(ValueKind::Optimizer) || last_word(e).is_some_and(|w| optimizer_word(&w))
+}
+
+/// [`is_optimizer`] for a dotted name (`self.opt_d`).
+pub fn is_optimizer_name(dotted: &str, cx: &Context) -> bool {
+    cx.kind_of_binding(dotted) == Some(ValueKind::Optimizer)
+        || optimizer_word(&dotted.rsplit('.').next().unwrap_or(dotted).to_ascii_lowercase())
+}
+
+fn optimizer_word(w: &str) -> bool {
+    if w.contains("sched") || w.contains("scaler") || w.contains("lr") && !w.contains("optim") {
+        return false;
+    }
+    w.contains("optim")
+        || w == "opt"
+        || w.starts_with("opt_")
+        || w.ends_with("_opt")
+        || w.ends_with("_optim")
+        || w.strip_prefix("opt").is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit() || c == '_'))
+}
+
+/// Whether a receiver holds a `GradScaler` (`scaler`, `self.grad_scaler`).
+pub fn is_scaler(e: &Expr) -> bool {
+    last_word(e).is_some_and(|w| w.contains("scaler") && !w.contains("sched"))
+}
+
+/// Classifies one call (or `p.grad = ...` assignment target) as a step
+/// event: `(kind, receiver, loss)`.
+pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<String>, Option<&'a Expr>)> {
+    let (func, args, _) = e.as_call()?;
+    if let Some(q) = cx.qualified_name(func) {
+        return match q.as_str() {
+            "torch.autograd.backward" => {
+                Some((StepKind::Backward { scaled: false, wrapper: false }, None, args.first().or_else(|| e.keyword("tensors"))))
+            }
+            "torch.nn.utils.clip_grad_norm_"
+            | "torch.nn.utils.clip_grad_value_"
+            | "torch.nn.utils.clip_grad.clip_grad_norm_"
+            | "torch.nn.utils.clip_grad.clip_grad_value_" => Some((StepKind::Clip, None, None)),
+            _ => None,
+        };
+    }
+    if let Some((recv, method)) = e.as_method_call() {
+        match method {
+            "backward" => {
+                // `scaler.scale(loss).backward()`.
+                if let Some((srecv, "scale")) = recv.as_method_call() {
+                    if is_scaler(srecv) {
+                        let loss = recv.as_call().and_then(|(_, a, _)| a.first());
+                        return Some((StepKind::Backward { scaled: true, wrapper: false }, srecv.dotted(), loss));
+                    }
+                }
+                // `accelerator.backward(loss)`: the loss is the argument.
+                if let Some(arg) = args.first() {
+                    if recv.as_name().is_some() || matches!(recv.kind, ExprKind::Attribute { .. }) {
+                        if !cx.is_tensor(recv) && !cx.carries_graph(recv) {
+                            return Some((StepKind::Backward { scaled: false, wrapper: true }, recv.dotted(), Some(arg)));
+                        }
+                    }
+                }
+                return Some((StepKind::Backward { scaled: false, wrapper: false }, None, Some(recv)));
+            }
+            "zero_grad" => return Some((StepKind::ZeroGrad, recv.dotted(), None)),
+            "zero_" | "fill_" if is_grad_attr(recv) => return Some((StepKind::GradReset, None, None)),
+            "step" if is_scaler(recv) => {
+                return Some((StepKind::ScalerStep, args.first().and_then(Expr::dotted), None));
+            }
+            "update" if is_scaler(recv) => return Some((StepKind::ScalerUpdate, recv.dotted(), None)),
+            "unscale_" if is_scaler(recv) => {
+                return Some((StepKind::ScalerUnscale, args.first().and_then(Expr::dotted), None));
+            }
+            "step" if is_optimizer(recv, cx) => {
+                let closure = !args.is_empty() || e.keyword("closure").is_some();
+                return Some((StepKind::OptimizerStep { closure }, recv.dotted(), None));
+            }
+            _ => {}
+        }
+    }
+    let f = cx.project_callee(e)?;
+    let kinds = cx.index().performs(&f.qualname);
+    (!kinds.is_empty()).then_some((StepKind::Helper(kinds), None, None))
+}
+
+/// `p.grad`, `p.grad.data`.
+fn is_grad_attr(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Attribute { value, attr, .. } if attr == "data" => is_grad_attr(value),
+        ExprKind::Attribute { attr, .. } => attr == "grad",
+        _ => false,
+    }
+}
+
+/// Whether a statement assigns a parameter's gradient (`p.grad = None`).
+pub fn resets_grad(s: &Stmt) -> bool {
+    match &s.kind {
+        StmtKind::Assign { targets, .. } => targets.iter().any(is_grad_attr),
+        _ => false,
+    }
+}
+
+/// The step events of `body`, in source order.
+pub fn step_events<'a>(body: &'a [Stmt], cx: &Context) -> Vec<StepEvent<'a>> {
+    let mut out = Vec::new();
+    let mut guards = Vec::new();
+    collect(body, cx, 0, false, &mut guards, &mut out);
+    out
+}
+
+fn collect<'a>(
+    body: &'a [Stmt],
+    cx: &Context,
+    depth: u32,
+    in_def: bool,
+    guards: &mut Vec<&'a Expr>,
+    out: &mut Vec<StepEvent<'a>>,
+) {
+    for s in body {
+        let push = |out: &mut Vec<StepEvent<'a>>, kind, span, receiver, loss, guards: &Vec<&'a Expr>| {
+            out.push(StepEvent { kind, stmt: s, span, receiver, loss, depth, in_def, guards: guards.clone() })
+        };
+        if resets_grad(s) {
+            push(out, StepKind::GradReset, s.span, None, None, guards);
+        }
+        if !matches!(s.kind, StmtKind::Function(_) | StmtKind::Class { .. }) {
+            fn rec<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+                f(e);
+                e.for_each_child(|c| rec(c, f));
+            }
+            s.for_each_expr(|e| {
+                rec(e, &mut |x| {
+                    if let Some((kind, receiver, loss)) = classify(x, cx) {
+                        push(out, kind, x.span, receiver, loss, guards);
+                    }
+                });
+            });
+        }
+        match &s.kind {
+            StmtKind::If { test, body, orelse } => {
+                guards.push(test);
+                collect(body, cx, depth, in_def, guards, out);
+                collect(orelse, cx, depth, in_def, guards, out);
+                guards.pop();
+            }
+            StmtKind::For { body, orelse, .. } | StmtKind::While { body, orelse, .. } => {
+                collect(body, cx, depth + 1, in_def, guards, out);
+                collect(orelse, cx, depth, in_def, guards, out);
+            }
+            StmtKind::Function(f) => collect(&f.body, cx, depth, true, &mut Vec::new(), out),
+            StmtKind::Class { .. } => {}
+            _ => {
+                for b in s.child_blocks() {
+                    collect(b, cx, depth, in_def, guards, out);
+                }
+            }
+        }
+    }
+}
+
+/// The accumulation count `n` of a step guard: `(i + 1) % n == 0`,
+/// `step % n == n - 1`, `not (i + 1) % n`, either side of an `or`/`and`
+/// (`... or i + 1 == len(loader)`), or a counter compared to a count
+/// named for accumulation (`micro == accum_steps`, `k >= grad_accum`).
+/// Literal counts other than 1 are kept as written (`4`).
+pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
+    fn modulo_count(e: &Expr) -> Option<&Expr> {
+        match &e.kind {
+            ExprKind::BinOp { op: BinOp::Mod, right, .. } => {
+                let trivial = matches!(right.kind, ExprKind::Literal(Literal::Int(0 | 1)));
+                (!trivial).then_some(&**right)
+            }
+            _ => None,
+        }
+    }
+    fn named_for_accumulation(e: &Expr) -> bool {
+        e.dotted().is_some_and(|d| {
+            let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
+            last.contains("accum") || last.contains("accumulation")
+        })
+    }
+    match &test.kind {
+        ExprKind::BoolOp { values, .. } => values.iter().find_map(accumulation_count),
+        ExprKind::Unary(inner) => modulo_count(inner),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            let right = &comparators[0];
+            if ops[0] == CmpOp::Eq {
+                if let Some(n) = modulo_count(left) {
+                    return Some(n);
+                }
+            }
+            if matches!(ops[0], CmpOp::Eq | CmpOp::GtE) && named_for_accumulation(right) {
+                return Some(right);
+            }
+            None
+        }
+        _ => None,
+    }
+}
