@@ -45,7 +45,11 @@ FIXTURES = ROOT / "fixtures" / "python"
 
 # The error each raising rule's doc names (crates/memlint_linter/src/rules).
 RAISES = {
-    "ML101": (RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation"),
+    "ML101": (
+        RuntimeError,
+        r"a leaf Variable that requires grad is being used in an in-place operation"
+        r"|functions with out=\.\.\. arguments don't support automatic differentiation, but one of the arguments requires grad",
+    ),
     "ML102": (RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace operation"),
     "ML106": ((RuntimeError, AssertionError), r"step\(\) has already been called since the last update\(\)|No inf checks were recorded prior to update"),
 }

@@ -140,6 +140,7 @@ pub static PARSE_ERROR: RuleMeta = ParseError::META;
 
 static RULES: &[&dyn Rule] = &[
     &rules::inplace_on_leaf::InplaceOnLeaf,
+    &rules::inplace_on_saved_tensor::InplaceOnSavedTensor,
     &rules::data_attribute::DataAttribute,
     &rules::accumulation_loss_not_scaled::AccumulationLossNotScaled,
     &rules::missing_zero_grad::MissingZeroGrad,

@@ -105,6 +105,24 @@ fn every_rule_has_fixture_snapshot_and_documented_headings() {
     }
 }
 
+/// scripts/prove-fixtures.py runs the fixtures of these rules and expects
+/// the error their docs name: the docs must keep naming it.
+#[test]
+fn raising_rules_name_the_error_their_fixtures_raise() {
+    let errors = [
+        ("ML101", "a leaf Variable that requires grad is being used in an in-place operation"),
+        ("ML101", "functions with out=... arguments don't support automatic differentiation"),
+        ("ML102", "one of the variables needed for gradient computation has been modified by an inplace operation"),
+        ("ML106", "step() has already been called since the last update()"),
+        ("ML106", "No inf checks were recorded prior to update"),
+    ];
+    for (code, error) in errors {
+        let meta = all_metas().into_iter().find(|m| m.code == code).expect("rule exists");
+        let doc: String = meta.doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(doc.contains(error), "{code}'s doc does not name `{error}`");
+    }
+}
+
 #[test]
 fn messages_are_lowercase_without_trailing_period() {
     for path in fixtures() {

@@ -10,7 +10,9 @@
 //! `tools/autograd/derivatives.yaml`: it is data, not code, so a rule that
 //! asks "did this op save its output?" reads one row.
 
-use crate::ir::Expr;
+use memlint_diagnostics::Span;
+
+use crate::ir::{Expr, ExprKind, Stmt, StmtKind};
 
 /// What a call does to a training program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,8 +73,12 @@ pub enum Saves {
     /// tensors, `matmul`, `linear`); multiplying by a Python scalar saves
     /// nothing.
     Inputs,
-    /// The inputs, whatever the other operand (`pow`, `div` by a tensor).
+    /// The first input, when it requires grad (`pow`, `log`, `sin`: the
+    /// derivative is a function of `self`).
     SelfInput,
+    /// `a / b`: the divisor whenever either operand requires grad, the
+    /// dividend when the divisor does.
+    Quotient,
     /// Nothing that an in-place change of the operands could invalidate
     /// (`add`, `sub`, `view`, `clone`).
     Nothing,
@@ -92,10 +98,12 @@ pub const SAVED_FOR_BACKWARD: &[(&str, Saves)] = &[
     ("relu", Saves::Output),
     ("sqrt", Saves::Output),
     ("rsqrt", Saves::Output),
-    ("elu", Saves::Output),
+    ("elu", Saves::SelfInput),
+    ("silu", Saves::SelfInput),
+    ("gelu", Saves::SelfInput),
     ("hardtanh", Saves::Inputs),
     ("mul", Saves::Inputs),
-    ("div", Saves::SelfInput),
+    ("div", Saves::Quotient),
     ("matmul", Saves::Inputs),
     ("mm", Saves::Inputs),
     ("bmm", Saves::Inputs),
@@ -122,6 +130,76 @@ pub fn saved_for_backward(op: &str) -> Option<Saves> {
     SAVED_FOR_BACKWARD.iter().find(|(name, _)| *name == op).map(|(_, s)| *s)
 }
 
+/// In-place tensor methods end in one `_`; these change flags or the
+/// graph, not the values.
+pub fn is_inplace_method(name: &str) -> bool {
+    name.ends_with('_')
+        && !name.ends_with("__")
+        && !name.starts_with('_')
+        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_" | "detach_")
+}
+
+/// An in-place write a call does: `(tensor written, span to report, what)`.
+/// Forms: a method (`y.add_(1)`, reported at `.add_(1)`), `out=` of a
+/// torch function (at the `out=` value), a functional with
+/// `inplace=True` (`F.relu(y, inplace=True)`) or an in-place torch
+/// function (`torch.relu_(y)`), both at the call. `qualified` is the
+/// callee's resolved library name.
+pub fn inplace_call<'e>(call: &'e Expr, qualified: Option<&str>) -> Vec<(&'e Expr, Span, String)> {
+    let mut out = Vec::new();
+    let ExprKind::Call { func, args, keywords, .. } = &call.kind else { return out };
+    let Some(q) = qualified else {
+        if let ExprKind::Attribute { value, attr, attr_span } = &func.kind {
+            if is_inplace_method(attr) {
+                out.push((&**value, attr_span.cover(Span::new(call.span.end, call.span.end)), format!("`{attr}()`")));
+            }
+        }
+        return out;
+    };
+    if !(q == "torch" || q.starts_with("torch.")) {
+        return out;
+    }
+    for k in keywords {
+        if k.name.as_deref() == Some("out") {
+            out.push((&k.value, k.value.span, "`out=` write".to_string()));
+        }
+    }
+    let last = q.rsplit('.').next().unwrap_or(q);
+    if let Some(first) = args.first() {
+        if q.starts_with("torch.nn.functional.") && call.keyword("inplace").is_some_and(Expr::is_true) {
+            out.push((first, call.span, format!("`{last}(..., inplace=True)`")));
+        } else if is_inplace_method(last) && !q.starts_with("torch.nn.") {
+            out.push((first, call.span, format!("`torch.{last}()`")));
+        }
+    }
+    out
+}
+
+/// The in-place writes a statement does itself: `y += x` (the whole
+/// statement) and `y[i] = v` (the target). The tensor written is the
+/// base of a subscript (`b` of `b[:, 4] += 1.0`).
+pub fn inplace_stmt(stmt: &Stmt) -> Vec<(&Expr, Span, &'static str)> {
+    let base = |t: &'_ Expr| -> bool { matches!(t.kind, ExprKind::Subscript { .. }) };
+    match &stmt.kind {
+        StmtKind::AugAssign { target, .. } => {
+            let on = match &target.kind {
+                ExprKind::Subscript { value, .. } => &**value,
+                _ => target,
+            };
+            vec![(on, stmt.span, "augmented assignment")]
+        }
+        StmtKind::Assign { targets, .. } => targets
+            .iter()
+            .filter(|t| base(t))
+            .filter_map(|t| match &t.kind {
+                ExprKind::Subscript { value, .. } => Some((&**value, t.span, "item assignment")),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Qualified names of the grad-disabling APIs.
 pub const GRAD_OFF_APIS: &[&str] = &[
     "torch.no_grad",
@@ -136,7 +214,6 @@ pub const GRAD_OFF_APIS: &[&str] = &[
 mod tests {
     use super::*;
     use crate::ir::{ExprKind, Keyword, Literal};
-    use memlint_diagnostics::Span;
 
     fn call(kw: Option<(&str, bool)>) -> Expr {
         let name = |n: &str| Expr { span: Span::new(0, 0), kind: ExprKind::Name(n.into()) };

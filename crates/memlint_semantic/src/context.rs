@@ -164,6 +164,16 @@ struct Frame {
     class: Option<String>,
     /// Local names shadowing imports in this function.
     imports: HashMap<String, Option<String>>,
+    /// Tensors autograd saved for the backward pass, with the span of the
+    /// op that saved them (`y = x.sigmoid()` saves `y`; `z = a * b` saves
+    /// `a` and `b`).
+    saved: HashMap<String, memlint_diagnostics::Span>,
+    /// Names bound to a value that requires grad (a module's output, a
+    /// product with a parameter), for the saved-tensor facts.
+    grad_values: HashSet<String>,
+    /// Start offsets of the `backward()` calls of the body (nested
+    /// functions excluded).
+    backward_at: Vec<u32>,
 }
 
 /// The semantic state at one point of the walk. Rules read it through its
@@ -223,6 +233,9 @@ pub struct Context {
     /// Last segments of the exception types caught by the enclosing
     /// `except` handlers (`["Exception"]` for a bare `except:`).
     handlers: Vec<Vec<String>>,
+    /// Classes of the file that subclass `torch.autograd.Function`: their
+    /// `forward` runs with grad disabled.
+    autograd_functions: HashSet<String>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -291,11 +304,16 @@ impl Context {
             interval_depth: 0,
             option_depth: 0,
             handlers: Vec::new(),
+            autograd_functions: HashSet::default(),
         };
         cx.prescan_module(&module.body);
+        let summary_only = cx.options.summary_only;
         if let Some(f) = cx.frames.last_mut() {
             f.backward_outside_loops = backward_outside_loops(&module.body, None);
             f.kept_alive = kept_alive(&module.body);
+            if !summary_only {
+                f.backward_at = backward_offsets(&module.body);
+            }
         }
         cx
     }
@@ -881,6 +899,148 @@ impl Context {
     fn class_attr(&self, attr: &str) -> Option<ValueKind> {
         let class = self.frame().class.as_ref()?;
         self.class_params.get(class)?.get(attr).copied()
+    }
+
+    /// The op of the autograd saved-tensor table ([`crate::api::SAVED_FOR_BACKWARD`])
+    /// an expression applies, and its operands in order: `a * b` ->
+    /// `("mul", [a, b])`, `x.sigmoid()` -> `("sigmoid", [x])`,
+    /// `F.linear(x, w)` -> `("linear", [x, w])`. In-place forms
+    /// (`inplace=True`) are not ops that save.
+    pub fn tensor_op<'e>(&self, e: &'e Expr) -> Option<(&'static str, Vec<&'e Expr>)> {
+        let (name, operands): (&str, Vec<&Expr>) = match &e.kind {
+            ExprKind::BinOp { op, left, right } => {
+                let name = match op {
+                    crate::ir::BinOp::Mult => "mul",
+                    crate::ir::BinOp::Div => "div",
+                    crate::ir::BinOp::MatMult => "matmul",
+                    crate::ir::BinOp::Pow => "pow",
+                    _ => return None,
+                };
+                (name, vec![&**left, &**right])
+            }
+            ExprKind::Call { func, args, .. } => {
+                if e.keyword("inplace").is_some_and(Expr::is_true) {
+                    return None;
+                }
+                match self.qualified_name(func) {
+                    Some(q) if q.starts_with_module("torch") => {
+                        let last = q.last();
+                        let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == last)?.0;
+                        (op, args.iter().collect())
+                    }
+                    Some(_) => return None,
+                    None => match &func.kind {
+                        // A tensor method: the receiver is the first operand.
+                        ExprKind::Attribute { value, attr, .. } if self.is_tensor(value) || self.requires_grad_value(value) => {
+                            (attr.as_str(), std::iter::once(&**value).chain(args.iter()).collect())
+                        }
+                        _ => return None,
+                    },
+                }
+            }
+            _ => return None,
+        };
+        let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == name)?.0;
+        Some((op, operands))
+    }
+
+    /// Whether the value of `e` requires grad: it carries a graph, or is
+    /// (or is computed by torch from) a leaf that requires grad.
+    pub fn requires_grad_value(&self, e: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                self.carries_graph_inner(e)
+                    || e.dotted().is_some_and(|d| {
+                        self.frame().grad_values.contains(&d)
+                            || self.is_requires_grad_leaf(&d)
+                            || self.kind_of_binding(&d) == Some(ValueKind::Parameter)
+                            || self.is_parameter_path(&d)
+                    })
+            }
+            ExprKind::Subscript { value, .. } | ExprKind::Unary(value) => self.requires_grad_value(value),
+            ExprKind::BinOp { left, right, .. } => self.requires_grad_value(left) || self.requires_grad_value(right),
+            ExprKind::Call { func, args, .. } => {
+                // A module's forward (`self.fc(x)`): its parameters require grad.
+                if self.carries_graph_inner(e) || self.kind_of(func) == Some(ValueKind::Module) || self.is_model(func) {
+                    return true;
+                }
+                match &func.kind {
+                    ExprKind::Attribute { value, attr, .. } if self.qualified_name(func).is_none() => {
+                        !DETACHING_METHODS.contains(&attr.as_str()) && self.requires_grad_value(value)
+                    }
+                    _ => {
+                        self.qualified_name(func).is_some_and(|q| q.starts_with_module("torch"))
+                            && args.iter().any(|a| self.requires_grad_value(a))
+                    }
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// What assigning `v` makes autograd save: `(name, op span, output)`;
+    /// `output` means the assigned name itself (the op saves its result).
+    fn saved_by(&self, v: &Expr) -> Vec<(String, memlint_diagnostics::Span, bool)> {
+        use crate::api::{saved_for_backward, Saves};
+        let mut out = Vec::new();
+        if let Some((op, operands)) = self.tensor_op(v) {
+            if saved_for_backward(op) == Some(Saves::Output) && operands.iter().any(|o| self.requires_grad_value(o)) {
+                out.push((String::new(), v.span, true));
+            }
+        }
+        let tensor = |o: &Expr| self.requires_grad_value(o) || self.is_tensor(o);
+        v.any(&mut |x| {
+            let Some((op, operands)) = self.tensor_op(x) else { return false };
+            let mut save = |o: &Expr| {
+                if let Some(d) = o.dotted() {
+                    out.push((d, x.span, false));
+                }
+            };
+            match saved_for_backward(op) {
+                Some(Saves::Inputs) if operands.len() >= 2 => {
+                    for i in 0..2 {
+                        if self.requires_grad_value(operands[1 - i]) && tensor(operands[i]) {
+                            save(operands[i]);
+                        }
+                    }
+                }
+                Some(Saves::Quotient) if operands.len() == 2 => {
+                    let (a, b) = (operands[0], operands[1]);
+                    if (self.requires_grad_value(a) || self.requires_grad_value(b)) && tensor(b) {
+                        save(b);
+                    }
+                    if self.requires_grad_value(b) && tensor(a) {
+                        save(a);
+                    }
+                }
+                Some(Saves::SelfInput) => {
+                    if let Some(first) = operands.first().filter(|o| self.requires_grad_value(o)) {
+                        save(first);
+                    }
+                }
+                _ => {}
+            }
+            false
+        });
+        out
+    }
+
+    /// The span of the op that saved `dotted` for backward, if autograd
+    /// holds it (and it was not rebound since).
+    pub fn saved_for_backward(&self, dotted: &str) -> Option<memlint_diagnostics::Span> {
+        self.frame().saved.get(dotted).copied()
+    }
+
+    /// Whether a `backward()` call of the current function (or module)
+    /// comes after the statement being visited; in a model's `forward`
+    /// (step code), the caller's `backward()` always does.
+    pub fn backward_follows(&self) -> bool {
+        let end = self.current_stmt.end;
+        self.frame().backward_at.iter().any(|&at| at >= end)
+            || self.function_name() == Some("forward") && self.function_role() == Role::Step
     }
 
     /// Whether the expression is known to evaluate to a tensor.
@@ -1607,7 +1767,12 @@ impl Context {
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }
-            StmtKind::Class { name, body, .. } => {
+            StmtKind::Class { name, bases, body, .. } => {
+                if bases.iter().any(|b| {
+                    self.qualified_name(b).is_some_and(|q| q.is_any(&["torch.autograd.Function", "torch.autograd.function.Function"]))
+                }) {
+                    self.autograd_functions.insert(name.clone());
+                }
                 self.class_stack.push(name.clone());
                 let qualname = self.qualname_for(name);
                 let attrs = class_attr_kinds(body, self);
@@ -1681,7 +1846,11 @@ impl Context {
             && !lightning_hook
             && !module_method
             && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
+        // `forward` of a custom `torch.autograd.Function` runs with grad off.
+        let autograd_forward =
+            func.name == "forward" && self.class_stack.last().is_some_and(|c| self.autograd_functions.contains(c));
         frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
+            || autograd_forward
             || self.index.only_called_without_grad(&qualname);
         frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
         let flag = if frame.eval_by_flag {
@@ -1702,6 +1871,7 @@ impl Context {
         frame.qualname = Some(qualname);
         if !summary_only {
             frame.kept_alive = kept_alive(&func.body);
+            frame.backward_at = backward_offsets(&func.body);
         }
         frame.class = self.class_stack.last().cloned();
         // The enclosing class frame (a method), else the enclosing method's class.
@@ -1930,6 +2100,8 @@ impl Context {
         f.requires_grad.remove(dotted);
         f.views.remove(dotted);
         f.losses.remove(dotted);
+        f.saved.remove(dotted);
+        f.grad_values.remove(dotted);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
             self.frame_mut().imports.insert(dotted.to_string(), None);
@@ -1986,6 +2158,10 @@ impl Context {
                 } else {
                     value.and_then(|v| self.view_of(v)).filter(|v| v.base != d)
                 };
+                let (saved, grad_value) = match value {
+                    Some(v) if !self.options.summary_only && self.grad_enabled() => (self.saved_by(v), self.requires_grad_value(v)),
+                    _ => (Vec::new(), false),
+                };
                 let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
                 // Only argument-less calls return a context to enter later
                 // (`ctx = self.get_inference_context()`).
@@ -2004,6 +2180,15 @@ impl Context {
                     self.frame_mut().views.insert(d.clone(), v);
                 }
                 let f = self.frame_mut();
+                if grad_value {
+                    f.grad_values.insert(d.clone());
+                }
+                for (name, span, output) in saved {
+                    // `y = y * w` saves the old `y`, which the name no longer holds.
+                    if output || name != d {
+                        f.saved.insert(if output { d.clone() } else { name }, span);
+                    }
+                }
                 if let Some(k) = kind {
                     f.kinds.insert(d.clone(), k);
                 }
@@ -2601,4 +2786,15 @@ fn data_restores(body: &[Stmt]) -> HashSet<String> {
         }
     });
     saved.intersection(&restored).cloned().collect()
+}
+
+/// Start offsets of the `backward()` calls in `body` (nested functions excluded).
+fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
+    let mut out = Vec::new();
+    crate::ir::for_each_expr_in_function(body, &mut |e| {
+        if is_backward_call(e) {
+            out.push(e.span.start);
+        }
+    });
+    out
 }

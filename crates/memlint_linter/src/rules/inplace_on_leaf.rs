@@ -1,4 +1,5 @@
-use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
+use memlint_semantic::api::{inplace_call, inplace_stmt};
+use memlint_semantic::ir::{Expr, Stmt};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -19,7 +20,9 @@ declare_rule! {
     /// PyTorch raises `RuntimeError: a leaf Variable that requires grad is
     /// being used in an in-place operation` as soon as the line runs: a
     /// manual SGD update or a weight re-initialisation written this way
-    /// crashes the training run.
+    /// crashes the training run. The `out=` form raises `RuntimeError:
+    /// add(): functions with out=... arguments don't support automatic
+    /// differentiation, but one of the arguments requires grad` instead.
     ///
     /// ## Example
     /// ```python
@@ -58,15 +61,6 @@ declare_rule! {
         default: true,
         languages: [Python],
     }
-}
-
-/// In-place tensor methods end in one `_`; these change flags or the
-/// graph, not the values, and are allowed on leaves.
-fn is_inplace_method(name: &str) -> bool {
-    name.ends_with('_')
-        && !name.ends_with("__")
-        && !name.starts_with('_')
-        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_" | "detach_")
 }
 
 const HELP: &str = "do the update inside `with torch.no_grad():`, or use an out-of-place op if the tensor should not stay a leaf";
@@ -113,68 +107,25 @@ impl Rule for InplaceOnLeaf {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if checker.cx.in_test_module() {
+        if checker.cx.in_test_module() || !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
             return;
         }
-        if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
-            return;
-        }
-        match &stmt.kind {
-            StmtKind::AugAssign { target, .. } => {
-                // `w += x`, and `b[:, 4] += 1.0` on a leaf or a view of one.
-                let on = match &target.kind {
-                    ExprKind::Subscript { value, .. } => value.as_ref(),
-                    _ => target,
-                };
-                if let Some(d) = Self::target_leaf(checker, on) {
-                    Self::report(checker, stmt.span, "augmented assignment", &d);
-                }
+        for (on, span, what) in inplace_stmt(stmt) {
+            if let Some(d) = Self::target_leaf(checker, on) {
+                Self::report(checker, span, what, &d);
             }
-            StmtKind::Assign { targets, .. } => {
-                for t in targets {
-                    if let ExprKind::Subscript { value, .. } = &t.kind {
-                        if let Some(d) = Self::target_leaf(checker, value) {
-                            Self::report(checker, t.span, "item assignment", &d);
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if checker.cx.in_test_module() {
+        if checker.cx.in_test_module() || !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
             return;
         }
-        if !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
-            return;
-        }
-        let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
-        if let ExprKind::Attribute { value, attr, attr_span } = &func.kind {
-            if is_inplace_method(attr) {
-                if let Some(d) = Self::target_leaf(checker, value) {
-                    let span = attr_span.cover(memlint_diagnostics::Span::new(expr.span.end, expr.span.end));
-                    Self::report(checker, span, &format!("`{attr}()`"), &d);
-                }
-                return;
-            }
-        }
-        let Some(q) = checker.cx.qualified_name(func) else { return };
-        if !q.starts_with_module("torch") {
-            return;
-        }
-        for k in keywords {
-            if k.name.as_deref() == Some("out") {
-                if let Some(d) = Self::target_leaf(checker, &k.value) {
-                    Self::report(checker, k.value.span, "`out=` write", &d);
-                }
-            }
-        }
-        // `F.relu(w, inplace=True)` modifies its first argument.
-        if q.starts_with_module("torch.nn.functional") && expr.keyword("inplace").is_some_and(Expr::is_true) {
-            if let Some(d) = args.first().and_then(|a| Self::target_leaf(checker, a)) {
-                Self::report(checker, expr.span, &format!("`{}(..., inplace=True)`", q.last()), &d);
+        let Some((func, _, _)) = expr.as_call() else { return };
+        let q = checker.cx.qualified_name(func);
+        for (on, span, what) in inplace_call(expr, q.as_ref().map(|q| q.as_str())) {
+            if let Some(d) = Self::target_leaf(checker, on) {
+                Self::report(checker, span, &what, &d);
             }
         }
     }

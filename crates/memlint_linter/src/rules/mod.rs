@@ -25,3 +25,5 @@ pub mod accumulation_loss_not_scaled;
 pub mod missing_zero_grad;
 /// ML106 grad-scaler-misuse.
 pub mod grad_scaler_misuse;
+/// ML102 inplace-on-saved-tensor.
+pub mod inplace_on_saved_tensor;

@@ -1,0 +1,169 @@
+use memlint_diagnostics::Span;
+use memlint_semantic::api::{inplace_call, inplace_stmt, saved_for_backward, Saves};
+use memlint_semantic::ir::{Expr, Stmt};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags an in-place op on a tensor that autograd saved for the backward
+    /// pass, when a `backward()` (or `torch.autograd.grad`) of the same
+    /// function comes after it. Saved means: the *output* of an op that
+    /// saves its result (`sigmoid`, `tanh`, `exp`, `softmax`,
+    /// `log_softmax`, `relu`, `sqrt`, `rsqrt`), or an *input* of an op that
+    /// saves its inputs when the other operand requires grad (`a * b` and
+    /// `a / b` of tensors, `a @ b`, `mm`, `bmm`, `linear`) or its own input
+    /// (`pow`, `log`, `sin`). The table is data in the API layer, after
+    /// PyTorch's `derivatives.yaml`. In-place forms: methods (`y.mul_(2)`),
+    /// operators (`y += 1`, `y[idx] = v`), functionals
+    /// (`F.relu(y, inplace=True)`, `torch.sigmoid_(y)`) and `out=y`; and in
+    /// `nn.Sequential(...)`, an in-place activation
+    /// (`nn.ReLU(inplace=True)`) right after a module that saves its output
+    /// (`nn.Sigmoid()`, `nn.Tanh()`, `nn.Softmax()`). Not under `no_grad`,
+    /// not inside a custom `torch.autograd.Function.forward`, and never on
+    /// `y = x * 2; y.add_(1)`: multiplying by a Python scalar saves nothing.
+    ///
+    /// ## Why is this bad?
+    /// The backward formula of the saving op reads the saved tensor; the
+    /// in-place op bumps its version counter, and `backward()` raises
+    /// `RuntimeError: one of the variables needed for gradient computation
+    /// has been modified by an inplace operation`. Code that changes it
+    /// through `.data` instead silences the check and gets wrong gradients.
+    ///
+    /// ## Example
+    /// ```python
+    /// y = torch.sigmoid(x)
+    /// y.mul_(2)
+    /// y.sum().backward()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// y = torch.sigmoid(x)
+    /// y = y * 2
+    /// y.sum().backward()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A tensor is known to require grad when it is a leaf created with
+    /// `requires_grad=True`, a parameter, a model output or computed from
+    /// one in the same function; tensors that arrive as plain arguments are
+    /// not known and not checked. The `backward()` is any later one in the
+    /// same function or module: one whose loss does not depend on the
+    /// saving op is not told apart, and a `backward()` in a caller is not
+    /// seen. Project modules that apply an in-place op to their input are
+    /// not followed. Test modules are not checked.
+    ///
+    /// ## References
+    /// - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    /// - [derivatives.yaml](https://github.com/pytorch/pytorch/blob/main/tools/autograd/derivatives.yaml)
+    pub struct InplaceOnSavedTensor {
+        code: "ML102",
+        name: "inplace-on-saved-tensor",
+        severity: Error,
+        default: true,
+        languages: [Python],
+    }
+}
+
+const HELP: &str = "use the out-of-place op (`y = y.mul(2)`), or change a `.clone()` of the tensor";
+
+/// Module classes whose forward saves its output, and the op.
+const OUTPUT_SAVING_MODULES: &[(&str, &str)] =
+    &[("Sigmoid", "sigmoid"), ("Tanh", "tanh"), ("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("ReLU", "relu")];
+
+impl InplaceOnSavedTensor {
+    fn check(checker: &mut Checker<'_>, on: &Expr, span: Span, what: &str) {
+        let cx = checker.cx;
+        // `y[0].add_(1)` writes into `y`.
+        let on = match &on.kind {
+            memlint_semantic::ir::ExprKind::Subscript { value, .. } => value,
+            _ => on,
+        };
+        let Some(d) = on.dotted() else { return };
+        let Some(saved_at) = cx.saved_for_backward(&d) else { return };
+        // Leaves are ML101's; without a later backward nothing reads the saved value.
+        if cx.is_requires_grad_leaf(&d) || cx.is_parameter_path(&d) || !cx.backward_follows() {
+            return;
+        }
+        // `out=` into a tensor that requires grad raises in the op itself.
+        if what.starts_with("`out=`") && cx.requires_grad_value(on) {
+            return;
+        }
+        let op = checker.text(saved_at).to_string();
+        let op = if op.len() <= 40 { op } else { "an earlier op".to_string() };
+        checker.report(
+            Self::META
+                .diagnostic(
+                    span,
+                    format!("in-place {what} on `{d}`, which `{op}` saved for backward: the `backward()` after it raises"),
+                )
+                .with_help(HELP),
+        );
+    }
+
+    fn enabled(checker: &Checker<'_>) -> bool {
+        let cx = checker.cx;
+        cx.torch_imported() && !cx.in_test_module() && cx.grad_enabled()
+    }
+
+    /// `nn.Sequential(nn.Sigmoid(), nn.ReLU(inplace=True))`.
+    fn check_sequential(expr: &Expr, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        let Some((func, args, _)) = expr.as_call() else { return };
+        if !cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.nn.Sequential", "torch.nn.modules.container.Sequential"])) {
+            return;
+        }
+        let module = |e: &Expr| -> Option<String> {
+            let (f, _, _) = e.as_call()?;
+            let q = cx.qualified_name(f)?;
+            q.starts_with_module("torch.nn").then(|| q.last().to_string())
+        };
+        for pair in args.windows(2) {
+            let Some(first) = module(&pair[0]) else { continue };
+            let Some((_, op)) = OUTPUT_SAVING_MODULES.iter().find(|(m, _)| *m == first) else { continue };
+            if pair[0].keyword("inplace").is_some_and(Expr::is_true) || saved_for_backward(op) != Some(Saves::Output) {
+                continue;
+            }
+            let inplace = pair[1].keyword("inplace").is_some_and(Expr::is_true)
+                || pair[1].as_call().is_some_and(|(_, a, _)| a.first().is_some_and(Expr::is_true));
+            if module(&pair[1]).is_some() && inplace {
+                checker.report(
+                    Self::META
+                        .diagnostic(
+                            pair[1].span,
+                            format!("`{}` modifies in place the output that `nn.{first}` saved for backward: `backward()` raises", checker.text(pair[1].span)),
+                        )
+                        .with_help("drop `inplace=True` after a module that saves its output"),
+                );
+            }
+        }
+    }
+}
+
+impl Rule for InplaceOnSavedTensor {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
+        if !Self::enabled(checker) {
+            return;
+        }
+        for (on, span, what) in inplace_stmt(stmt) {
+            Self::check(checker, on, span, what);
+        }
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        if !Self::enabled(checker) {
+            return;
+        }
+        let Some((func, _, _)) = expr.as_call() else { return };
+        let q = checker.cx.qualified_name(func);
+        for (on, span, what) in inplace_call(expr, q.as_ref().map(|q| q.as_str())) {
+            Self::check(checker, on, span, &what);
+        }
+        Self::check_sequential(expr, checker);
+    }
+}
