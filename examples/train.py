@@ -39,6 +39,7 @@ def train_one_epoch(model, loader, optimizer, scaler, device):
             out = model(x)
             loss = F.cross_entropy(out, y)
         scaler.scale(loss).backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(optimizer)
         scaler.update()
         total_loss += loss

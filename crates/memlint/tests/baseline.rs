@@ -40,7 +40,7 @@ fn baseline_hides_known_findings_survives_shifted_lines_and_reports_new_ones() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(codes(&o), ["ML202"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(v["diagnostics"][0]["line"], 29);
+    assert_eq!(v["diagnostics"][0]["line"], 30);
 
     // A finding whose line changed is new.
     write(dir.path(), "src/train.py", TRAIN.replace("total += loss", "total += loss * 1"));

@@ -1,67 +1,18 @@
 //! End-to-end tests of the `memlint` binary on temporary trees.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use common::*;
+use std::process::Command;
 use tempfile::TempDir;
 
-const TRAIN: &str = r#"import torch
-from torch import nn
-
-
-def evaluate(model, val_loader):
-    model.eval()
-    for x, y in val_loader:
-        out = model(x)
-    return out
-
-
-def train(model, loader, optimizer):
-    total = 0
-    for x, y in loader:
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        total += loss
-    return total
-"#;
-
 const CLEAN: &str = "import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x):\n    model.eval()\n    return model(x)\n";
-
-fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-fn memlint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .output()
-        .expect("memlint runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
 
 fn tree() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "src/train.py", TRAIN);
     write(dir.path(), "src/clean.py", CLEAN);
     dir
-}
-
-fn codes(o: &Output) -> Vec<String> {
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json output");
-    v["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap().to_string()).collect()
 }
 
 #[test]
@@ -199,6 +150,30 @@ fn callers_and_helpers_in_other_files() {
     assert!(stdout(&o).contains("lib/evaluation.py:5:13: ML201"), "{}", stdout(&o));
 }
 
+/// The training-step rules see zeroing, stepping and scaling done by
+/// helpers in other files of the run.
+#[test]
+fn training_step_helpers_in_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "steps.py",
+        "import torch\n\n\ndef clear(optimizer):\n    optimizer.zero_grad()\n\n\ndef apply(optimizer):\n    optimizer.step()\n\n\ndef finish(scaler, optimizer):\n    scaler.step(optimizer)\n    scaler.update()\n\n\ndef micro_loss(model, x, accum):\n    return model(x).mean() / accum\n",
+    );
+    write(
+        dir.path(),
+        "train.py",
+        "import torch\nfrom steps import apply, clear, finish, micro_loss\n\n\ndef zeroed_elsewhere(model, loader, optimizer):\n    for x in loader:\n        clear(optimizer)\n        model(x).mean().backward()\n        optimizer.step()\n\n\ndef never_zeroed(model, loader, optimizer):\n    for x in loader:\n        model(x).mean().backward()\n        apply(optimizer)\n\n\ndef scaled_elsewhere(model, loader, optimizer, accum):\n    for i, x in enumerate(loader):\n        loss = micro_loss(model, x, accum)\n        loss.backward()\n        if (i + 1) % accum == 0:\n            apply(optimizer)\n            clear(optimizer)\n\n\ndef updated_elsewhere(model, loader, optimizer, scaler):\n    for x in loader:\n        clear(optimizer)\n        scaler.scale(model(x).mean()).backward()\n        finish(scaler, optimizer)\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML104,ML105,ML106"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["./train.py:15:9: ML105 [error] missing-zero-grad: `apply(optimizer)` steps an optimizer and nothing in this loop zeroes the gradients: every step adds in all earlier gradients"], "{out}");
+    // Alone, train.py cannot see that `clear` zeroes or `micro_loss` scales.
+    let o = memlint(dir.path(), &["check", "train.py", "--format", "concise", "--quiet", "--select", "ML104,ML105,ML106"]);
+    let out = stdout(&o);
+    assert!(out.contains("train.py:9:9: ML105"), "{out}");
+}
+
 #[test]
 fn selection_flags() {
     let dir = tree();
@@ -299,7 +274,7 @@ fn syntax_error_still_reports_recovered_findings() {
     let parse: Vec<_> = diags.iter().filter(|d| d["code"] == "ML000").collect();
     assert_eq!(parse.len(), 1);
     assert_eq!(parse[0]["severity"], "error");
-    assert_eq!(parse[0]["line"], 21);
+    assert_eq!(parse[0]["line"], 22);
     assert!(diags.iter().any(|d| d["code"] == "ML201") && diags.iter().any(|d| d["code"] == "ML202"));
 }
 

@@ -143,7 +143,7 @@ fn codes(diags: &[Value]) -> Vec<&str> {
     diags.iter().map(|d| d["code"].as_str().unwrap_or("?")).collect()
 }
 
-const AMP_AND_LOSS: &str = "import torch\n\n\ndef train(model, loader, optimizer):\n    scaler = torch.cuda.amp.GradScaler()\n    total = 0\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        optimizer.step()\n        total += loss\n    return total, scaler\n";
+const AMP_AND_LOSS: &str = "import torch\n\n\ndef train(model, loader, optimizer):\n    scaler = torch.cuda.amp.GradScaler()\n    total = 0\n    for x, y in loader:\n        loss = model(x).sum()\n        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n        total += loss\n    return total, scaler\n";
 
 #[test]
 fn lsp_session_over_stdio() {

@@ -1240,7 +1240,12 @@ impl Context {
             if q.starts_with_module("torch.utils.data") && q.last() == "DataLoader" {
                 return Some(ValueKind::DataLoader);
             }
-            if q.starts_with_module("torch.optim") && q.last().starts_with(|c: char| c.is_ascii_uppercase()) {
+            // Schedulers and weight averagers live in `torch.optim` too.
+            if q.starts_with_module("torch.optim")
+                && !q.starts_with_module("torch.optim.lr_scheduler")
+                && !q.starts_with_module("torch.optim.swa_utils")
+                && q.last().starts_with(|c: char| c.is_ascii_uppercase())
+            {
                 return Some(ValueKind::Optimizer);
             }
             if q.starts_with_module("torch.nn") && !q.starts_with_module("torch.nn.functional") {

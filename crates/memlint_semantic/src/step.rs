@@ -191,7 +191,8 @@ pub fn is_scaler(e: &Expr) -> bool {
 /// event: `(kind, receiver, loss)`.
 pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<String>, Option<&'a Expr>)> {
     let (func, args, _) = e.as_call()?;
-    if let Some(q) = cx.qualified_name(func) {
+    // An imported name: torch's API, or an imported project helper below.
+    if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module("torch")) {
         return match q.as_str() {
             "torch.autograd.backward" => {
                 Some((StepKind::Backward { scaled: false, wrapper: false }, None, args.first().or_else(|| e.keyword("tensors"))))

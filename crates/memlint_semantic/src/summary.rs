@@ -103,7 +103,7 @@ impl SummaryVisitor {
         self.summary.classes.push(ClassSummary {
             qualname,
             is_module_locally: torch_module || defines_forward || !parameter_attrs.is_empty(),
-            is_optimizer_locally: resolved.iter().any(|q| q.starts_with("torch.optim.")),
+            is_optimizer_locally: resolved.iter().any(|q| q.starts_with("torch.optim.") && !q.starts_with("torch.optim.lr_scheduler.") && !q.starts_with("torch.optim.swa_utils.")),
             bases: resolved,
             parameter_attrs,
             disables_grad,

@@ -22,6 +22,7 @@ def train(model, loader, optimizer):
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
+        optimizer.zero_grad()
         total += loss
     return total
 "#;

@@ -87,8 +87,10 @@ impl Rule for MissingZeroGrad {
         if zeroes_all {
             return;
         }
-        let zeroed: Vec<&str> =
+        let mut zeroed: Vec<&str> =
             events.iter().filter(|e| e.kind == StepKind::ZeroGrad).filter_map(|e| e.receiver.as_deref()).collect();
+        zeroed.sort_unstable();
+        zeroed.dedup();
         for e in events.iter().filter(|e| e.is_direct()) {
             let what = match e.kind {
                 StepKind::OptimizerStep { closure: false } | StepKind::ScalerStep => match &e.receiver {
