@@ -964,7 +964,7 @@ impl Context {
             ExprKind::BinOp { left, right, .. } => self.requires_grad_value(left) || self.requires_grad_value(right),
             ExprKind::Call { func, args, .. } => {
                 // A module's forward (`self.fc(x)`): its parameters require grad.
-                if self.carries_graph_inner(e) || self.kind_of(func) == Some(ValueKind::Module) || self.is_model(func) {
+                if self.kind_of(func) == Some(ValueKind::Module) || self.carries_graph_inner(e) {
                     return true;
                 }
                 match &func.kind {
@@ -986,6 +986,22 @@ impl Context {
     fn saved_by(&self, v: &Expr) -> Vec<(String, memlint_diagnostics::Span, bool)> {
         use crate::api::{saved_for_backward, Saves};
         let mut out = Vec::new();
+        // A cheap look at the spelling first: most values apply no op of the table.
+        let named_op = |name: &str| crate::api::SAVED_FOR_BACKWARD.iter().any(|(n, s)| *n == name && *s != Saves::Nothing);
+        let may_save = v.any(&mut |x| match &x.kind {
+            ExprKind::BinOp { op, .. } => {
+                matches!(op, crate::ir::BinOp::Mult | crate::ir::BinOp::Div | crate::ir::BinOp::MatMult | crate::ir::BinOp::Pow)
+            }
+            ExprKind::Call { func, .. } => match &func.kind {
+                ExprKind::Attribute { attr, .. } => named_op(attr),
+                ExprKind::Name(n) => named_op(n),
+                _ => false,
+            },
+            _ => false,
+        });
+        if !may_save {
+            return out;
+        }
         if let Some((op, operands)) = self.tensor_op(v) {
             if saved_for_backward(op) == Some(Saves::Output) && operands.iter().any(|o| self.requires_grad_value(o)) {
                 out.push((String::new(), v.span, true));
@@ -2163,8 +2179,12 @@ impl Context {
                 } else {
                     value.and_then(|v| self.view_of(v)).filter(|v| v.base != d)
                 };
+                // What the graph facts do not cover already: a leaf's or a
+                // module's product (`h = self.fc(x)`, `y = x * 2`).
                 let (saved, grad_value) = match value {
-                    Some(v) if !self.options.summary_only && self.grad_enabled() => (self.saved_by(v), self.requires_grad_value(v)),
+                    Some(v) if !self.options.summary_only && self.grad_enabled() => {
+                        (self.saved_by(v), !carries && self.requires_grad_value(v))
+                    }
                     _ => (Vec::new(), false),
                 };
                 let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
