@@ -58,6 +58,28 @@ fn fix_ml401_in_place_with_two_fixes_on_one_line() {
     assert_eq!(std::fs::read_to_string(dir.path().join("ml401_amp.py")).expect("read"), fixed);
 }
 
+/// `from torch.cuda.amp import ...`: the import and every use of its
+/// names are rewritten together (a use left without its device would break
+/// under `torch.amp`); with a bare reference among the uses, nothing is.
+#[test]
+fn fix_ml401_from_import_rewrites_the_import_and_its_uses_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_fixture(dir.path(), "ml401_from_import.py");
+    write(dir.path(), "pyproject.toml", "[project]\nname = \"x\"\ndependencies = [\"torch>=2.4\"]\n");
+    let o = memlint(dir.path(), &["check", "ml401_from_import.py", "--fix", "--format", "concise"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let fixed = std::fs::read_to_string(dir.path().join("ml401_from_import.py")).expect("read");
+    assert_parses_and_clean(dir.path(), "ml401_from_import.py", &["ML401"]);
+    insta::assert_snapshot!("ml401_from_import_fixed", fixed);
+
+    let with_ref = std::fs::read_to_string(root().join("fixtures/fix/ml401_from_import.py")).expect("fixture")
+        + "\n\nmake_scaler = GradScaler\n";
+    write(dir.path(), "ref.py", &with_ref);
+    let o = memlint(dir.path(), &["check", "ref.py", "--fix", "--format", "concise"]);
+    assert_eq!(std::fs::read_to_string(dir.path().join("ref.py")).expect("read"), with_ref, "{}", stdout(&o));
+    assert!(stdout(&o).contains("ML401"), "{}", stdout(&o));
+}
+
 #[test]
 fn fix_keeps_crlf_permissions_bom_and_symlinks() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -12,6 +12,7 @@ pub struct Checker<'c> {
     /// The semantic model at the current node.
     pub cx: &'c Context,
     source: &'c str,
+    module: &'c Module,
     diagnostics: &'c mut Vec<Diagnostic>,
 }
 
@@ -19,6 +20,11 @@ impl Checker<'_> {
     /// The source text of a span (empty if out of range).
     pub fn text(&self, span: Span) -> &str {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
+    }
+
+    /// The whole file's IR (for fixes that rewrite more than the node at hand).
+    pub fn module(&self) -> &Module {
+        self.module
     }
 
     /// Reports a diagnostic.
@@ -47,7 +53,7 @@ impl<'r> RuleVisitor<'r> {
 
 impl Visitor for RuleVisitor<'_> {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
+        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
         // The rules were filtered for the file's language once, by the driver.
         for rule in self.rules {
             rule.check_stmt(stmt, &mut checker);
@@ -60,14 +66,14 @@ impl Visitor for RuleVisitor<'_> {
     }
 
     fn finish(&mut self, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
+        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
         for rule in self.rules {
             rule.check_file(self.module, &mut checker);
         }
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, diagnostics: self.diagnostics };
+        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
         for rule in self.rules {
             rule.check_expr(expr, &mut checker);
         }

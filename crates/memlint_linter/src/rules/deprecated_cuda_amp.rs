@@ -30,9 +30,17 @@ declare_rule! {
     ///     loss = model(x)
     /// ```
     ///
-    /// A safe fix is attached when the call can be rewritten mechanically:
+    /// A fix is attached when the call can be rewritten mechanically:
     /// `autocast` and `custom_fwd`/`custom_bwd` called with keyword arguments
-    /// only, `GradScaler` with any arguments, and the file imports `torch`.
+    /// only (or `@custom_fwd` bare), `GradScaler` with any arguments. Spelled
+    /// through the module (`torch.cuda.amp.autocast(...)`, `amp.autocast()`),
+    /// the call becomes `torch.amp.autocast("cuda", ...)` when the file
+    /// imports `torch`. Imported by name (`from torch.cuda.amp import
+    /// GradScaler, autocast`), the import becomes `from torch.amp import
+    /// ...` and every use of those names in the file gets its device
+    /// (`GradScaler("cuda", ...)`, `@custom_fwd(device_type="cuda")`) in
+    /// one fix; when a use cannot be rewritten (the name passed as a value,
+    /// `autocast(True)`, the name bound again), none is.
     ///
     /// ## Known false positives
     /// Compatibility code is not reported: a branch guarded by a torch
@@ -146,52 +154,191 @@ impl DeprecatedCudaAmp {
         checker.report(d);
     }
 
-    /// The fix for a call `callee(args)` (or a bare decorator when `call` is None).
+    /// The fix for a call `callee(args)` (or a bare decorator when `call`
+    /// is None) spelled through the module (`torch.cuda.amp.autocast(...)`,
+    /// `amp.autocast(...)`): the callee becomes `torch.amp.<name>` and the
+    /// device is added.
     fn fix(checker: &Checker<'_>, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Fix> {
         let torch = checker.cx.import_alias_of("torch")?;
-        let (name, device) = rep.text();
+        let (name, _) = rep.text();
         let new_callee = format!("{torch}.amp.{name}");
-        let mut edits = vec![Edit { span: callee.span, content: new_callee.clone() }];
-        match (rep, call) {
-            (Replacement::DeviceFirst(..), Some(call)) => {
-                let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
-                if name == "autocast" && !args.is_empty() {
-                    return None;
-                }
-                let sep = if args.is_empty() && keywords.is_empty() { "" } else { ", " };
-                edits.push(Edit { span: Span::new(args_span.start + 1, args_span.start + 1), content: format!("\"{device}\"{sep}") });
-            }
-            (Replacement::DeviceFirst(..), None) => return None,
-            (Replacement::DeviceKeyword(..), Some(call)) => {
-                let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
-                if !args.is_empty() || keywords.iter().any(|k| k.name.is_none()) {
-                    return None;
-                }
-                let inner = checker.text(Span::new(args_span.start + 1, args_span.end.saturating_sub(1)));
-                let sep = if inner.trim().is_empty() || inner.trim_end().ends_with(',') { "" } else { ", " };
-                let at = args_span.end.saturating_sub(1);
-                edits.push(Edit { span: Span::new(at, at), content: format!("{sep}device_type=\"{device}\"") });
-            }
-            (Replacement::DeviceKeyword(..), None) => {
-                edits[0].content = format!("{new_callee}(device_type=\"{device}\")");
-            }
+        let mut edits = device_edits(checker, &new_callee, callee, call, rep)?;
+        if !edits.iter().any(|e| e.span == callee.span) {
+            edits.push(Edit { span: callee.span, content: new_callee });
         }
-        // Safe only when the project cannot run on a torch without the new API.
-        let needed = needed_torch(rep);
+        Some(Self::with_applicability(checker, edits, rep.suggestion(), needed_torch(rep)))
+    }
+
+    /// The fix for a use of a name bound by `from torch.cuda.amp import ...`:
+    /// the import becomes `from torch.amp import ...` and every use of every
+    /// name it binds gets its device, all in one fix: rewriting the import
+    /// alone would leave `autocast()` calls without the device argument
+    /// `torch.amp.autocast` requires. `None` when some use cannot be
+    /// rewritten (a bare reference, positional arguments of `autocast`), a
+    /// name is bound again in the file, or the import binds other names.
+    fn from_import_fix(checker: &Checker<'_>, local: &str) -> Option<Fix> {
+        let module = checker.module();
+        let mut imports = Vec::new();
+        find_imports(&module.body, &mut imports);
+        let binds = |s: &&&Stmt| match &s.kind {
+            StmtKind::Import(bs) => bs.iter().any(|b| b.local == local),
+            _ => false,
+        };
+        let mut found = imports.iter().filter(binds);
+        let stmt = found.next()?;
+        if found.next().is_some() {
+            return None;
+        }
+        let StmtKind::Import(bindings) = &stmt.kind else { return None };
+        let old_module = ["torch.cuda.amp", "torch.cpu.amp"].into_iter().find(|m| {
+            bindings.iter().all(|b| b.qualified.strip_prefix(m).and_then(|r| r.strip_prefix('.')).is_some_and(|n| !n.contains('.')))
+        })?;
+        let names: Vec<(&str, Replacement)> =
+            bindings.iter().map(|b| replacement(&b.qualified).map(|r| (b.local.as_str(), r))).collect::<Option<_>>()?;
+        // `from torch.cuda.amp import X`: the module path in the statement's text.
+        let text = checker.text(stmt.span);
+        let at = text.find(old_module)?;
+        let start = stmt.span.start + at as u32;
+        let mut edits = vec![Edit { span: Span::new(start, start + old_module.len() as u32), content: "torch.amp".to_string() }];
+        let mut uses = Vec::new();
+        let mut ok = true;
+        collect_uses(&module.body, &names, &mut uses, &mut ok);
+        if !ok {
+            return None;
+        }
+        for (callee, call, rep) in uses {
+            edits.extend(device_edits(checker, checker.text(callee.span), callee, call, rep)?);
+        }
+        let needed = names.iter().map(|(_, r)| needed_torch(*r)).max()?;
+        let what = format!("`from torch.amp import ...` and {}", names.iter().map(|(_, r)| format!("`{}`", r.suggestion())).collect::<Vec<_>>().join(", "));
+        Some(Self::with_applicability(checker, edits, what, needed))
+    }
+
+    /// Safe only when the project cannot run on a torch without the new API.
+    fn with_applicability(checker: &Checker<'_>, mut edits: Vec<Edit>, what: String, needed: (u32, u32)) -> Fix {
+        edits.sort_by_key(|e| (e.span.start, e.span.end));
         let (applicability, message) = match checker.cx.declared_torch_minimum() {
-            Some(min) if min >= needed => (Applicability::Safe, format!("use `{}`", rep.suggestion())),
+            Some(min) if min >= needed => (Applicability::Safe, format!("use {what}")),
             Some((ma, mi)) => (
                 Applicability::Unsafe,
-                format!("use `{}` (needs torch >= {}.{}; the project declares torch >= {ma}.{mi})", rep.suggestion(), needed.0, needed.1),
+                format!("use {what} (needs torch >= {}.{}; the project declares torch >= {ma}.{mi})", needed.0, needed.1),
             ),
             None => (
                 Applicability::Unsafe,
-                format!("use `{}` (needs torch >= {}.{}; the project declares no minimum torch version)", rep.suggestion(), needed.0, needed.1),
+                format!("use {what} (needs torch >= {}.{}; the project declares no minimum torch version)", needed.0, needed.1),
             ),
         };
-        Some(Fix { applicability, message, edits })
+        Fix { applicability, message, edits }
     }
 }
+
+/// The edits that give a use of the new API its device: `"cuda"` first in
+/// `autocast(...)`/`GradScaler(...)`, `device_type="cuda"` in
+/// `custom_fwd(...)`, and a bare `@custom_fwd` becomes
+/// `@<callee_text>(device_type="cuda")`.
+fn device_edits(checker: &Checker<'_>, callee_text: &str, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Vec<Edit>> {
+    let (name, device) = rep.text();
+    match (rep, call) {
+        (Replacement::DeviceFirst(..), Some(call)) => {
+            let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+            if name == "autocast" && !args.is_empty() {
+                return None;
+            }
+            let sep = if args.is_empty() && keywords.is_empty() { "" } else { ", " };
+            Some(vec![Edit { span: Span::new(args_span.start + 1, args_span.start + 1), content: format!("\"{device}\"{sep}") }])
+        }
+        (Replacement::DeviceFirst(..), None) => None,
+        (Replacement::DeviceKeyword(..), Some(call)) => {
+            let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+            if !args.is_empty() || keywords.iter().any(|k| k.name.is_none()) {
+                return None;
+            }
+            let inner = checker.text(Span::new(args_span.start + 1, args_span.end.saturating_sub(1)));
+            let sep = if inner.trim().is_empty() || inner.trim_end().ends_with(',') { "" } else { ", " };
+            let at = args_span.end.saturating_sub(1);
+            Some(vec![Edit { span: Span::new(at, at), content: format!("{sep}device_type=\"{device}\"") }])
+        }
+        (Replacement::DeviceKeyword(..), None) => {
+            Some(vec![Edit { span: callee.span, content: format!("{callee_text}(device_type=\"{device}\")") }])
+        }
+    }
+}
+
+/// Every import statement of the body, nested blocks and functions included.
+fn find_imports<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::Import(_) => out.push(s),
+            StmtKind::Function(f) => find_imports(&f.body, out),
+            StmtKind::Class { body, .. } => find_imports(body, out),
+            _ => {
+                for b in s.child_blocks() {
+                    find_imports(b, out);
+                }
+            }
+        }
+    }
+}
+
+/// The uses of `names` in the body: `(callee, the call or None for a bare
+/// decorator, replacement)`. Clears `ok` on a use that is neither (a
+/// reference passed as a value) or on a rebinding of a name.
+fn collect_uses<'a>(body: &'a [Stmt], names: &[(&str, Replacement)], uses: &mut Vec<(&'a Expr, Option<&'a Expr>, Replacement)>, ok: &mut bool) {
+    fn rep_of(e: &Expr, names: &[(&str, Replacement)]) -> Option<Replacement> {
+        let n = e.as_name()?;
+        names.iter().find(|(l, _)| *l == n).map(|(_, r)| *r)
+    }
+    fn walk<'a>(e: &'a Expr, names: &[(&str, Replacement)], uses: &mut Vec<(&'a Expr, Option<&'a Expr>, Replacement)>, ok: &mut bool) {
+        if let ExprKind::Call { func, args, keywords, .. } = &e.kind {
+            if let Some(r) = rep_of(func, names) {
+                uses.push((func, Some(e), r));
+                args.iter().for_each(|a| walk(a, names, uses, ok));
+                keywords.iter().for_each(|k| walk(&k.value, names, uses, ok));
+                return;
+            }
+        }
+        if rep_of(e, names).is_some() {
+            *ok = false;
+        }
+        e.for_each_child(|c| walk(c, names, uses, ok));
+    }
+    for s in body {
+        match &s.kind {
+            StmtKind::Import(_) => {}
+            StmtKind::Function(f) => {
+                if names.iter().any(|(l, _)| *l == f.name || f.params.iter().any(|p| p.name == *l)) {
+                    *ok = false;
+                }
+                for d in &f.decorators {
+                    match rep_of(d, names) {
+                        Some(r) => uses.push((d, None, r)),
+                        None => walk(d, names, uses, ok),
+                    }
+                }
+                for p in &f.params {
+                    if let Some(d) = &p.default {
+                        walk(d, names, uses, ok);
+                    }
+                }
+                collect_uses(&f.body, names, uses, ok);
+            }
+            StmtKind::Class { name, bases, decorators, body } => {
+                if names.iter().any(|(l, _)| l == name) {
+                    *ok = false;
+                }
+                bases.iter().chain(decorators).for_each(|e| walk(e, names, uses, ok));
+                collect_uses(body, names, uses, ok);
+            }
+            _ => {
+                s.for_each_expr(|e| walk(e, names, uses, ok));
+                for b in s.child_blocks() {
+                    collect_uses(b, names, uses, ok);
+                }
+            }
+        }
+    }
+}
+
 
 impl Rule for DeprecatedCudaAmp {
     fn meta(&self) -> &'static RuleMeta {
@@ -214,7 +361,11 @@ impl Rule for DeprecatedCudaAmp {
         let is_decorator = matches!(stmt.kind, StmtKind::Function(_));
         for e in bare {
             if let Some((q, rep)) = Self::resolve(checker, e) {
-                let fix = if is_decorator { Self::fix(checker, e, None, rep) } else { None };
+                let fix = match (is_decorator, e.as_name()) {
+                    (true, Some(local)) => Self::from_import_fix(checker, local),
+                    (true, None) => Self::fix(checker, e, None, rep),
+                    _ => None,
+                };
                 Self::report(checker, e, &q, rep, fix);
             }
         }
@@ -226,7 +377,10 @@ impl Rule for DeprecatedCudaAmp {
         }
         if let ExprKind::Call { func, .. } = &expr.kind {
             if let Some((q, rep)) = Self::resolve(checker, func) {
-                let fix = Self::fix(checker, func, Some(expr), rep);
+                let fix = match func.as_name() {
+                    Some(local) => Self::from_import_fix(checker, local),
+                    None => Self::fix(checker, func, Some(expr), rep),
+                };
                 Self::report(checker, func, &q, rep, fix);
             }
         }
