@@ -51,7 +51,12 @@ RAISES = {
         r"|functions with out=\.\.\. arguments don't support automatic differentiation, but one of the arguments requires grad",
     ),
     "ML102": (RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace operation"),
-    "ML106": ((RuntimeError, AssertionError), r"step\(\) has already been called since the last update\(\)|No inf checks were recorded prior to update"),
+    "ML106": (
+        (RuntimeError, AssertionError),
+        r"step\(\) has already been called since the last update\(\)"
+        r"|unscale_\(\) has already been called on this optimizer since the last update\(\)"
+        r"|No inf checks were recorded prior to update",
+    ),
 }
 MEASURED = ("ML104", "ML105")
 RULES = tuple(RAISES) + MEASURED

@@ -216,11 +216,11 @@ fn fix_hint(args: &CheckArgs, report: &Report) -> Option<String> {
     if args.quiet || !matches!(args.format, OutputFormat::Full | OutputFormat::Concise | OutputFormat::Grouped) {
         return None;
     }
-    // Only Python source files are rewritten (not notebooks).
+    // Python source files and notebooks are rewritten.
     let count = |a: Applicability| {
         report
             .diagnostics()
-            .filter(|(f, d)| is_python_source(Path::new(f.path())) && d.fix.as_ref().is_some_and(|x| x.applicability == a))
+            .filter(|(f, d)| is_fixable_file(Path::new(f.path())) && d.fix.as_ref().is_some_and(|x| x.applicability == a))
             .count()
     };
     let (safe, unsafe_) = (count(Applicability::Safe), count(Applicability::Unsafe));
@@ -281,9 +281,9 @@ fn finish_fixes(
         }
         let Some(fix) = c.fix else {
             let fixable = c.report.diagnostics.iter().filter(|d| d.fix.is_some()).count();
-            if fixable > 0 && !is_python_source(Path::new(&path)) {
+            if fixable > 0 && !is_fixable_file(Path::new(&path)) {
                 let fixes = if fixable == 1 { "1 fix".to_string() } else { format!("{fixable} fixes") };
-                eprintln!("memlint: {path}: {fixes} not applied: only .py and .pyi files are fixed");
+                eprintln!("memlint: {path}: {fixes} not applied: only .py, .pyi and .ipynb files are fixed");
                 refused_total += fixable;
             }
             if !c.report.diagnostics.is_empty() {
@@ -291,11 +291,12 @@ fn finish_fixes(
             }
             continue;
         };
-        if fix.fixed > 0 && fix.text != c.report.file.text() {
+        let original = fix.notebook.as_ref().map_or(c.report.file.text(), |n| n.original.as_str());
+        if fix.fixed > 0 && fix.text != original {
             fixed_total += fix.fixed;
             fixed_files += 1;
             if args.diff {
-                let text_diff = similar::TextDiff::from_lines(c.report.file.text(), fix.text.as_str());
+                let text_diff = similar::TextDiff::from_lines(original, fix.text.as_str());
                 let display = memlint_diagnostics::fingerprint::normalize_path(&path);
                 diff.push_str(
                     &text_diff.unified_diff().context_radius(3).header(&format!("a/{display}"), &format!("b/{display}")).to_string(),
@@ -310,7 +311,11 @@ fn finish_fixes(
             }
         }
         if !fix.remaining.is_empty() {
-            files.push(FileReport { file: Arc::new(SourceFile::new(path, fix.text)), diagnostics: fix.remaining });
+            let file = match fix.notebook {
+                Some(n) => n.file,
+                None => SourceFile::new(path, fix.text),
+            };
+            files.push(FileReport { file: Arc::new(file), diagnostics: fix.remaining });
         }
     }
     if args.diff {
@@ -395,6 +400,11 @@ fn is_python_source(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "py" || e == "pyi")
 }
 
+/// Files `--fix` rewrites: Python sources and notebooks.
+fn is_fixable_file(path: &Path) -> bool {
+    is_python_source(path) || is_notebook_path(path)
+}
+
 /// One checked file.
 struct Checked {
     report: FileReport,
@@ -427,13 +437,17 @@ fn summarize_file(job: &Job, roots: &Arc<rustc_hash::FxHashSet<String>>) -> Opti
 }
 
 /// Checks a notebook's JSON text: its code cells as one module, findings
-/// located by cell (see `memlint_linter::notebook`). Fixes are not applied
-/// to notebooks.
-fn check_notebook(job: &Job, display: String, json: &str) -> Option<Checked> {
+/// located by cell (see `memlint_linter::notebook`), and fixes its cells
+/// when `fix` is given.
+fn check_notebook(job: &Job, display: String, json: &str, fix: Option<FixMode>) -> Option<Checked> {
     let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
-    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display);
+    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display.clone());
+    let fixed = match fix {
+        Some(mode) if !diagnostics.is_empty() => Some(crate::fix::fix_notebook(json, &display, &options, mode)),
+        _ => None,
+    };
     (!diagnostics.is_empty())
-        .then(|| Checked { report: FileReport { file: Arc::new(file), diagnostics }, bom: false, fix: None })
+        .then(|| Checked { report: FileReport { file: Arc::new(file), diagnostics }, bom: false, fix: fixed })
 }
 
 fn check_file(
@@ -446,7 +460,7 @@ fn check_file(
     let display = path.display().to_string();
     let text = read_source(path);
     let (text, bom, diagnostics, fixed) = match text {
-        Ok((text, _)) if is_notebook_path(path) => return check_notebook(job, display, &text),
+        Ok((text, _)) if is_notebook_path(path) => return check_notebook(job, display, &text, fix),
         Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext {

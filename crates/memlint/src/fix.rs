@@ -37,6 +37,56 @@ pub struct FileFix {
     pub remaining: Vec<Diagnostic>,
     /// Fixes refused because the result would not parse, or the file has syntax errors.
     pub refused: Vec<Refused>,
+    /// For a notebook: `text` is its new JSON, and this is what the
+    /// findings are rendered against.
+    pub notebook: Option<NotebookFixed>,
+}
+
+/// What a fixed notebook needs besides its new JSON.
+#[derive(Debug)]
+pub struct NotebookFixed {
+    /// The JSON as read (for `--diff`).
+    pub original: String,
+    /// The new virtual source with its cell map: `remaining` indexes it.
+    pub file: memlint_diagnostics::SourceFile,
+}
+
+/// Fixes a notebook's JSON in rounds like [`fix_text_with`]: each round
+/// applies the fixes that lie inside one code cell
+/// ([`memlint_linter::notebook::apply_cell_fixes`]) and re-lints the
+/// notebook. A round that leaves a cell with a syntax error it did not have
+/// is refused as a whole. Outputs, metadata and formatting are kept; only
+/// the `source` of a fixed cell changes.
+pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, mode: FixMode) -> FileFix {
+    use memlint_linter::notebook::{apply_cell_fixes, lint_notebook, read_notebook};
+    let errors = |d: &[Diagnostic]| d.iter().filter(|d| d.code == PARSE_ERROR.code).count();
+    let mut current = json.to_string();
+    let mut result = lint_notebook(&current, options);
+    let mut fixed = 0;
+    let mut refused = Vec::new();
+    for _ in 0..MAX_ROUNDS {
+        let Ok(nb) = read_notebook(&current) else { break };
+        let Some((next, applied)) = apply_cell_fixes(&current, &nb, &result.diagnostics, mode) else {
+            break;
+        };
+        let next_result = lint_notebook(&next, options);
+        if errors(&next_result.diagnostics) > errors(&result.diagnostics) {
+            for &i in &applied {
+                let d = &result.diagnostics[i];
+                refused.push(Refused {
+                    code: d.code,
+                    line: line_of(&result.text, d.span.start),
+                    reason: "a cell of the fixed notebook would not parse".into(),
+                });
+            }
+            break;
+        }
+        fixed += applied.len();
+        current = next;
+        result = next_result;
+    }
+    let (file, remaining) = result.into_source_file(path);
+    FileFix { text: current, fixed, remaining, refused, notebook: Some(NotebookFixed { original: json.to_string(), file }) }
 }
 
 fn parses(text: &str) -> bool {
@@ -62,7 +112,7 @@ pub fn fix_text_with(text: &str, diagnostics: Vec<Diagnostic>, lint: &dyn Fn(&st
     let fixable = |ds: &[Diagnostic]| ds.iter().any(|d| d.fix.as_ref().is_some_and(|f| mode.allows(f.applicability)));
     let mut refused = Vec::new();
     if !fixable(&diagnostics) {
-        return FileFix { text: text.to_string(), fixed: 0, remaining: diagnostics, refused };
+        return FileFix { text: text.to_string(), fixed: 0, remaining: diagnostics, refused, notebook: None };
     }
     if !parses(text) {
         for d in diagnostics.iter().filter(|d| d.fix.is_some()) {
@@ -72,7 +122,7 @@ pub fn fix_text_with(text: &str, diagnostics: Vec<Diagnostic>, lint: &dyn Fn(&st
                 reason: "the file has syntax errors; fix them first".into(),
             });
         }
-        return FileFix { text: text.to_string(), fixed: 0, remaining: diagnostics, refused };
+        return FileFix { text: text.to_string(), fixed: 0, remaining: diagnostics, refused, notebook: None };
     }
     let mut current = text.to_string();
     let mut diagnostics = diagnostics;
@@ -119,7 +169,7 @@ pub fn fix_text_with(text: &str, diagnostics: Vec<Diagnostic>, lint: &dyn Fn(&st
             break;
         }
     }
-    FileFix { text: current, fixed, remaining: diagnostics, refused }
+    FileFix { text: current, fixed, remaining: diagnostics, refused, notebook: None }
 }
 
 #[cfg(test)]

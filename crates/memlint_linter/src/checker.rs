@@ -16,14 +16,14 @@ pub struct Checker<'c> {
     diagnostics: &'c mut Vec<Diagnostic>,
 }
 
-impl Checker<'_> {
+impl<'c> Checker<'c> {
     /// The source text of a span (empty if out of range).
     pub fn text(&self, span: Span) -> &str {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
     }
 
     /// The whole file's IR (for fixes that rewrite more than the node at hand).
-    pub fn module(&self) -> &Module {
+    pub fn module(&self) -> &'c Module {
         self.module
     }
 

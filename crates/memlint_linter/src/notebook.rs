@@ -515,6 +515,217 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
     diagnostics
 }
 
+/// One round of fixes on a notebook: the fixes of `diagnostics` (spans in
+/// the virtual source of `nb`, read from `json`) that `mode` allows and
+/// whose every edit lies inside one checked code cell, away from its IPython
+/// lines, are applied to the cells' sources, and the JSON is rewritten with
+/// only those `source` values changed: outputs, metadata, key order and the
+/// file's formatting stay as they are. Returns the new JSON and the indices
+/// of the diagnostics whose fixes were applied; `None` when nothing applied
+/// (or the notebook is nbformat 3, whose cells are not rewritten).
+pub fn apply_cell_fixes(
+    json: &str,
+    nb: &Notebook,
+    diagnostics: &[Diagnostic],
+    mode: memlint_diagnostics::fix::FixMode,
+) -> Option<(String, Vec<usize>)> {
+    let ranges = source_ranges(json)?;
+    let cell_of = |s: Span| {
+        nb.code_cells.iter().find(|c| {
+            c.role != CellRole::Skipped
+                // The appended newline is not the cell's text.
+                && s.start >= c.span.start
+                && s.end <= c.span.end - u32::from(c.newline_added)
+        })
+    };
+    // Edits on IPython lines would rewrite text the parser never saw.
+    let plain = |s: Span| nb.text.get(s.start as usize..s.end as usize) == nb.python.get(s.start as usize..s.end as usize);
+    let in_cells: Vec<usize> = (0..diagnostics.len())
+        .filter(|&i| diagnostics[i].fix.as_ref().is_some_and(|f| f.edits.iter().all(|e| cell_of(e.span).is_some() && plain(e.span))))
+        .collect();
+    let candidates: Vec<Diagnostic> = in_cells.iter().map(|&i| diagnostics[i].clone()).collect();
+    // The same selection as for a Python file: overlaps wait for a later round.
+    let result = memlint_diagnostics::fix::apply_fixes(&nb.text, &candidates, mode);
+    if result.fixed.is_empty() {
+        return None;
+    }
+    let applied: Vec<usize> = result.fixed.iter().map(|&k| in_cells[k]).collect();
+    let mut taken: Vec<(Span, String)> = Vec::new();
+    for &k in &result.fixed {
+        for e in candidates[k].fix.iter().flat_map(|f| &f.edits) {
+            if !taken.iter().any(|(s, c)| *s == e.span && *c == e.content) {
+                taken.push((e.span, e.content.clone()));
+            }
+        }
+    }
+    taken.sort_by_key(|(s, _)| (s.start, s.end));
+    // Each touched cell's new source.
+    let mut new_sources: Vec<(u32, String)> = Vec::new();
+    for cell in &nb.code_cells {
+        let edits: Vec<&(Span, String)> = taken.iter().filter(|(s, _)| s.start >= cell.span.start && s.end <= cell.span.end).collect();
+        if edits.is_empty() {
+            continue;
+        }
+        let end = cell.span.end - u32::from(cell.newline_added);
+        let mut text = String::new();
+        let mut at = cell.span.start;
+        for (span, content) in edits {
+            text.push_str(&nb.text[at as usize..span.start as usize]);
+            text.push_str(content);
+            at = span.end;
+        }
+        text.push_str(&nb.text[at as usize..end as usize]);
+        new_sources.push((cell.cell, text));
+    }
+    let mut out = String::with_capacity(json.len());
+    let mut at = 0;
+    for (cell, text) in new_sources {
+        let r = ranges.get(cell as usize - 1)?;
+        out.push_str(&json[at..r.start]);
+        out.push_str(&source_json(&json[r.start..r.end], &text));
+        at = r.end;
+    }
+    out.push_str(&json[at..]);
+    Some((out, applied))
+}
+
+/// A cell source as JSON, in the shape and indentation of the value it
+/// replaces: a list of lines (nbformat's usual form) or one string.
+fn source_json(old: &str, text: &str) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string());
+    if !old.starts_with('[') {
+        return quote(text);
+    }
+    // The whitespace before the first item and before the closing bracket.
+    let inner = &old[1..old.len() - 1];
+    let lead = &inner[..inner.len() - inner.trim_start().len()];
+    let trail = &inner[inner.trim_end().len()..];
+    let items: Vec<String> = text.split_inclusive('\n').map(quote).collect();
+    if items.is_empty() {
+        return "[]".to_string();
+    }
+    format!("[{lead}{}{trail}]", items.join(&format!(",{lead}")))
+}
+
+/// Byte ranges of every cell's `source` value in an nbformat 4 notebook's
+/// JSON, by cell index; `None` for other shapes.
+fn source_ranges(json: &str) -> Option<Vec<std::ops::Range<usize>>> {
+    let mut sc = Scan { b: json.as_bytes(), i: 0 };
+    let mut out = Vec::new();
+    sc.ws();
+    sc.eat(b'{')?;
+    loop {
+        sc.ws();
+        if sc.eat(b'}').is_some() {
+            break;
+        }
+        let key = sc.string()?;
+        sc.ws();
+        sc.eat(b':')?;
+        sc.ws();
+        if key == "cells" {
+            sc.eat(b'[')?;
+            loop {
+                sc.ws();
+                if sc.eat(b']').is_some() {
+                    break;
+                }
+                sc.eat(b'{')?;
+                let mut range = None;
+                loop {
+                    sc.ws();
+                    if sc.eat(b'}').is_some() {
+                        break;
+                    }
+                    let k = sc.string()?;
+                    sc.ws();
+                    sc.eat(b':')?;
+                    sc.ws();
+                    let start = sc.i;
+                    sc.value()?;
+                    if k == "source" {
+                        range = Some(start..sc.i);
+                    }
+                    sc.ws();
+                    sc.eat(b',');
+                }
+                out.push(range?);
+                sc.ws();
+                sc.eat(b',');
+            }
+        } else {
+            sc.value()?;
+        }
+        sc.ws();
+        sc.eat(b',');
+    }
+    Some(out)
+}
+
+/// A scanner over JSON the parser already accepted: it finds where values
+/// are, it does not validate.
+struct Scan<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Scan<'_> {
+    fn ws(&mut self) {
+        while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+
+    /// A string's raw content (escapes kept: keys here are plain).
+    fn string(&mut self) -> Option<String> {
+        self.eat(b'"')?;
+        let start = self.i;
+        while *self.b.get(self.i)? != b'"' {
+            self.i += if self.b[self.i] == b'\\' { 2 } else { 1 };
+        }
+        let s = String::from_utf8(self.b[start..self.i].to_vec()).ok();
+        self.i += 1;
+        s
+    }
+
+    fn value(&mut self) -> Option<()> {
+        match *self.b.get(self.i)? {
+            b'"' => self.string().map(|_| ()),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *self.b.get(self.i)? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            _ => {
+                while self.b.get(self.i).is_some_and(|c| !matches!(c, b',' | b'}' | b']') && !c.is_ascii_whitespace()) {
+                    self.i += 1;
+                }
+                Some(())
+            }
+        }
+    }
+}
+
 /// Blanks `span` of `text` in place (same length, newlines kept).
 fn blank_range(text: &mut String, span: Span) {
     let (start, end) = (span.start as usize, span.end as usize);

@@ -115,6 +115,7 @@ fn raising_rules_name_the_error_their_fixtures_raise() {
         ("ML102", "one of the variables needed for gradient computation has been modified by an inplace operation"),
         ("ML106", "step() has already been called since the last update()"),
         ("ML106", "No inf checks were recorded prior to update"),
+        ("ML106", "unscale_() has already been called on this optimizer since the last update()"),
     ];
     for (code, error) in errors {
         let meta = all_metas().into_iter().find(|m| m.code == code).expect("rule exists");

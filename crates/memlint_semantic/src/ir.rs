@@ -622,3 +622,26 @@ pub fn for_each_expr_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Exp
         }
     });
 }
+
+/// The body of the innermost function of `body` whose definition contains
+/// `span` (`None` when it is at the top level of `body`, outside functions).
+pub fn enclosing_function_body(body: &[Stmt], span: Span) -> Option<&[Stmt]> {
+    for s in body {
+        if s.span.start > span.start || s.span.end < span.end {
+            continue;
+        }
+        match &s.kind {
+            StmtKind::Function(f) => return Some(enclosing_function_body(&f.body, span).unwrap_or(&f.body)),
+            StmtKind::Class { body, .. } => return enclosing_function_body(body, span),
+            _ => {
+                for b in s.child_blocks() {
+                    if let Some(found) = enclosing_function_body(b, span) {
+                        return Some(found);
+                    }
+                }
+                return None;
+            }
+        }
+    }
+    None
+}

@@ -266,8 +266,17 @@ pub fn resets_grad(s: &Stmt) -> bool {
 pub fn step_events<'a>(body: &'a [Stmt], cx: &Context) -> Vec<StepEvent<'a>> {
     let mut out = Vec::new();
     let mut guards = Vec::new();
-    collect(body, cx, 0, false, &mut guards, &mut out);
+    let mut scaled = Vec::new();
+    collect(body, cx, 0, false, &mut guards, &mut scaled, &mut out);
     out
+}
+
+/// `scaled = scaler.scale(loss)`: `(name, scaler)`.
+fn scaled_binding(s: &Stmt) -> Option<(String, Option<String>)> {
+    let StmtKind::Assign { targets, value } = &s.kind else { return None };
+    let [target] = targets.as_slice() else { return None };
+    let (recv, "scale") = value.as_method_call()? else { return None };
+    is_scaler(recv).then(|| (target.dotted(), recv.dotted())).and_then(|(t, r)| Some((t?, r)))
 }
 
 fn collect<'a>(
@@ -276,6 +285,7 @@ fn collect<'a>(
     depth: u32,
     in_def: bool,
     guards: &mut Vec<&'a Expr>,
+    scaled: &mut Vec<(String, Option<String>)>,
     out: &mut Vec<StepEvent<'a>>,
 ) {
     for s in body {
@@ -292,28 +302,42 @@ fn collect<'a>(
             }
             s.for_each_expr(|e| {
                 rec(e, &mut |x| {
-                    if let Some((kind, receiver, loss)) = classify(x, cx) {
+                    if let Some((mut kind, mut receiver, loss)) = classify(x, cx) {
+                        // `scaled = scaler.scale(loss); scaled.backward()`.
+                        if let (StepKind::Backward { scaled: false, wrapper: false }, Some(l)) = (kind, loss) {
+                            if let Some((_, scaler)) = l.dotted().and_then(|d| scaled.iter().find(|(n, _)| *n == d)) {
+                                kind = StepKind::Backward { scaled: true, wrapper: false };
+                                receiver = scaler.clone();
+                            }
+                        }
                         push(out, kind, x.span, receiver, loss, guards);
                     }
                 });
             });
+            // A rebinding forgets the scaled value; `scaled = scaler.scale(...)` records it.
+            if let StmtKind::Assign { targets, .. } = &s.kind {
+                scaled.retain(|(n, _)| !targets.iter().any(|t| t.dotted().as_deref() == Some(n.as_str())));
+            }
+            if let Some(b) = scaled_binding(s) {
+                scaled.push(b);
+            }
         }
         match &s.kind {
             StmtKind::If { test, body, orelse } => {
                 guards.push(test);
-                collect(body, cx, depth, in_def, guards, out);
-                collect(orelse, cx, depth, in_def, guards, out);
+                collect(body, cx, depth, in_def, guards, scaled, out);
+                collect(orelse, cx, depth, in_def, guards, scaled, out);
                 guards.pop();
             }
             StmtKind::For { body, orelse, .. } | StmtKind::While { body, orelse, .. } => {
-                collect(body, cx, depth + 1, in_def, guards, out);
-                collect(orelse, cx, depth, in_def, guards, out);
+                collect(body, cx, depth + 1, in_def, guards, scaled, out);
+                collect(orelse, cx, depth, in_def, guards, scaled, out);
             }
-            StmtKind::Function(f) => collect(&f.body, cx, depth, true, &mut Vec::new(), out),
+            StmtKind::Function(f) => collect(&f.body, cx, depth, true, &mut Vec::new(), &mut Vec::new(), out),
             StmtKind::Class { .. } => {}
             _ => {
                 for b in s.child_blocks() {
-                    collect(b, cx, depth, in_def, guards, out);
+                    collect(b, cx, depth, in_def, guards, scaled, out);
                 }
             }
         }
@@ -358,4 +382,31 @@ pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
         }
         _ => None,
     }
+}
+
+/// Whether `dotted` (an optimizer) is bound in `body` from a call that is
+/// neither a torch optimizer's constructor nor a project function
+/// (`model, optimizer = msamp.initialize(model, optimizer)`,
+/// `optimizer = accelerator.prepare(optimizer)`): a wrapper that may do the
+/// scaler's work itself.
+pub fn bound_by_wrapper(body: &[Stmt], dotted: &str, cx: &Context) -> bool {
+    fn binds(t: &Expr, dotted: &str) -> bool {
+        match &t.kind {
+            ExprKind::Sequence(items) => items.iter().any(|i| binds(i, dotted)),
+            _ => t.dotted().as_deref() == Some(dotted),
+        }
+    }
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Assign { targets, value } = &s.kind {
+            if value.as_call().is_some()
+                && targets.iter().any(|t| binds(t, dotted))
+                && cx.kind_of(value) != Some(ValueKind::Optimizer)
+                && cx.project_callee(value).is_none()
+            {
+                found = true;
+            }
+        }
+    });
+    found
 }

@@ -1,6 +1,6 @@
 use memlint_semantic::cfg::Cfg;
-use memlint_semantic::ir::{Function, Stmt};
-use memlint_semantic::step::{step_events, StepEvent, StepKind, StepKinds};
+use memlint_semantic::ir::{Expr, Function, Stmt};
+use memlint_semantic::step::{accumulation_count, bound_by_wrapper, step_events, StepEvent, StepKind, StepKinds};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -14,7 +14,13 @@ declare_rule! {
     ///   `scaler.update()` (itself or in a helper it calls);
     /// - `clip_grad_norm_`/`clip_grad_value_` on the scaled gradients: a path
     ///   from the scaled backward reaches the clip without
-    ///   `scaler.unscale_(optimizer)`.
+    ///   `scaler.unscale_(optimizer)`;
+    /// - in an accumulation loop, `scaler.unscale_(optimizer)` every
+    ///   iteration while `scaler.update()` runs only under the accumulation
+    ///   guard.
+    ///
+    /// The scaled backward may be chained (`scaler.scale(loss).backward()`)
+    /// or bound first (`scaled = scaler.scale(loss); scaled.backward()`).
     ///
     /// ## Why is this bad?
     /// The scaled gradients are the true ones times the scale factor
@@ -23,6 +29,8 @@ declare_rule! {
     /// raises `AssertionError: No inf checks were recorded prior to
     /// update.` Without `scaler.update()`, the second `scaler.step()`
     /// raises `RuntimeError: step() has already been called since the last
+    /// update().` A second `unscale_` before an update raises `RuntimeError:
+    /// unscale_() has already been called on this optimizer since the last
     /// update().` A clip on scaled gradients compares the threshold with a
     /// norm 65536 times too large, so it clips every step to a tiny update.
     ///
@@ -52,8 +60,12 @@ declare_rule! {
     /// `scaler.step(optimizer)` somewhere, a direct `optimizer.step()` is
     /// taken to be the unscaled branch; when `scaler.unscale_` appears
     /// before a clip anywhere in the loop, the clip is taken to be covered
-    /// (branches on an AMP flag are not followed). Helpers that scale the
-    /// loss themselves are not seen. Test modules are not checked.
+    /// (branches on an AMP flag are not followed). An optimizer bound from a
+    /// call that is neither a torch optimizer nor a project function
+    /// (`model, optimizer = msamp.initialize(model, optimizer)`,
+    /// `accelerator.prepare(...)`) is taken to do the scaler's work and its
+    /// direct `step()` is not reported. Helpers that scale the loss
+    /// themselves are not seen. Test modules are not checked.
     ///
     /// ## References
     /// - [Automatic mixed precision: gradient scaling](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
@@ -103,13 +115,31 @@ fn check_body(body: &[Stmt], is_loop: bool, checker: &mut Checker<'_>) {
         events.iter().filter(|e| e.kind == StepKind::ScalerStep).map(|e| e.receiver.as_deref()).collect();
     let updates = events.iter().any(|e| e.kinds().contains(StepKinds::SCALER_UPDATE));
     let unscales: Vec<&StepEvent<'_>> = events.iter().filter(|e| e.kinds().contains(StepKinds::SCALER_UNSCALE)).collect();
-
+    // An optimizer from a wrapper (`msamp.initialize`, `accelerator.prepare`)
+    // may unscale and check for infs itself.
+    let module = checker.module();
+    let wrapped = |opt: &str| {
+        let span = body.first().map(|s| s.span).unwrap_or_default();
+        let function = memlint_semantic::ir::enclosing_function_body(&module.body, span);
+        function.is_some_and(|b| bound_by_wrapper(b, opt, cx)) || bound_by_wrapper(&module.body, opt, cx)
+    };
+    // The `scaler.update()`s one iteration reaches after `event`, and the
+    // accumulation guard of each (`None`: not under one).
+    let updates_after = |event: &StepEvent<'_>| -> Vec<Option<&Expr>> {
+        let Some(from) = cfg.node_of(event.stmt) else { return Vec::new() };
+        events
+            .iter()
+            .filter(|u| u.kinds().contains(StepKinds::SCALER_UPDATE))
+            .filter(|u| cfg.node_of(u.stmt).is_some_and(|to| to != from && cfg.reaches(from, to)))
+            .map(|u| u.guards.iter().copied().find(|g| accumulation_count(g).is_some()))
+            .collect()
+    };
     for e in events.iter().filter(|e| e.is_direct()) {
         match e.kind {
             StepKind::OptimizerStep { .. } => {
                 let opt = e.receiver.as_deref().unwrap_or("optimizer");
                 let covered = scaler_steps.iter().any(|r| r.is_none() || *r == Some(opt));
-                if covered || !after_scaled(e) {
+                if covered || !after_scaled(e) || wrapped(opt) {
                     continue;
                 }
                 checker.report(
@@ -121,6 +151,27 @@ fn check_body(body: &[Stmt], is_loop: bool, checker: &mut Checker<'_>) {
                             ),
                         )
                         .with_help(format!("call `{scaler}.step({opt})` and then `{scaler}.update()` instead of `{opt}.step()`")),
+                );
+            }
+            // `unscale_` every micro-step, `update()` only every n-th.
+            StepKind::ScalerUnscale if is_loop => {
+                let after = updates_after(e);
+                let Some(Some(guard)) = after.first().copied() else { continue };
+                let all_guarded = after.iter().all(Option::is_some);
+                if !all_guarded || e.guards.iter().any(|g| after.iter().flatten().any(|u| std::ptr::eq(*g, *u))) {
+                    continue;
+                }
+                let opt = e.receiver.as_deref().unwrap_or("optimizer");
+                checker.report(
+                    GradScalerMisuse::META
+                        .diagnostic(
+                            e.span,
+                            format!(
+                                "`{scaler}.unscale_({opt})` runs every iteration but `{scaler}.update()` only under `if {}:`: the second `unscale_` before an update raises",
+                                checker.text(guard.span)
+                            ),
+                        )
+                        .with_help(format!("move `{scaler}.unscale_({opt})` (and the clipping) under the same guard as `{scaler}.step({opt})`")),
                 );
             }
             StepKind::ScalerStep if is_loop && !updates => {
