@@ -471,8 +471,7 @@ fn check_file(
             };
             let diagnostics = lint_file(&text, &options, &file);
             let fixed = match fix {
-                // Fixes rewrite Python source files only: a notebook's text is
-                // its cells joined, and writing that back would destroy it.
+                // Notebooks are fixed by `check_notebook`; other files are not.
                 Some(mode) if !diagnostics.is_empty() && is_python_source(path) => {
                     Some(fix_text_with(&text, diagnostics.clone(), &|t: &str| lint_file(t, &options, &file), mode))
                 }

@@ -205,7 +205,7 @@ fn only_python_source_files_are_rewritten() {
     write(dir.path(), "train_script", text);
     let o = memlint(dir.path(), &["check", "train_script", "--fix"]);
     assert_eq!(o.status.code(), Some(1), "the finding remains");
-    assert!(stderr(&o).contains("train_script: 1 fix not applied: only .py and .pyi files are fixed"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("train_script: 1 fix not applied: only .py, .pyi and .ipynb files are fixed"), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(dir.path().join("train_script")).expect("read"), text);
     let o = memlint(dir.path(), &["check", "train_script", "--diff"]);
     assert_eq!(o.status.code(), Some(1));

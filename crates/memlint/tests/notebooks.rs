@@ -223,3 +223,52 @@ fn non_python_kernels_are_not_checked() {
     assert_eq!(v["summary"]["files"], 1);
     assert_eq!(v["summary"]["diagnostics"], 0);
 }
+
+/// `--fix` rewrites the sources of the cells it fixes, in the notebook's own
+/// JSON layout; outputs, metadata, ids and the other cells stay as they
+/// were. The two ML401 findings share one fix across cells (the import in
+/// cell 2, the uses in cell 3); the edit next to a shell line keeps it.
+#[test]
+fn fix_rewrites_cell_sources_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_fixture(dir.path(), "amp_fix.ipynb", "amp_fix.ipynb");
+    let original = std::fs::read_to_string(dir.path().join("amp_fix.ipynb")).unwrap();
+
+    let o = memlint(dir.path(), &["check", "amp_fix.ipynb", "--diff", "--unsafe-fixes"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(dir.path().join("amp_fix.ipynb")).unwrap(), original, "--diff writes nothing");
+    insta::assert_snapshot!("notebook_fix_diff", stdout(&o));
+
+    let o = memlint(dir.path(), &["check", "amp_fix.ipynb", "--fix", "--unsafe-fixes", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&o)["diagnostics"], serde_json::json!([]));
+    let fixed = std::fs::read_to_string(dir.path().join("amp_fix.ipynb")).unwrap();
+    let (before, after): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&original).unwrap(), serde_json::from_str(&fixed).unwrap());
+    assert_eq!(before["metadata"], after["metadata"]);
+    for (b, a) in before["cells"].as_array().unwrap().iter().zip(after["cells"].as_array().unwrap()) {
+        for key in ["cell_type", "id", "metadata", "outputs", "execution_count"] {
+            assert_eq!(b[key], a[key], "{key} kept");
+        }
+    }
+    let source = |v: &serde_json::Value, i: usize| -> String {
+        match &v["cells"][i]["source"] {
+            serde_json::Value::Array(lines) => lines.iter().map(|l| l.as_str().unwrap()).collect(),
+            other => other.as_str().unwrap().to_string(),
+        }
+    };
+    assert_eq!(source(&after, 1), "%pip install torch\nimport torch\nfrom torch.amp import GradScaler, autocast");
+    assert!(source(&after, 2).contains("scaler = GradScaler(\"cuda\", init_scale=1024)\n"));
+    assert!(source(&after, 2).contains("    with autocast(\"cuda\"):\n"));
+    assert!(source(&after, 2).ends_with("    total += loss.item()\n!nvidia-smi"));
+    assert_eq!(source(&after, 3), source(&before, 3));
+    // Only the fixed lines differ, in the file's own layout.
+    let changed: Vec<(&str, &str)> = original.lines().zip(fixed.lines()).filter(|(a, b)| a != b).collect();
+    assert_eq!(changed.len(), 4, "{changed:?}");
+    assert_eq!(original.lines().count(), fixed.lines().count());
+
+    // Fixing again changes nothing.
+    let o = memlint(dir.path(), &["check", "amp_fix.ipynb", "--fix", "--unsafe-fixes"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(dir.path().join("amp_fix.ipynb")).unwrap(), fixed);
+}
