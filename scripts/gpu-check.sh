@@ -32,11 +32,11 @@ build() {
     local target="${CARGO_TARGET_DIR:-$repo/target}"
     cargo build --release -q -p memprobe -p memprobe_worker
     local test_bin
-    test_bin="$(cargo test --release -q -p memprobe --test gpu --no-run --message-format=json 2>/dev/null \
+    test_bin="$(cargo test --release -q -p tests --test probe_gpu --no-run --message-format=json 2>/dev/null \
         | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "probe_gpu":
         print(m["executable"])' | tail -1)"
     [ -n "$test_bin" ] || { echo "gpu-check: could not find the gpu test binary" >&2; exit 1; }
     rm -rf "$carry" && mkdir -p "$carry"

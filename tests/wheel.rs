@@ -8,7 +8,7 @@
 
 #![cfg(unix)]
 
-mod common;
+use tests::*;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,7 +52,7 @@ fn maturin(work: &Path) -> PathBuf {
 #[test]
 #[ignore = "builds the release wheel; run by `make test`"]
 fn wheel_installs_into_a_fresh_venv_and_checks_a_fixture() {
-    let root = common::root().canonicalize().expect("repository root");
+    let root = root().canonicalize().expect("repository root");
     let work = root.join("target/wheel-test");
     std::fs::create_dir_all(&work).expect("mkdir");
     let maturin = maturin(&work);

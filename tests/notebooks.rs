@@ -2,24 +2,12 @@
 //! fixtures in `fixtures/notebooks/` and temporary trees.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use tests::*;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/notebooks")
-}
-
-fn memlint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlint"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .output()
-        .expect("memlint runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
+    root().join("fixtures/notebooks")
 }
 
 fn json(o: &Output) -> serde_json::Value {
@@ -34,12 +22,6 @@ fn located(o: &Output) -> Vec<String> {
         .iter()
         .map(|d| format!("{} {}:{}:{} {}", d["path"].as_str().unwrap(), d["cell"], d["line"], d["column"], d["code"].as_str().unwrap()))
         .collect()
-}
-
-fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 fn copy_fixture(dir: &Path, name: &str, to: &str) {

@@ -1,4 +1,7 @@
-//! Helpers shared by the end-to-end tests of the `memlint` binary.
+//! The end-to-end tests of the two binaries (`memlint`, `memprobe`), and
+//! the helpers they share. The binaries are built on demand with
+//! `escargot` (a no-op when `cargo test --workspace` built them already),
+//! once per test process.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -29,17 +32,50 @@ def train(model, loader, optimizer):
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The path of binary `name` of workspace package `package`, built first
+/// (in the profile of this test executable) when it is not up to date.
+pub fn bin(package: &str, name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
+        return p.clone();
+    }
+    let run = escargot::CargoBuild::new()
+        .manifest_path(root().join("Cargo.toml"))
+        .package(package)
+        .bin(name)
+        .current_release()
+        .current_target()
+        .run()
+        .unwrap_or_else(|e| panic!("cannot build `{name}` of package `{package}`: {e}"));
+    let path = run.path().to_path_buf();
+    built.push((name.to_string(), path.clone()));
+    path
+}
+
+/// The `memlint` binary.
+pub fn memlint_bin() -> PathBuf {
+    bin("memlint", "memlint")
+}
+
+/// The `memprobe` binary.
+pub fn memprobe_bin() -> PathBuf {
+    bin("memprobe", "memprobe")
+}
+
+/// Writes `text` to `dir/rel`, creating the parent directories.
 pub fn write(dir: &Path, rel: &str, text: impl AsRef<[u8]>) {
     let p = dir.join(rel);
     std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
     std::fs::write(p, text).expect("write");
 }
 
+/// Runs `memlint args` in `dir` without colours.
 pub fn memlint(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memlint"))
+    Command::new(memlint_bin())
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
@@ -48,10 +84,12 @@ pub fn memlint(dir: &Path, args: &[&str]) -> Output {
         .expect("memlint runs")
 }
 
+/// A run's stdout as text.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
 }
 
+/// A run's stderr as text.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
 }

@@ -1,8 +1,6 @@
 //! `--write-baseline` and `--baseline` end to end.
 
-mod common;
-
-use common::*;
+use tests::*;
 
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

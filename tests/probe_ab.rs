@@ -1,18 +1,19 @@
 //! End-to-end tests of `memprobe ab` with real Python commands.
 
+use tests::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+static BIN: std::sync::LazyLock<std::path::PathBuf> = std::sync::LazyLock::new(memprobe_bin);
 
 fn python() -> String {
     std::env::var("MEMPROBE_PYTHON").ok().filter(|p| Path::new(p).exists()).unwrap_or_else(|| "/usr/bin/python3".into())
 }
 
 fn ab(args: &[&str]) -> Output {
-    Command::new(BIN).arg("ab").args(args).output().expect("run memprobe ab")
+    Command::new(&*BIN).arg("ab").args(args).output().expect("run memprobe ab")
 }
 
 fn sleeper(seconds: f64) -> String {

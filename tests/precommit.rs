@@ -1,9 +1,7 @@
 //! The pre-commit hooks of `.pre-commit-hooks.yaml`, run the way pre-commit
 //! runs them: the hook's `entry` followed by the staged file names.
 
-mod common;
-
-use common::*;
+use tests::*;
 
 /// `(id, entry)` of each hook (the file is a flat list of mappings).
 fn hooks() -> Vec<(String, String)> {

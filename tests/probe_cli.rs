@@ -1,25 +1,23 @@
 //! End-to-end tests of the real `memprobe bench` on the CPU: report schema,
 //! measured figures, correctness checks, bad input, worker faults, Ctrl-C,
-//! and the parent/worker split. They need `memprobe-worker` built next to
-//! `memprobe` (`cargo test --workspace`, or `cargo test -p memprobe -p
-//! memprobe_worker`). Sizes are small so the whole file runs in well under a
-//! minute on 2 cores.
+//! and the parent/worker split. `memprobe` and `memprobe-worker` are built
+//! on demand (the worker links libtorch: source `scripts/torch-env.sh`
+//! first). Sizes are small so the whole file runs in well under a minute on
+//! 2 cores.
 
+use tests::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+static BIN: std::sync::LazyLock<std::path::PathBuf> = std::sync::LazyLock::new(memprobe_bin);
 
-/// `memprobe-worker` next to the binary under test; a clear failure when absent.
+/// `memprobe-worker`, built next to the binary under test (it links
+/// libtorch: the torch environment of `scripts/torch-env.sh` must be set).
 fn worker() -> PathBuf {
-    let w = Path::new(BIN).with_file_name("memprobe-worker");
-    assert!(
-        w.is_file(),
-        "{} is not built: run these tests with `cargo test -p memprobe -p memprobe_worker` (or --workspace)",
-        w.display()
-    );
+    let w = bin("memprobe_worker", "memprobe-worker");
+    assert_eq!(w.parent(), BIN.parent(), "the worker is found next to `memprobe`");
     w
 }
 
@@ -34,7 +32,7 @@ fn bench_lock() -> std::sync::MutexGuard<'static, ()> {
 fn memprobe(args: &[&str]) -> Output {
     worker();
     let _one_at_a_time = bench_lock();
-    Command::new(BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
+    Command::new(&*BIN).args(args).env_remove("MEMPROBE_FAULT").output().expect("run memprobe")
 }
 
 fn stderr(o: &Output) -> String {
@@ -46,7 +44,7 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("probe-fixtures").join(name)
 }
 
 fn variant<'a>(r: &'a Value, id: &str) -> &'a Value {
@@ -259,7 +257,7 @@ fn oom_and_crashed_workers_are_reported_and_others_go_on() {
         let runs_arg = runs.to_string();
         worker();
         let _one_at_a_time = bench_lock();
-        let o = Command::new(BIN)
+        let o = Command::new(&*BIN)
             .args([
                 "bench", "--device", "cpu", "--batch-size", "256", "--accum", "2", "--set-to-none",
                 "--runs", &runs_arg, "--warmup", "0", "--steps", "1", "--json", json.to_str().unwrap(),
@@ -293,7 +291,7 @@ fn ctrl_c_writes_a_partial_report() {
     let json = dir.path().join("partial.json");
     worker();
     let _one_at_a_time = bench_lock();
-    let child = Command::new(BIN)
+    let child = Command::new(&*BIN)
         .args([
             "bench", "--device", "cpu", "--batch-size", "256", "--set-to-none", "--runs", "500",
             "--warmup", "0", "--steps", "1", "--json", json.to_str().unwrap(),
@@ -339,7 +337,7 @@ fn help_lists_every_optimization_flag() {
 
 #[test]
 fn the_parent_does_not_link_libtorch_and_the_worker_does() {
-    let parent = std::fs::read(BIN).unwrap();
+    let parent = std::fs::read(&*BIN).unwrap();
     let has = |bytes: &[u8], needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
     for lib in [&b"libtorch_cpu.so"[..], b"libc10.so", b"libtorch.so"] {
         assert!(!has(&parent, lib), "memprobe names {}", String::from_utf8_lossy(lib));
@@ -353,14 +351,14 @@ fn bench_without_the_worker_says_how_to_get_it() {
     // A copy of the parent alone in a directory: nothing to start.
     let dir = tempfile::tempdir().unwrap();
     let lone = dir.path().join("memprobe");
-    std::fs::copy(BIN, &lone).unwrap();
+    std::fs::copy(&*BIN, &lone).unwrap();
     let o = Command::new(&lone).args(["bench", "--device", "cpu"]).env_remove("MEMPROBE_WORKER").output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("needs memprobe-worker") && e.contains(&dir.path().join("memprobe-worker").display().to_string()), "{e}");
     assert!(e.contains("cargo build --release -p memprobe_worker"), "{e}");
 
-    let o = Command::new(BIN).args(["bench", "--device", "cpu"]).env("MEMPROBE_WORKER", "/nonexistent/w").output().unwrap();
+    let o = Command::new(&*BIN).args(["bench", "--device", "cpu"]).env("MEMPROBE_WORKER", "/nonexistent/w").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("MEMPROBE_WORKER=/nonexistent/w: no such file"), "{}", stderr(&o));
 
@@ -432,7 +430,7 @@ fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
     let compare = |new: &Path, extra: &[&str]| {
         let mut args = vec!["compare", base.to_str().unwrap(), new.to_str().unwrap()];
         args.extend_from_slice(extra);
-        Command::new(BIN).args(&args).output().unwrap()
+        Command::new(&*BIN).args(&args).output().unwrap()
     };
 
     // The same report: nothing changed.

@@ -1,11 +1,10 @@
 //! `--fix`, `--unsafe-fixes` and `--diff` end to end on copies of the
 //! fixtures in `fixtures/fix/`.
 
-mod common;
+use tests::*;
 
 use std::path::Path;
 
-use common::*;
 
 fn copy_fixture(dir: &Path, name: &str) -> String {
     let text = std::fs::read_to_string(root().join("fixtures/fix").join(name)).expect("fixture");

@@ -1,7 +1,8 @@
 //! GPU end-to-end tests. They need an NVIDIA GPU with a driver, so they are
 //! ignored by default; scripts/gpu-check.sh runs them on a GPU machine with
-//! `cargo test -p memprobe --test gpu -- --ignored` (or the carried test binary).
+//! `cargo test -p tests --test probe_gpu -- --ignored` (or the carried test binary).
 
+use tests::*;
 use std::process::Command;
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use serde_json::Value;
 /// The binary under test; MEMPROBE_BIN overrides it when this test executable
 /// was built on another machine and carried to the GPU one (scripts/gpu-check.sh).
 fn bin() -> String {
-    std::env::var("MEMPROBE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_memprobe").to_string())
+    std::env::var("MEMPROBE_BIN").unwrap_or_else(|_| memprobe_bin().display().to_string())
 }
 
 fn bench(args: &[&str]) -> Value {

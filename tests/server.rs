@@ -2,7 +2,7 @@
 //! messages (initialize, didOpen, didChange, codeAction, didSave, didClose,
 //! shutdown, exit).
 
-mod common;
+use tests::*;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -46,7 +46,7 @@ fn read_message(reader: &mut impl BufRead) -> Option<Value> {
 
 impl Client {
     fn start(dir: &std::path::Path) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_memlint"))
+        let mut child = Command::new(memlint_bin())
             .arg("server")
             .current_dir(dir)
             .stdin(Stdio::piped())
@@ -149,11 +149,11 @@ const AMP_AND_LOSS: &str = "import torch\n\n\ndef train(model, loader, optimizer
 fn lsp_session_over_stdio() {
     let dir = tempfile::tempdir().expect("tempdir");
     // The configuration discovered for the file applies: ML201 is ignored.
-    common::write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
+    write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
     let file = dir.path().join("pkg/train.py");
-    common::write(dir.path(), "pkg/train.py", AMP_AND_LOSS);
+    write(dir.path(), "pkg/train.py", AMP_AND_LOSS);
     // The project requires torch >= 2.4: the ML401 fix is safe ("Fix all safe").
-    common::write(dir.path(), "pkg/requirements.txt", "torch>=2.4\n");
+    write(dir.path(), "pkg/requirements.txt", "torch>=2.4\n");
     let uri = format!("file://{}", file.display());
 
     let mut c = Client::start(dir.path());
@@ -255,18 +255,18 @@ fn lsp_session_over_stdio() {
     assert_eq!(resp["result"], json!([]), "version 8 has nothing to fix or ignore");
 
     // didSave lints again (with the configuration read anew).
-    common::write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\nextend-select = []\n");
+    write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\nextend-select = []\n");
     c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
     assert!(c.diagnostics(&uri, Some(8)).is_empty());
 
     // A broken configuration is shown to the user, naming the file.
-    common::write(dir.path(), "pkg/memlint.toml", "select = [\"ML977\"]\n");
+    write(dir.path(), "pkg/memlint.toml", "select = [\"ML977\"]\n");
     c.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}}));
     let shown = c.wait_for(|m| m["method"] == "window/showMessage");
     let text = shown["params"]["message"].as_str().unwrap_or("");
     assert!(text.contains("memlint.toml") && text.contains("ML977"), "{shown}");
     assert_eq!(shown["params"]["type"], 1, "an error message");
-    common::write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
+    write(dir.path(), "pkg/memlint.toml", "ignore = [\"ML201\"]\n");
 
     // An unknown request is an error response, not a crash.
     let resp = c.request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}));

@@ -1,8 +1,6 @@
 //! End-to-end tests of the `memlint` binary on temporary trees.
 
-mod common;
-
-use common::*;
+use tests::*;
 use std::process::Command;
 use tempfile::TempDir;
 
@@ -356,7 +354,7 @@ fn broken_pipe_exits_quietly() {
     }
     let out = Command::new("sh")
         .arg("-c")
-        .arg(format!("{} check many | head -n 1", env!("CARGO_BIN_EXE_memlint")))
+        .arg(format!("{} check many | head -n 1", memlint_bin().display()))
         .current_dir(dir.path())
         .output()
         .unwrap();

@@ -2,9 +2,7 @@
 //! fixture tree validates against the SARIF 2.1.0 schema, the GitLab report
 //! has the fields GitLab reads, and `--output-file` writes atomically.
 
-mod common;
-
-use common::*;
+use tests::*;
 
 fn tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");

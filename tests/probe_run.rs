@@ -3,13 +3,14 @@
 //! a process tree, bad input. No libtorch needed except the `--torch` test,
 //! which uses the torch of `$MEMPROBE_PYTHON` when there is one.
 
+use tests::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_memprobe");
+static BIN: std::sync::LazyLock<std::path::PathBuf> = std::sync::LazyLock::new(memprobe_bin);
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// A plain interpreter (not a shell shim, which would add processes).
@@ -24,7 +25,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 fn memprobe_run(args: &[&str]) -> Output {
-    Command::new(BIN).arg("run").args(args).output().expect("run memprobe")
+    Command::new(&*BIN).arg("run").args(args).output().expect("run memprobe")
 }
 
 fn read_json(p: &Path) -> Value {
@@ -73,10 +74,10 @@ fn four_steps_of_100_mib_show_as_a_400_mib_peak_and_a_staircase() {
     assert_eq!(o.status.code(), Some(3), "exit code passes through: {}", stderr(&o));
     assert_valid_svg(&std::fs::read_to_string(&svg).unwrap(), "run-four-steps.png");
     // `report` draws the same timeline from the JSON, and a markdown summary.
-    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "svg"]).output().unwrap();
+    let o2 = Command::new(&*BIN).args(["report", json.to_str().unwrap(), "--format", "svg"]).output().unwrap();
     assert!(o2.status.success());
     assert_valid_svg(&String::from_utf8_lossy(&o2.stdout), "report-four-steps.png");
-    let o2 = Command::new(BIN).args(["report", json.to_str().unwrap(), "--format", "markdown"]).output().unwrap();
+    let o2 = Command::new(&*BIN).args(["report", json.to_str().unwrap(), "--format", "markdown"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o2.stdout).contains("| host RSS, whole tree (1 process) "));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "allocated 4\n", "stdout passes through");
     assert!(stderr(&o).contains("host RSS, whole tree"), "summary on stderr: {}", stderr(&o));
@@ -157,7 +158,7 @@ fn sigint_reaches_the_child_and_the_report_is_complete() {
         ),
     );
     let json = dir.path().join("run.json");
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(&*BIN)
         .args(["run", "--json", json.to_str().unwrap(), "--", &python(), s.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -221,7 +222,7 @@ fn torch_hook_reports_what_a_cpu_child_could_not_see() {
         "import os, torch\nx = torch.ones(1024, 1024)\nprint(os.environ.get('USER_SITECUSTOMIZE'), float(x.sum()))\n",
     );
     let json = dir.path().join("run.json");
-    let o = Command::new(BIN)
+    let o = Command::new(&*BIN)
         .args(["run", "--torch", "--interval", "20ms", "--json", json.to_str().unwrap(), "--", &py, s.to_str().unwrap()])
         .env("PYTHONPATH", &user)
         .output()
@@ -252,25 +253,25 @@ fn report_merges_the_nodes_of_a_job_and_rejects_bad_input() {
         std::fs::write(&json, serde_json::to_string(&r).unwrap()).unwrap();
         paths.push(json.to_str().unwrap().to_string());
     }
-    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "svg"]).output().unwrap();
+    let o = Command::new(&*BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "svg"]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let svg = String::from_utf8_lossy(&o.stdout);
     assert!(svg.contains("node0: host RSS") && svg.contains("node1: host RSS"));
     assert_valid_svg(&svg, "merged.png");
-    let o = Command::new(BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "markdown"]).output().unwrap();
+    let o = Command::new(&*BIN).args(["report", &paths[0], &paths[1], "--merge", "--format", "markdown"]).output().unwrap();
     let md = String::from_utf8_lossy(&o.stdout);
     assert!(md.starts_with("# memprobe run, 2 nodes") && md.contains("## node0") && md.contains("## node1"), "{md}");
     // Several reports without --merge, a broken file, a missing file: exit 2 naming it.
-    let o = Command::new(BIN).args(["report", &paths[0], &paths[1]]).output().unwrap();
+    let o = Command::new(&*BIN).args(["report", &paths[0], &paths[1]]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--merge"));
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
-    let o = Command::new(BIN).args(["report", bad.to_str().unwrap()]).output().unwrap();
+    let o = Command::new(&*BIN).args(["report", bad.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("bad.json"), "{}", stderr(&o));
     let out = dir.path().join("never.svg");
-    let o = Command::new(BIN).args(["report", "/nonexistent/r.json", "-o", out.to_str().unwrap()]).output().unwrap();
+    let o = Command::new(&*BIN).args(["report", "/nonexistent/r.json", "-o", out.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists(), "nothing half-written");
 }
