@@ -254,3 +254,26 @@ fn fix_rewrites_cell_sources_and_keeps_the_rest() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(std::fs::read_to_string(dir.path().join("amp_fix.ipynb")).unwrap(), fixed);
 }
+
+/// Formats that annotate the file itself (GitHub, SARIF, GitLab, JUnit)
+/// point at the notebook's JSON line holding the source line, and at the
+/// column of the code in it; the human formats say `cell N:line:col`.
+#[test]
+fn file_annotating_formats_point_into_the_notebook_json() {
+    let json = std::fs::read_to_string(fixtures().join("training.ipynb")).unwrap();
+    let (line, text) = json.lines().enumerate().find(|(_, l)| l.contains("total += loss")).unwrap();
+    let (line, column) = (line + 1, text.find("total").unwrap() + 1);
+
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "--format", "github"]);
+    let out = stdout(&o);
+    assert!(out.contains(&format!("title=memlint ML202,file=training.ipynb,line={line},endLine={line},col={column},")), "{out}");
+
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "--format", "sarif"]);
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let result = sarif["runs"][0]["results"].as_array().unwrap().iter().find(|r| r["ruleId"] == "ML202").unwrap().clone();
+    let region = &result["locations"][0]["physicalLocation"]["region"];
+    assert_eq!((region["startLine"].as_u64(), region["startColumn"].as_u64()), (Some(line as u64), Some(column as u64)));
+
+    let o = memlint(&fixtures(), &["check", "training.ipynb", "--format", "grouped"]);
+    assert!(stdout(&o).contains("  cell 5:8:9  ML202 [warning]"), "{}", stdout(&o));
+}

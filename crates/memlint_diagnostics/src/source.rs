@@ -83,6 +83,10 @@ pub struct CellSpan {
 pub struct CellMap {
     /// Sorted by `start`, non-overlapping; empty cells are left out.
     cells: Vec<CellSpan>,
+    /// Per cell (by its number), where each of its lines starts in the
+    /// notebook file itself: 1-based (line, column) of the first character
+    /// after the opening quote of the JSON string that holds it.
+    file_lines: Vec<(u32, Vec<(u32, u32)>)>,
 }
 
 impl CellMap {
@@ -90,7 +94,19 @@ impl CellMap {
     pub fn new(mut cells: Vec<CellSpan>) -> CellMap {
         cells.retain(|c| c.end > c.start);
         cells.sort_by_key(|c| c.start);
-        CellMap { cells }
+        CellMap { cells, file_lines: Vec::new() }
+    }
+
+    /// Records where the lines of `cell` are in the notebook's JSON.
+    pub fn set_file_lines(&mut self, cell: u32, lines: Vec<(u32, u32)>) {
+        self.file_lines.retain(|(c, _)| *c != cell);
+        self.file_lines.push((cell, lines));
+    }
+
+    /// Where line `line` (1-based) of `cell` starts in the notebook file.
+    pub fn file_line(&self, cell: u32, line: usize) -> Option<(u32, u32)> {
+        let (_, lines) = self.file_lines.iter().find(|(c, _)| *c == cell)?;
+        lines.get(line.checked_sub(1)?).copied()
     }
 
     /// The cells, in source order.
@@ -175,6 +191,36 @@ impl SourceFile {
     /// (for a notebook, in its virtual source: see [`SourceFile::position`]).
     pub fn location(&self, offset: u32) -> (usize, usize) {
         self.index.location_in(offset, Some(&self.text))
+    }
+
+    /// 1-based (line, column) of a byte offset in the file on disk: for a
+    /// notebook, the line of its JSON that holds the source line (the column
+    /// counts from the string's opening quote, exact when the line has no
+    /// escaped characters before it); for other files
+    /// [`SourceFile::location`]. For formats that annotate the file itself
+    /// (SARIF, GitHub, GitLab, JUnit).
+    pub fn file_location(&self, offset: u32) -> (usize, usize) {
+        let p = self.position(offset);
+        match (p.cell, self.cells.as_ref()) {
+            (Some(cell), Some(map)) => match map.file_line(cell, p.line) {
+                Some((line, column)) => (line as usize, column as usize + p.column - 1),
+                None => self.location(offset),
+            },
+            _ => self.location(offset),
+        }
+    }
+
+    /// [`SourceFile::file_location`] of the end of `span` (exclusive), like
+    /// [`SourceFile::end_position`].
+    pub fn file_end_location(&self, span: crate::Span) -> (usize, usize) {
+        let p = self.end_position(span);
+        match (p.cell, self.cells.as_ref()) {
+            (Some(cell), Some(map)) => match map.file_line(cell, p.line) {
+                Some((line, column)) => (line as usize, column as usize + p.column - 1),
+                None => self.location(span.end),
+            },
+            _ => self.location(span.end),
+        }
     }
 
     /// Where a byte offset is, as the user sees the file: for a notebook the

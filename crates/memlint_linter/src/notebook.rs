@@ -266,7 +266,52 @@ pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
         spans.push(CellSpan { cell: number, start: span.start, end: span.end });
         code_cells.push(CodeCell { cell: number, span, role, newline_added });
     }
-    Ok(Notebook { text, python, cells: CellMap::new(spans), code_cells, is_python })
+    let mut cells = CellMap::new(spans);
+    // Where each cell's lines are in the file, for formats that annotate it.
+    if let Some(ranges) = source_ranges(json) {
+        let index = memlint_diagnostics::LineIndex::new(json);
+        for c in &code_cells {
+            let Some(r) = ranges.get(c.cell as usize - 1) else { continue };
+            let starts = string_starts(&json[r.clone()]);
+            let lines = match json.as_bytes().get(r.start) {
+                Some(b'[') => starts.iter().map(|&o| r.start + o).collect::<Vec<_>>(),
+                // One string holds every line: they all point at it.
+                _ => vec![r.start + 1; text[c.span.start as usize..c.span.end as usize].lines().count().max(1)],
+            };
+            let located = lines
+                .into_iter()
+                .map(|o| {
+                    let (l, col) = index.location_in(offset(o), Some(json));
+                    (offset(l), offset(col))
+                })
+                .collect();
+            cells.set_file_lines(c.cell, located);
+        }
+    }
+    Ok(Notebook { text, python, cells, code_cells, is_python })
+}
+
+/// Offsets (after the opening quote) of the strings of a JSON list value.
+fn string_starts(value: &str) -> Vec<usize> {
+    let mut sc = Scan { b: value.as_bytes(), i: 0 };
+    let mut out = Vec::new();
+    if sc.eat(b'[').is_none() {
+        return out;
+    }
+    loop {
+        sc.ws();
+        match sc.b.get(sc.i) {
+            Some(b'"') => {
+                out.push(sc.i + 1);
+                if sc.string().is_none() {
+                    break;
+                }
+            }
+            Some(b',') => sc.i += 1,
+            _ => break,
+        }
+    }
+    out
 }
 
 fn offset(n: usize) -> u32 {

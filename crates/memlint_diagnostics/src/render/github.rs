@@ -27,8 +27,8 @@ impl Renderer for GithubRenderer {
                 Severity::Warning => "warning",
                 Severity::Info => "notice",
             };
-            let (line, col) = file.location(d.span.start);
-            let (end_line, end_col) = file.location(d.span.end);
+            let (line, col) = file.file_location(d.span.start);
+            let (end_line, end_col) = file.file_end_location(d.span);
             let mut message = format!("{}: {}", d.name, d.message);
             if let Some(h) = &d.help {
                 message.push_str(&format!("\nhelp: {h}"));

@@ -29,8 +29,8 @@ impl GitlabRenderer {
         for f in &report.files {
             let fps = fingerprints(&f.file, f.file.path(), &f.diagnostics);
             for (d, fp) in f.diagnostics.iter().zip(fps) {
-                let (begin, _) = f.file.location(d.span.start);
-                let (end, _) = f.file.location(d.span.end);
+                let (begin, _) = f.file.file_location(d.span.start);
+                let (end, _) = f.file.file_end_location(d.span);
                 let mut issue = json!({
                     "type": "issue",
                     "check_name": d.code,

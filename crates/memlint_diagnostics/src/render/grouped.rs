@@ -19,10 +19,8 @@ impl Renderer for GroupedRenderer {
             let locations: Vec<String> = f
                 .diagnostics
                 .iter()
-                .map(|d| {
-                    let (l, c) = f.file.location(d.span.start);
-                    format!("{l}:{c}")
-                })
+                // `4:9`, or `cell 3:4:9` in a notebook.
+                .map(|d| f.file.position(d.span.start).to_string())
                 .collect();
             let width = locations.iter().map(String::len).max().unwrap_or(0);
             for (d, loc) in f.diagnostics.iter().zip(&locations) {

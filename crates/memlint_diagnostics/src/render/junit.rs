@@ -36,7 +36,7 @@ fn xml_escape(s: &str) -> String {
 }
 
 fn failure(file: &SourceFile, d: &Diagnostic) -> String {
-    let (line, col) = file.location(d.span.start);
+    let (line, col) = file.file_location(d.span.start);
     let mut body = format!("{}:{line}:{col}: {} [{}] {}", file.path(), d.code, d.severity, d.message);
     if let Some(h) = &d.help {
         let _ = write!(body, "\nhelp: {h}");

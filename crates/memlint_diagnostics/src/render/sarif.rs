@@ -66,8 +66,8 @@ fn artifact_location(path: &str) -> Value {
 }
 
 fn region(file: &SourceFile, span: Span) -> Value {
-    let (sl, sc) = file.location(span.start);
-    let (el, ec) = file.location(span.end);
+    let (sl, sc) = file.file_location(span.start);
+    let (el, ec) = file.file_end_location(span);
     json!({"startLine": sl, "startColumn": sc, "endLine": el, "endColumn": ec})
 }
 
