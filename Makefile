@@ -15,10 +15,12 @@ demo:
 ## Run the whole test suite (and check that the generated rule docs are fresh),
 ## then the wheel test: build the memlint wheel, install it into a fresh venv, run it,
 ## then prove the runnable fixtures (ML101, ML102, ML104, ML105, ML106) under torch on the CPU.
+## (The binaries are built first so that the end-to-end tests in tests/ find them up to date.)
 ## (The wheel test is #[ignore]d for plain `cargo test`; it is selected here by
 ## name over the same workspace build, so nothing is compiled twice.)
 test:
-	. scripts/torch-env.sh && cargo xtask generate --check && cargo test --workspace \
+	. scripts/torch-env.sh && cargo xtask generate --check \
+		&& cargo build --workspace --bins && cargo test --workspace \
 		&& cargo test --workspace -- --ignored --exact wheel_installs_into_a_fresh_venv_and_checks_a_fixture \
 		&& "$$MEMPROBE_PYTHON" -W ignore scripts/prove-fixtures.py
 

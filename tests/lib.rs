@@ -48,7 +48,6 @@ pub fn bin(package: &str, name: &str) -> PathBuf {
         .package(package)
         .bin(name)
         .current_release()
-        .current_target()
         .run()
         .unwrap_or_else(|e| panic!("cannot build `{name}` of package `{package}`: {e}"));
     let path = run.path().to_path_buf();
