@@ -84,7 +84,7 @@ fn wheel_installs_into_a_fresh_venv_and_checks_a_fixture() {
         .arg(wheel));
     let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
     let o = Command::new("memlint")
-        .args(["check", "--format", "json"])
+        .args(["check", "--format", "json", "--select", "ML202"])
         .arg(&fixture)
         .env("PATH", &path)
         .env_remove("VIRTUAL_ENV")
@@ -96,7 +96,7 @@ fn wheel_installs_into_a_fresh_venv_and_checks_a_fixture() {
     assert!(v["diagnostics"].as_array().is_some_and(|d| !d.is_empty() && d.iter().all(|d| d["code"] == "ML202")), "{v}");
 
     let o = Command::new(venv.join("bin/python"))
-        .args(["-m", "memlint", "check", "--format", "concise"])
+        .args(["-m", "memlint", "check", "--format", "concise", "--select", "ML202"])
         .arg(&fixture)
         .env("PATH", "/usr/bin:/bin")
         .output()

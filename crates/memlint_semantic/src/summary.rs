@@ -60,6 +60,7 @@ impl SummaryVisitor {
         let is_contextmanager = f.decorators.iter().any(|d| {
             cx.qualified_name(d).is_some_and(|q| q.last() == "contextmanager")
         });
+        let flag = train_flag(&f.body, &params);
         let summary = FunctionSummary {
             qualname: qualname.clone(),
             name: f.name.clone(),
@@ -72,8 +73,8 @@ impl SummaryVisitor {
             returns_graph: false,
             returns_graph_at: Vec::new(),
             accumulates_args: if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { Vec::new() },
-            train_flag_param: train_flag(&f.body, &params).and_then(|i| i.checked_sub(offset)),
-            train_flag_name: train_flag(&f.body, &params).and_then(|i| params.get(i).cloned()),
+            train_flag_param: flag.and_then(|i| i.checked_sub(offset)),
+            train_flag_name: flag.and_then(|i| params.get(i).cloned()),
             setup_named: is_setup_name(&f.name),
             init_named: is_init_name(&f.name),
             unit_test: self.is_test_file,
