@@ -122,6 +122,10 @@ pub struct FunctionSummary {
     pub step_root: bool,
     /// The training-step events the body itself runs (see [`crate::step`]).
     pub step_kinds: StepKinds,
+    /// The body changes its first argument (after `self`) in place
+    /// (`x.clamp_(0)`, `x += 1`, `F.relu(x, inplace=True)`): a module whose
+    /// `forward` does this overwrites what the module before it returned.
+    pub mutates_first_arg: bool,
     /// The body divides or multiplies a value by a non-literal
     /// (`loss / self.accum_steps`): a loss it returns may be scaled.
     pub scales_values: bool,

@@ -81,6 +81,7 @@ impl SummaryVisitor {
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
             step_kinds: crate::step::StepKinds::empty(),
             scales_values: scales_values(&f.body),
+            mutates_first_arg: params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -351,6 +352,26 @@ fn scales_values(body: &[Stmt]) -> bool {
         s.for_each_expr(|e| {
             found |= e.any(&mut |x| {
                 matches!(&x.kind, ExprKind::BinOp { op: BinOp::Div | BinOp::Mult, right, .. } if non_literal(right))
+            });
+        });
+    });
+    found
+}
+
+/// Whether the body (nested functions excluded) changes `name` in place.
+fn mutates(body: &[Stmt], name: &str, cx: &Context) -> bool {
+    let mut found = false;
+    for_each_stmt_in_function(body, &mut |s| {
+        let is_name = |e: &Expr| e.as_name() == Some(name);
+        found |= crate::api::inplace_stmt(s).iter().any(|(on, _, _)| is_name(on));
+        if matches!(s.kind, StmtKind::Function(_) | StmtKind::Class { .. }) {
+            return;
+        }
+        s.for_each_expr(|e| {
+            found |= e.any(&mut |x| {
+                let Some((func, _, _)) = x.as_call() else { return false };
+                let q = cx.qualified_name(func);
+                crate::api::inplace_call(x, q.as_ref().map(|q| q.as_str())).iter().any(|(on, _, _)| is_name(on))
             });
         });
     });

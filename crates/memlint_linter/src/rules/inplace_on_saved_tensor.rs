@@ -18,7 +18,8 @@ declare_rule! {
     /// operators (`y += 1`, `y[idx] = v`), functionals
     /// (`F.relu(y, inplace=True)`, `torch.sigmoid_(y)`) and `out=y`; and in
     /// `nn.Sequential(...)`, an in-place activation
-    /// (`nn.ReLU(inplace=True)`) right after a module that saves its output
+    /// (`nn.ReLU(inplace=True)`, or a project module whose `forward` changes
+    /// its input in place) right after a module that saves its output
     /// (`nn.Sigmoid()`, `nn.Tanh()`, `nn.Softmax()`). Not under `no_grad`,
     /// not inside a custom `torch.autograd.Function.forward`, and never on
     /// `y = x * 2; y.add_(1)`: multiplying by a Python scalar saves nothing.
@@ -51,8 +52,9 @@ declare_rule! {
     /// not known and not checked. The `backward()` is any later one in the
     /// same function or module: one whose loss does not depend on the
     /// saving op is not told apart, and a `backward()` in a caller is not
-    /// seen. Project modules that apply an in-place op to their input are
-    /// not followed. Test modules are not checked.
+    /// seen. Modules called one after the other outside an `nn.Sequential`
+    /// (`x = self.act(self.sig(x))`) are not followed. Test modules are not
+    /// checked.
     ///
     /// ## References
     /// - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -127,7 +129,12 @@ impl InplaceOnSavedTensor {
             }
             let inplace = pair[1].keyword("inplace").is_some_and(Expr::is_true)
                 || pair[1].as_call().is_some_and(|(_, a, _)| a.first().is_some_and(Expr::is_true));
-            if module(&pair[1]).is_some() && inplace {
+            // A project module whose `forward` changes its input in place.
+            let project_inplace = pair[1].as_call().and_then(|(f, _, _)| cx.project_class_of_call(f)).is_some_and(|class| {
+                let index = cx.index();
+                index.method_of(&class, "forward").and_then(|m| index.function(&m)).is_some_and(|f| f.mutates_first_arg)
+            });
+            if module(&pair[1]).is_some() && inplace || project_inplace {
                 checker.report(
                     Self::META
                         .diagnostic(
