@@ -27,6 +27,17 @@ impl<'c> Checker<'c> {
         self.module
     }
 
+    /// Whether the current point is torch code outside a test module: what
+    /// the training-program rules check (unit tests are not training code).
+    pub fn in_torch_program(&self) -> bool {
+        self.cx.torch_imported() && !self.cx.in_test_module()
+    }
+
+    /// [`Checker::in_torch_program`] with grad enabled: where a graph may be built.
+    pub fn in_grad_code(&self) -> bool {
+        self.in_torch_program() && self.cx.grad_enabled()
+    }
+
     /// Reports a diagnostic.
     pub fn report(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);

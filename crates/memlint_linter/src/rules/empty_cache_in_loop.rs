@@ -71,7 +71,7 @@ impl Rule for EmptyCacheInLoop {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || cx.in_test_module() {
+        if !checker.in_torch_program() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };

@@ -95,7 +95,7 @@ impl Rule for GradScalerMisuse {
 
 fn check_body(body: &[Stmt], is_loop: bool, checker: &mut Checker<'_>) {
     let cx = checker.cx;
-    if !cx.torch_imported() || cx.in_test_module() {
+    if !checker.in_torch_program() {
         return;
     }
     let events = step_events(body, cx);

@@ -104,11 +104,6 @@ impl InplaceOnSavedTensor {
         );
     }
 
-    fn enabled(checker: &Checker<'_>) -> bool {
-        let cx = checker.cx;
-        cx.torch_imported() && !cx.in_test_module() && cx.grad_enabled()
-    }
-
     /// `nn.Sequential(nn.Sigmoid(), nn.ReLU(inplace=True))`.
     fn check_sequential(expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
@@ -154,7 +149,7 @@ impl Rule for InplaceOnSavedTensor {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if !Self::enabled(checker) {
+        if !checker.in_grad_code() {
             return;
         }
         for (on, span, what) in inplace_stmt(stmt) {
@@ -163,7 +158,7 @@ impl Rule for InplaceOnSavedTensor {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if !Self::enabled(checker) {
+        if !checker.in_grad_code() {
             return;
         }
         let Some((func, _, _)) = expr.as_call() else { return };

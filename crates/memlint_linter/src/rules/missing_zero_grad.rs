@@ -68,7 +68,7 @@ impl Rule for MissingZeroGrad {
 
     fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || cx.in_test_module() || !cx.grad_enabled() {
+        if !checker.in_grad_code() {
             return;
         }
         let events = step_events(body, cx);

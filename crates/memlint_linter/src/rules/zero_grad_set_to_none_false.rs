@@ -51,7 +51,7 @@ impl Rule for ZeroGradSetToNoneFalse {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || cx.in_test_module() {
+        if !checker.in_torch_program() {
             return;
         }
         let Some((recv, method)) = expr.as_method_call() else { return };
