@@ -1,7 +1,11 @@
 //! Dispatches the semantic walk's callbacks to the enabled rules.
 
 use memlint_diagnostics::{Diagnostic, Span};
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use memlint_semantic::ir::{Expr, Module, Stmt, StmtKind};
+use memlint_semantic::step::{step_events, StepEvent};
 use memlint_semantic::{Context, Visitor};
 
 use crate::registry::Rule;
@@ -14,9 +18,23 @@ pub struct Checker<'c> {
     source: &'c str,
     module: &'c Module,
     diagnostics: &'c mut Vec<Diagnostic>,
+    /// The body of the loop being checked, and its training-step events,
+    /// computed on first use and shared by the rules of this loop.
+    loop_body: Option<&'c [Stmt]>,
+    loop_events: OnceCell<Rc<Vec<StepEvent<'c>>>>,
 }
 
 impl<'c> Checker<'c> {
+    fn new(cx: &'c Context, source: &'c str, module: &'c Module, diagnostics: &'c mut Vec<Diagnostic>) -> Self {
+        Checker { cx, source, module, diagnostics, loop_body: None, loop_events: OnceCell::new() }
+    }
+
+    /// The training-step events of the loop being checked (see
+    /// [`memlint_semantic::step`]); empty outside `check_loop`.
+    pub fn loop_events(&self) -> Rc<Vec<StepEvent<'c>>> {
+        self.loop_events.get_or_init(|| Rc::new(self.loop_body.map(|b| step_events(b, self.cx)).unwrap_or_default())).clone()
+    }
+
     /// The source text of a span (empty if out of range).
     pub fn text(&self, span: Span) -> &str {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
@@ -64,7 +82,10 @@ impl<'r> RuleVisitor<'r> {
 
 impl Visitor for RuleVisitor<'_> {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
+        if let StmtKind::For { body, .. } | StmtKind::While { body, .. } = &stmt.kind {
+            checker.loop_body = Some(body);
+        }
         // The rules were filtered for the file's language once, by the driver.
         for rule in self.rules {
             rule.check_stmt(stmt, &mut checker);
@@ -77,14 +98,14 @@ impl Visitor for RuleVisitor<'_> {
     }
 
     fn finish(&mut self, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
         for rule in self.rules {
             rule.check_file(self.module, &mut checker);
         }
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        let mut checker = Checker { cx, source: self.source, module: self.module, diagnostics: self.diagnostics };
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
         for rule in self.rules {
             rule.check_expr(expr, &mut checker);
         }

@@ -39,9 +39,7 @@ pub fn event_of(call: &Expr, qualified: Option<&str>, method: Option<&str>) -> O
         return match q {
             "torch.autograd.backward" | "torch.autograd.grad" => Some(Event::Backward),
             "torch.cuda.empty_cache" => Some(Event::EmptyCache),
-            "torch.nn.utils.clip_grad_norm_" | "torch.nn.utils.clip_grad_value_" | "torch.nn.utils.clip_grad.clip_grad_norm_" => {
-                Some(Event::ClipGrad)
-            }
+            q if CLIP_GRAD_APIS.contains(&q) => Some(Event::ClipGrad),
             _ => None,
         };
     }
@@ -199,6 +197,14 @@ pub fn inplace_stmt(stmt: &Stmt) -> Vec<(&Expr, Span, &'static str)> {
         _ => Vec::new(),
     }
 }
+
+/// Qualified names of the gradient-clipping APIs.
+pub const CLIP_GRAD_APIS: &[&str] = &[
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_value_",
+];
 
 /// Qualified names of the grad-disabling APIs.
 pub const GRAD_OFF_APIS: &[&str] = &[

@@ -434,6 +434,17 @@ impl Expr {
         }
     }
 
+    /// Whether this assignment target binds `dotted`: the target itself, or
+    /// an element of a tuple/list target (`model, optimizer = ...`,
+    /// `*rest, last = ...`).
+    pub fn binds(&self, dotted: &str) -> bool {
+        match &self.kind {
+            ExprKind::Sequence(items) => items.iter().any(|i| i.binds(dotted)),
+            ExprKind::Starred(i) => i.binds(dotted),
+            _ => self.dotted().as_deref() == Some(dotted),
+        }
+    }
+
     /// The value of a keyword argument of this call, if present.
     pub fn keyword(&self, name: &str) -> Option<&Expr> {
         let (_, _, kws) = self.as_call()?;

@@ -197,10 +197,7 @@ pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<Strin
             "torch.autograd.backward" => {
                 Some((StepKind::Backward { scaled: false, wrapper: false }, None, args.first().or_else(|| e.keyword("tensors"))))
             }
-            "torch.nn.utils.clip_grad_norm_"
-            | "torch.nn.utils.clip_grad_value_"
-            | "torch.nn.utils.clip_grad.clip_grad_norm_"
-            | "torch.nn.utils.clip_grad.clip_grad_value_" => Some((StepKind::Clip, None, None)),
+            q if crate::api::CLIP_GRAD_APIS.contains(&q) => Some((StepKind::Clip, None, None)),
             _ => None,
         };
     }
@@ -390,17 +387,11 @@ pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
 /// `optimizer = accelerator.prepare(optimizer)`): a wrapper that may do the
 /// scaler's work itself.
 pub fn bound_by_wrapper(body: &[Stmt], dotted: &str, cx: &Context) -> bool {
-    fn binds(t: &Expr, dotted: &str) -> bool {
-        match &t.kind {
-            ExprKind::Sequence(items) => items.iter().any(|i| binds(i, dotted)),
-            _ => t.dotted().as_deref() == Some(dotted),
-        }
-    }
     let mut found = false;
     crate::ir::for_each_stmt_in_function(body, &mut |s| {
         if let StmtKind::Assign { targets, value } = &s.kind {
             if value.as_call().is_some()
-                && targets.iter().any(|t| binds(t, dotted))
+                && targets.iter().any(|t| t.binds(dotted))
                 && cx.kind_of(value) != Some(ValueKind::Optimizer)
                 && cx.project_callee(value).is_none()
             {

@@ -1,5 +1,5 @@
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
-use memlint_semantic::step::{accumulation_count, step_events, StepKind, StepKinds};
+use memlint_semantic::step::{accumulation_count, StepKind, StepKinds};
 use memlint_semantic::Context;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -76,7 +76,7 @@ impl Rule for AccumulationLossNotScaled {
         if !checker.in_grad_code() {
             return;
         }
-        let events = step_events(body, cx);
+        let events = checker.loop_events();
         // The step under an accumulation guard, and that guard.
         let Some((guard, n)) = events.iter().filter(|e| e.is_direct() && e.kinds().contains(StepKinds::OPT_STEP)).find_map(|e| {
             e.guards.iter().find_map(|g| accumulation_count(g).map(|n| (*g, n)))
@@ -181,7 +181,7 @@ fn assignments<'a>(body: &'a [Stmt], dotted: &str, before: u32, values: &mut Vec
         }
         match &s.kind {
             StmtKind::Assign { targets, value } => {
-                if targets.iter().any(|t| binds(t, dotted)) {
+                if targets.iter().any(|t| t.binds(dotted)) {
                     values.push((s.span.start, value));
                 }
             }
@@ -196,13 +196,5 @@ fn assignments<'a>(body: &'a [Stmt], dotted: &str, before: u32, values: &mut Vec
                 }
             }
         }
-    }
-}
-
-fn binds(target: &Expr, dotted: &str) -> bool {
-    match &target.kind {
-        ExprKind::Sequence(items) => items.iter().any(|i| binds(i, dotted)),
-        ExprKind::Starred(i) => binds(i, dotted),
-        _ => target.dotted().as_deref() == Some(dotted),
     }
 }

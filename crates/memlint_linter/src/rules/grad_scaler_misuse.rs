@@ -98,7 +98,8 @@ fn check_body(body: &[Stmt], is_loop: bool, checker: &mut Checker<'_>) {
     if !checker.in_torch_program() {
         return;
     }
-    let events = step_events(body, cx);
+    // A loop's events are shared with the other rules of the loop.
+    let events = if is_loop { checker.loop_events() } else { std::rc::Rc::new(step_events(body, cx)) };
     let scaled = |e: &&StepEvent<'_>| matches!(e.kind, StepKind::Backward { scaled: true, .. }) && !e.in_def;
     // In a function, only what runs once per call: its loops are checked as loops.
     let scaled_bw: Vec<&StepEvent<'_>> = events.iter().filter(scaled).filter(|e| is_loop || e.depth == 0).collect();

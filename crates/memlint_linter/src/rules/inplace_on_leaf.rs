@@ -107,7 +107,7 @@ impl Rule for InplaceOnLeaf {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if checker.cx.in_test_module() || !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
+        if !checker.in_grad_code() {
             return;
         }
         for (on, span, what) in inplace_stmt(stmt) {
@@ -118,7 +118,7 @@ impl Rule for InplaceOnLeaf {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if checker.cx.in_test_module() || !checker.cx.torch_imported() || !checker.cx.grad_enabled() {
+        if !checker.in_grad_code() {
             return;
         }
         let Some((func, _, _)) = expr.as_call() else { return };

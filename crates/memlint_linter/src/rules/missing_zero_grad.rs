@@ -1,5 +1,5 @@
 use memlint_semantic::ir::Stmt;
-use memlint_semantic::step::{is_optimizer_name, step_events, StepKind, StepKinds};
+use memlint_semantic::step::{is_optimizer_name, StepKind, StepKinds};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -66,12 +66,12 @@ impl Rule for MissingZeroGrad {
         &Self::META
     }
 
-    fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
+    fn check_loop(&self, _stmt: &Stmt, _body: &[Stmt], checker: &mut Checker<'_>) {
         let cx = checker.cx;
         if !checker.in_grad_code() {
             return;
         }
-        let events = step_events(body, cx);
+        let events = checker.loop_events();
         let backward = events.iter().any(|e| e.kinds().contains(StepKinds::BACKWARD));
         if !backward {
             return;
