@@ -198,6 +198,10 @@ pub fn inplace_stmt(stmt: &Stmt) -> Vec<(&Expr, Span, &'static str)> {
     }
 }
 
+/// Buffers of torch's normalisation layers: tensors that never require grad,
+/// so `.data` on them bypasses nothing (`bn.running_var.data = ...`).
+pub const NORM_BUFFERS: &[&str] = &["running_mean", "running_var", "num_batches_tracked"];
+
 /// Qualified names of the gradient-clipping APIs.
 pub const CLIP_GRAD_APIS: &[&str] = &[
     "torch.nn.utils.clip_grad_norm_",

@@ -13,7 +13,9 @@ declare_rule! {
     /// framework step hook (`training_step`), or a function called from one
     /// of those (in the same file or another file of the run); and anywhere
     /// on a value that carries autograd history (`layer(x).data`,
-    /// `loss.data`). One finding per line (`a.data = b.data` is one).
+    /// `loss.data`). One finding per line (`a.data = b.data` is one). Not on
+    /// the running statistics of norm layers (`bn.running_mean.data`,
+    /// `running_var`, `num_batches_tracked`): they never require grad.
     ///
     /// ## Why is this bad?
     /// `.data` returns the tensor's storage without autograd's version
@@ -93,6 +95,12 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if cx.function_role() == Role::Test {
         return None;
     }
+    // A norm layer's running statistics never require grad: nothing to bypass.
+    if let ExprKind::Attribute { attr, .. } = &value.kind {
+        if memlint_semantic::api::NORM_BUFFERS.contains(&attr.as_str()) {
+            return None;
+        }
+    }
     // Inside `torch.no_grad()` autograd records nothing: the advice
     // (no_grad) is already followed.
     if !cx.grad_enabled() {
@@ -116,7 +124,7 @@ impl DataAttribute {
             return false;
         }
         if let ExprKind::Attribute { attr, .. } = &value.kind {
-            if matches!(attr.as_str(), "weight" | "bias" | "grad" | "running_mean" | "running_var") {
+            if matches!(attr.as_str(), "weight" | "bias" | "grad") {
                 return true;
             }
         }

@@ -11,7 +11,9 @@ declare_rule! {
     /// `m.weight.data.normal_(0, 0.02)` in a `weights_init` passed to
     /// `model.apply`, `self.bias.data.zero_()` in `reset_parameters`,
     /// `b.data[:, 4] += 1.0` in a bias init, and under `torch.no_grad()`
-    /// anywhere. Off by default: turn it on
+    /// anywhere. Not on the running statistics of norm layers
+    /// (`bn.running_var.data = ...` when converting a frozen batch norm):
+    /// they never require grad. Off by default: turn it on
     /// (`--select ML107`) when modernising such code.
     ///
     /// ## Why is this bad?
