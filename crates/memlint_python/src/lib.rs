@@ -16,7 +16,7 @@
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
     BinOp, BoolOpKind, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
-    Param, Stmt, StmtKind, WithItem,
+    Param, Stmt, StmtKind, WithItem, Words,
 };
 use ruff_python_ast as ast;
 use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
@@ -56,11 +56,25 @@ pub fn parse(source: &str) -> ParsedPython {
         .filter(|t| t.kind() == ast::token::TokenKind::Comment)
         .map(|t| span(t.range()))
         .collect();
+    WORDS.set(Words::NONE);
     let body = match parsed.syntax() {
         ast::Mod::Module(m) => lower_body(&m.body),
         ast::Mod::Expression(e) => vec![Stmt { span: span(e.range), kind: StmtKind::Expr(lower_expr(&e.body)) }],
     };
-    ParsedPython { module: Module { language: Language::Python, body }, errors, comments }
+    ParsedPython { module: Module { language: Language::Python, body, words: WORDS.get() }, errors, comments }
+}
+
+thread_local! {
+    /// The [`Words`] mentioned so far in the definition being lowered.
+    static WORDS: std::cell::Cell<Words> = const { std::cell::Cell::new(Words::NONE) };
+}
+
+/// Records an identifier for the enclosing definitions' [`Words`].
+fn mention(ident: &str) {
+    let w = Words::of(ident);
+    if w != Words::NONE {
+        WORDS.set(WORDS.get().union(w));
+    }
 }
 
 fn span(r: TextRange) -> Span {
@@ -106,13 +120,21 @@ fn params(p: &ast::Parameters) -> Vec<Param> {
 
 fn lower_stmt(s: &ast::Stmt) -> Stmt {
     let kind = match s {
-        ast::Stmt::FunctionDef(f) => StmtKind::Function(Box::new(Function {
-            name: f.name.id.to_string(),
-            name_span: span(f.name.range),
-            decorators: f.decorator_list.iter().map(|d| lower_expr(&d.expression)).collect(),
-            params: params(&f.parameters),
-            body: lower_body(&f.body),
-        })),
+        ast::Stmt::FunctionDef(f) => {
+            // The function's own words, then the enclosing definitions'.
+            let outer = WORDS.replace(Words::NONE);
+            let mut function = Function {
+                name: f.name.id.to_string(),
+                name_span: span(f.name.range),
+                decorators: f.decorator_list.iter().map(|d| lower_expr(&d.expression)).collect(),
+                params: params(&f.parameters),
+                body: lower_body(&f.body),
+                words: Words::NONE,
+            };
+            function.words = WORDS.get();
+            WORDS.set(outer.union(function.words));
+            StmtKind::Function(Box::new(function))
+        }
         ast::Stmt::ClassDef(c) => StmtKind::Class {
             name: c.name.id.to_string(),
             bases: c.arguments.as_ref().map(|a| a.args.iter().map(lower_expr).collect()).unwrap_or_default(),
@@ -219,6 +241,11 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
                     .collect(),
             )
         }
+        // A docstring (or any string statement) is never read by a rule:
+        // its text is not copied.
+        ast::Stmt::Expr(e) if e.value.is_string_literal_expr() => {
+            StmtKind::Expr(Expr { span: span(e.value.range()), kind: ExprKind::Literal(Literal::Other) })
+        }
         ast::Stmt::Expr(e) => StmtKind::Expr(lower_expr(&e.value)),
         ast::Stmt::Global(_)
         | ast::Stmt::Nonlocal(_)
@@ -247,8 +274,12 @@ fn boxed(e: &ast::Expr) -> Box<Expr> {
 
 fn lower_expr(e: &ast::Expr) -> Expr {
     let kind = match e {
-        ast::Expr::Name(n) => ExprKind::Name(n.id.to_string()),
+        ast::Expr::Name(n) => {
+            mention(&n.id);
+            ExprKind::Name(n.id.to_string())
+        }
         ast::Expr::Attribute(a) => {
+            mention(&a.attr.id);
             ExprKind::Attribute { value: boxed(&a.value), attr: a.attr.id.to_string(), attr_span: span(a.attr.range) }
         }
         ast::Expr::Call(c) => ExprKind::Call {

@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::index::{is_setup_name, ModuleInfo, ProjectIndex, Role};
 use crate::ir::{
     for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Function, Language, Module, Param, Stmt,
-    StmtKind,
+    StmtKind, Words,
 };
 use crate::names::{words, QualifiedName};
 use crate::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
@@ -174,6 +174,8 @@ struct Frame {
     /// Start offsets of the `backward()` calls of the body (nested
     /// functions excluded).
     backward_at: Vec<u32>,
+    /// The identifiers of [`Words`] the function mentions.
+    words: Words,
 }
 
 /// The semantic state at one point of the walk. Rules read it through its
@@ -308,10 +310,12 @@ impl Context {
         };
         cx.prescan_module(&module.body);
         let summary_only = cx.options.summary_only;
+        let backward = module.words.contains(Words::BACKWARD);
         if let Some(f) = cx.frames.last_mut() {
-            f.backward_outside_loops = backward_outside_loops(&module.body, None);
+            f.words = module.words;
+            f.backward_outside_loops = backward && backward_outside_loops(&module.body, None);
             f.kept_alive = kept_alive(&module.body);
-            if !summary_only {
+            if !summary_only && backward {
                 f.backward_at = backward_offsets(&module.body);
             }
         }
@@ -518,6 +522,13 @@ impl Context {
     /// The project index of the run.
     pub fn index(&self) -> &ProjectIndex {
         &self.index
+    }
+
+    /// The identifiers of [`Words`] the function being walked mentions (the
+    /// whole file's at module level): a rule looking for `scaler.scale(...)`
+    /// has nothing to find where `scale` is never named.
+    pub fn function_words(&self) -> Words {
+        self.frame().words
     }
 
     /// The qualified name of the function being walked (`module.Class.method`).
@@ -1880,7 +1891,9 @@ impl Context {
             None
         };
         let summary_only = self.options.summary_only;
-        if !summary_only {
+        let backward = func.words.contains(Words::BACKWARD);
+        frame.words = func.words;
+        if !summary_only && backward {
             frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
         }
         frame.flag_param = flag;
@@ -1892,13 +1905,17 @@ impl Context {
         frame.qualname = Some(qualname);
         if !summary_only {
             frame.kept_alive = kept_alive(&func.body);
-            frame.backward_at = backward_offsets(&func.body);
+            if backward {
+                frame.backward_at = backward_offsets(&func.body);
+            }
         }
         frame.class = self.class_stack.last().cloned();
         // The enclosing class frame (a method), else the enclosing method's class.
         frame.class_qualname = if self.frame().is_class { self.frame().qualname.clone() } else { self.frame().class_qualname.clone() };
         frame.locals = bound_names(&func.body);
-        frame.data_restores = data_restores(&func.body);
+        if func.words.contains(Words::DATA) {
+            frame.data_restores = data_restores(&func.body);
+        }
         for p in &func.params {
             frame.params.insert(p.name.clone());
             if let Some(k) = self.param_kind(p) {
@@ -1931,7 +1948,7 @@ impl Context {
                 return false;
             }
         }
-        if calls_backward(body) {
+        if self.frame().words.contains(Words::BACKWARD) && calls_backward(body) {
             return true;
         }
         // Without an index (one file's first pass) there is nothing to follow.
@@ -1963,14 +1980,14 @@ impl Context {
             direct_step: kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body)),
             resets: if rules { assigned_names(body) } else { HashSet::default() },
             unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
-            backward_roots: backward_roots(body),
+            backward_roots: if self.frame().words.contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
         }
     }
 
     /// Whether a loop body calls `backward()` outside its nested loops,
     /// itself or through a project helper.
     fn direct_backward(&self, body: &[Stmt]) -> bool {
-        if backward_outside_loops(body, None) {
+        if self.frame().words.contains(Words::BACKWARD) && backward_outside_loops(body, None) {
             return true;
         }
         if self.index.is_empty() {
@@ -2555,6 +2572,17 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
     out
 }
 
+/// Whether an expression is an attribute chain on `self` (`self.fc`, `self.enc.fc`).
+fn is_self_attribute(e: &Expr) -> bool {
+    let mut cur = e;
+    let mut depth = 0;
+    while let ExprKind::Attribute { value, .. } = &cur.kind {
+        cur = value;
+        depth += 1;
+    }
+    depth > 0 && cur.as_name() == Some("self")
+}
+
 /// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
 /// body, with that kind.
 pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
@@ -2563,11 +2591,11 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
         if let StmtKind::Function(f) = &s.kind {
             for_each_stmt_in_function(&f.body, &mut |s| {
                 if let StmtKind::Assign { targets, value } = &s.kind {
-                    let kind = match value.kind {
-                        ExprKind::Call { .. } => cx.kind_of(value),
-                        _ => None,
-                    };
-                    if let Some(k @ (ValueKind::Parameter | ValueKind::Module)) = kind {
+                    // `self.<attr> = ...` first: the value's kind is the costly part.
+                    if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
+                        return;
+                    }
+                    if let Some(k @ (ValueKind::Parameter | ValueKind::Module)) = cx.kind_of(value) {
                         for t in targets {
                             if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
                                 out.insert(attr.to_string(), k);

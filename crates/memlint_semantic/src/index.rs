@@ -361,26 +361,41 @@ impl ProjectIndex {
     /// Methods that override `class.method` in the project's subclasses:
     /// a call of `self.method()` in the base class may run any of them.
     fn overrides(&self) -> HashMap<String, Vec<String>> {
-        let mut children: HashMap<String, Vec<String>> = HashMap::default();
-        for (q, c) in &self.classes {
-            for b in &c.bases {
-                children.entry(self.canonical(b)).or_default().push(q.clone());
-            }
-        }
+        // Walked upwards from each method's class: a class has few
+        // ancestors, while a base like `PreTrainedModel` has thousands of
+        // descendants.
+        let mut ancestors: HashMap<&str, Vec<String>> = HashMap::default();
         let mut out: HashMap<String, Vec<String>> = HashMap::default();
         for (q, f) in &self.functions {
             let Some(class) = &f.class else { continue };
-            let mut stack: Vec<String> = children.get(class).cloned().unwrap_or_default();
-            let mut seen = HashSet::default();
-            while let Some(c) = stack.pop() {
-                if !seen.insert(c.clone()) {
-                    continue;
-                }
-                let m = format!("{c}.{}", f.name);
+            let above = ancestors.entry(class.as_str()).or_insert_with(|| self.ancestors(class));
+            for a in above.iter() {
+                let m = format!("{a}.{}", f.name);
                 if self.functions.contains_key(&m) {
-                    out.entry(q.clone()).or_default().push(m);
+                    out.entry(m).or_default().push(q.clone());
                 }
-                stack.extend(children.get(&c).cloned().unwrap_or_default());
+            }
+        }
+        for v in out.values_mut() {
+            v.sort_unstable();
+        }
+        out
+    }
+
+    /// The project classes `class` derives from, directly or not (itself excluded).
+    fn ancestors(&self, class: &str) -> Vec<String> {
+        let mut seen: HashSet<String> = HashSet::default();
+        seen.insert(class.to_string());
+        let mut out = Vec::new();
+        let mut stack: Vec<String> =
+            self.classes.get(class).map(|c| c.bases.iter().map(|b| self.canonical(b)).collect()).unwrap_or_default();
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c.clone()) {
+                continue;
+            }
+            if let Some(cs) = self.classes.get(&c) {
+                stack.extend(cs.bases.iter().map(|b| self.canonical(b)));
+                out.push(c);
             }
         }
         out

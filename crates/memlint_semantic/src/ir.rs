@@ -31,6 +31,59 @@ pub struct Module {
     pub language: Language,
     /// Top-level statements.
     pub body: Vec<Stmt>,
+    /// The identifiers of [`Words`] that the whole file mentions.
+    pub words: Words,
+}
+
+/// Which of a few identifiers a function (or a whole file) mentions, as
+/// names or attributes, recorded by the frontend while it lowers. A walk
+/// that looks for one of them (`backward()` calls, `.data` swaps,
+/// `.train(flag)`) skips a body that never names it. The default (for IR
+/// built by hand) says every word is mentioned, so nothing is skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Words(u32);
+
+impl Words {
+    /// Nothing mentioned.
+    pub const NONE: Words = Words(0);
+    /// `backward` or `autograd` (`loss.backward()`, `torch.autograd.grad`).
+    pub const BACKWARD: Words = Words(1);
+    /// `data` (`p.data`).
+    pub const DATA: Words = Words(1 << 1);
+    /// `train` (`model.train(flag)`).
+    pub const TRAIN: Words = Words(1 << 2);
+    /// `scale` (`scaler.scale(loss)`).
+    pub const SCALE: Words = Words(1 << 3);
+    /// Every word.
+    pub const ALL: Words = Words(u32::MAX);
+
+    /// The word an identifier is, if any.
+    pub fn of(ident: &str) -> Words {
+        match ident {
+            "backward" | "autograd" => Words::BACKWARD,
+            "data" => Words::DATA,
+            "train" => Words::TRAIN,
+            "scale" => Words::SCALE,
+            _ => Words::NONE,
+        }
+    }
+
+    /// Whether every word of `other` is mentioned.
+    pub fn contains(self, other: Words) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Both sets together.
+    #[must_use]
+    pub fn union(self, other: Words) -> Words {
+        Words(self.0 | other.0)
+    }
+}
+
+impl Default for Words {
+    fn default() -> Self {
+        Words::ALL
+    }
 }
 
 /// A statement.
@@ -100,6 +153,9 @@ pub struct Function {
     pub params: Vec<Param>,
     /// Body statements.
     pub body: Vec<Stmt>,
+    /// The identifiers of [`Words`] the definition mentions (decorators,
+    /// parameters and nested definitions included).
+    pub words: Words,
 }
 
 /// One `except` clause of a `try` statement.
@@ -589,23 +645,20 @@ impl Stmt {
     }
 
     /// The nested statement blocks of this statement that run in the same
-    /// function (function and class bodies are excluded).
-    pub fn child_blocks(&self) -> Vec<&[Stmt]> {
-        match &self.kind {
+    /// function (function and class bodies are excluded), in source order.
+    /// Blocks a statement lacks come as empty slices; nothing is allocated
+    /// (every walk of a function asks this of each statement).
+    pub fn child_blocks(&self) -> impl Iterator<Item = &[Stmt]> + '_ {
+        const NONE: &[Stmt] = &[];
+        let (head, handlers, tail): ([&[Stmt]; 2], &[Handler], [&[Stmt]; 2]) = match &self.kind {
             StmtKind::For { body, orelse, .. }
             | StmtKind::While { body, orelse, .. }
-            | StmtKind::If { body, orelse, .. } => vec![body, orelse],
-            StmtKind::With { body, .. } => vec![body],
-            StmtKind::Block(body) => vec![body],
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
-                let mut out: Vec<&[Stmt]> = vec![body];
-                out.extend(handlers.iter().map(|h| h.body.as_slice()));
-                out.push(orelse);
-                out.push(finalbody);
-                out
-            }
-            _ => vec![],
-        }
+            | StmtKind::If { body, orelse, .. } => ([body, orelse], &[], [NONE, NONE]),
+            StmtKind::With { body, .. } | StmtKind::Block(body) => ([body, NONE], &[], [NONE, NONE]),
+            StmtKind::Try { body, handlers, orelse, finalbody } => ([body, NONE], handlers, [orelse, finalbody]),
+            _ => ([NONE, NONE], &[], [NONE, NONE]),
+        };
+        head.into_iter().chain(handlers.iter().map(|h| h.body.as_slice())).chain(tail)
     }
 }
 

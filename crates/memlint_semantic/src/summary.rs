@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::context::{calls_backward, class_attr_kinds, Context, ContextOptions, Visitor};
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
-use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind};
+use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind, Words};
 use crate::ValueKind;
 
 
@@ -60,13 +60,14 @@ impl SummaryVisitor {
         let is_contextmanager = f.decorators.iter().any(|d| {
             cx.qualified_name(d).is_some_and(|q| q.last() == "contextmanager")
         });
-        let flag = train_flag(&f.body, &params);
+        let flag = if f.words.contains(Words::TRAIN) { train_flag(&f.body, &params) } else { None };
+        let backward = f.words.contains(Words::BACKWARD);
         let summary = FunctionSummary {
             qualname: qualname.clone(),
             name: f.name.clone(),
             class,
-            calls_backward: calls_backward(&f.body),
-            backward_per_call: crate::context::backward_outside_loops(&f.body, None),
+            calls_backward: backward && calls_backward(&f.body),
+            backward_per_call: backward && crate::context::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,
             disables_grad: mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, is_contextmanager),

@@ -1,5 +1,6 @@
 use memlint_semantic::cfg::Cfg;
 use memlint_semantic::ir::{Expr, Function, Stmt};
+use memlint_semantic::ir::Words;
 use memlint_semantic::step::{accumulation_count, bound_by_wrapper, step_events, StepEvent, StepKind, StepKinds};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -85,17 +86,22 @@ impl Rule for GradScalerMisuse {
     }
 
     fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
-        check_body(body, true, checker);
+        let words = checker.cx.function_words();
+        check_body(body, true, words, checker);
     }
 
     fn check_function(&self, func: &Function, checker: &mut Checker<'_>) {
-        check_body(&func.body, false, checker);
+        check_body(&func.body, false, func.words, checker);
     }
 }
 
-fn check_body(body: &[Stmt], is_loop: bool, checker: &mut Checker<'_>) {
+fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<'_>) {
     let cx = checker.cx;
     if !checker.in_torch_program() {
+        return;
+    }
+    // Every finding rests on a `scaler.scale(loss).backward()`.
+    if !words.contains(Words::BACKWARD.union(Words::SCALE)) {
         return;
     }
     // A loop's events are shared with the other rules of the loop.
