@@ -23,20 +23,11 @@ use memlint_linter::registry::{all_metas, rule_by_code};
 use args::{Cli, ColorChoice, Command};
 
 // The analysis allocates many small, short-lived values (IR nodes, names):
-// mimalloc serves them in about half the time of the system allocator.
+// mimalloc serves them in about half the time of the system allocator
+// (transformers: 10.2 s of CPU with glibc's malloc, 5.6 s with mimalloc),
+// for about 60 MiB more peak RSS.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Tells mimalloc to commit its arenas page by page rather than all at
-/// once, so that a run's peak RSS stays near what it holds. The number is
-/// that of `mi_option_arena_eager_commit` in mimalloc 3.x, the version
-/// `libmimalloc-sys =0.1.49` builds (pinned in the workspace for this).
-#[allow(unsafe_code)]
-fn tune_allocator() {
-    const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
-    // SAFETY: a plain option store, made before any other thread exists.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0) };
-}
 
 /// Exit status for findings at or above the fail level.
 pub(crate) const EXIT_FINDINGS: u8 = 1;
@@ -44,7 +35,6 @@ pub(crate) const EXIT_FINDINGS: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
-    tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),

@@ -64,6 +64,9 @@ pub fn parse(source: &str) -> ParsedPython {
     ParsedPython { module: Module { language: Language::Python, body, words: WORDS.get() }, errors, comments }
 }
 
+/// Longer string literals are lowered as [`Literal::Other`].
+const MAX_STRING_LITERAL: usize = 64;
+
 thread_local! {
     /// The [`Words`] mentioned so far in the definition being lowered.
     static WORDS: std::cell::Cell<Words> = const { std::cell::Cell::new(Words::NONE) };
@@ -306,7 +309,12 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             ast::Number::Float(f) => Literal::Float(*f),
             ast::Number::Complex { .. } => Literal::Other,
         }),
-        ast::Expr::StringLiteral(s) => ExprKind::Literal(Literal::Str(s.value.to_str().to_string())),
+        // Rules compare strings with short keys (`"params"`, `"tf"`); a
+        // message or a template is not copied.
+        ast::Expr::StringLiteral(s) => ExprKind::Literal(match s.value.to_str() {
+            v if v.len() <= MAX_STRING_LITERAL => Literal::Str(v.to_string()),
+            _ => Literal::Other,
+        }),
         ast::Expr::BooleanLiteral(b) => ExprKind::Literal(Literal::Bool(b.value)),
         ast::Expr::NoneLiteral(_) => ExprKind::Literal(Literal::None),
         ast::Expr::BytesLiteral(_) | ast::Expr::EllipsisLiteral(_) => ExprKind::Literal(Literal::Other),

@@ -576,18 +576,18 @@ impl Context {
                 if let Some(q) = self.qualified_name(func) {
                     return Some(q.0);
                 }
-                let recv = value.dotted()?;
-                if recv == "self" || recv == "cls" {
-                    let class = self.current_class_qualname()?;
+                if let Some("self" | "cls") = value.as_name() {
+                    let class = self.current_class()?;
                     return Some(format!("{class}.{attr}"));
                 }
                 if let ExprKind::Call { func: sup, args, .. } = &value.kind {
                     if sup.as_name() == Some("super") && args.is_empty() {
                         // The method of a base, not the class's own.
-                        let class = self.current_class_qualname()?;
-                        return self.index.method_of_bases(&class, attr);
+                        let class = self.current_class()?;
+                        return self.index.method_of_bases(class, attr);
                     }
                 }
+                let recv = value.dotted()?;
                 let class = self.instance_class(&recv)?;
                 Some(format!("{class}.{attr}"))
             }
@@ -653,11 +653,16 @@ impl Context {
 
     /// Qualified name of the class whose method is being walked.
     pub fn current_class_qualname(&self) -> Option<String> {
+        self.current_class().map(str::to_string)
+    }
+
+    /// [`Context::current_class_qualname`], borrowed.
+    fn current_class(&self) -> Option<&str> {
         let f = self.frame();
         if f.is_class {
-            return f.qualname.clone();
+            return f.qualname.as_deref();
         }
-        f.class_qualname.clone()
+        f.class_qualname.as_deref()
     }
 
     fn qualify(&self, name: &str) -> String {
@@ -677,8 +682,7 @@ impl Context {
             }
         }
         let attr = dotted.strip_prefix("self.")?;
-        let class = self.current_class_qualname()?;
-        self.class_instances.get(&class)?.get(attr).cloned()
+        self.class_instances.get(self.current_class()?)?.get(attr).cloned()
     }
 
     /// The project function a call resolves to, with its summary.
@@ -700,8 +704,8 @@ impl Context {
             return true;
         }
         let Some(attr) = dotted.strip_prefix("self.") else { return false };
-        let Some(class) = self.current_class_qualname() else { return false };
-        self.class_frozen.get(&class).is_some_and(|s| s.contains(attr))
+        let Some(class) = self.current_class() else { return false };
+        self.class_frozen.get(class).is_some_and(|s| s.contains(attr))
     }
 
     /// The local name (or alias) under which module `qualified` is imported,
@@ -717,14 +721,9 @@ impl Context {
     /// imported object it refers to, through import aliases. `None` for
     /// local values (`model.eval`) and anything not rooted in an import.
     pub fn qualified_name(&self, expr: &Expr) -> Option<QualifiedName> {
-        match &expr.kind {
-            ExprKind::Name(n) => self.lookup_import(n).map(|q| QualifiedName(q.to_string())),
-            ExprKind::Attribute { value, attr, .. } => {
-                let base = self.qualified_name(value)?;
-                Some(QualifiedName(format!("{}.{}", base.0, attr)))
-            }
-            _ => None,
-        }
+        let (root, _) = expr.dotted_root()?;
+        let q = self.lookup_import(root)?;
+        expr.dotted_with_root(q).map(QualifiedName)
     }
 
     /// Qualified name of a call's callee.
@@ -1059,6 +1058,12 @@ impl Context {
     /// holds it (and it was not rebound since).
     pub fn saved_for_backward(&self, dotted: &str) -> Option<memlint_diagnostics::Span> {
         self.frame().saved.get(dotted).copied()
+    }
+
+    /// Whether [`Context::backward_follows`] can hold anywhere in the
+    /// current function: only then are saved-for-backward facts recorded.
+    fn backward_may_follow(&self) -> bool {
+        !self.frame().backward_at.is_empty() || self.function_name() == Some("forward") && self.function_role() == Role::Step
     }
 
     /// Whether a `backward()` call of the current function (or module)
@@ -2199,7 +2204,7 @@ impl Context {
                 // What the graph facts do not cover already: a leaf's or a
                 // module's product (`h = self.fc(x)`, `y = x * 2`).
                 let (saved, grad_value) = match value {
-                    Some(v) if !self.options.summary_only && self.grad_enabled() => {
+                    Some(v) if !self.options.summary_only && self.grad_enabled() && self.backward_may_follow() => {
                         (self.saved_by(v), !carries && self.requires_grad_value(v))
                     }
                     _ => (Vec::new(), false),

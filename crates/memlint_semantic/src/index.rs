@@ -125,6 +125,7 @@ pub struct FunctionSummary {
     /// The body changes its first argument (after `self`) in place
     /// (`x.clamp_(0)`, `x += 1`, `F.relu(x, inplace=True)`): a module whose
     /// `forward` does this overwrites what the module before it returned.
+    /// Recorded for `forward` methods only (the one use).
     pub mutates_first_arg: bool,
     /// The body divides or multiplies a value by a non-literal
     /// (`loss / self.accum_steps`): a loss it returns may be scaled.
@@ -229,7 +230,11 @@ impl ProjectIndex {
     /// Joins per-file summaries.
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
         let mut ix = ProjectIndex::default();
-        let mut calls = Vec::new();
+        // Sized once: growing maps of large summaries moves them repeatedly.
+        ix.functions.reserve(files.iter().map(|f| f.functions.len()).sum());
+        ix.classes.reserve(files.iter().map(|f| f.classes.len()).sum());
+        ix.aliases.reserve(files.iter().map(|f| f.imports.len()).sum());
+        let mut calls = Vec::with_capacity(files.iter().map(|f| f.calls.len()).sum());
         for f in files {
             for (local, q) in &f.imports {
                 ix.aliases.insert(format!("{}.{local}", f.module.path), q.clone());
@@ -259,13 +264,19 @@ impl ProjectIndex {
 
     /// Follows import aliases (re-exports) until a defined name is found.
     fn canonical(&self, name: &str) -> String {
-        let mut cur = name.to_string();
+        self.canonical_str(name).to_string()
+    }
+
+    /// [`ProjectIndex::canonical`] without allocating: the name itself or
+    /// an alias target the index holds.
+    fn canonical_str<'a>(&'a self, name: &'a str) -> &'a str {
+        let mut cur = name;
         for _ in 0..8 {
-            if self.functions.contains_key(&cur) || self.classes.contains_key(&cur) {
+            if self.functions.contains_key(cur) || self.classes.contains_key(cur) {
                 return cur;
             }
-            match self.aliases.get(&cur) {
-                Some(next) if *next != cur => cur = next.clone(),
+            match self.aliases.get(cur) {
+                Some(next) if next != cur => cur = next,
                 _ => break,
             }
         }
@@ -277,37 +288,41 @@ impl ProjectIndex {
     /// (its `__init__` is not followed; a class used as a context manager
     /// is answered by [`ProjectIndex::disables_grad`]).
     pub fn resolve_function(&self, name: &str) -> Option<String> {
-        let c = self.canonical(name);
-        if self.functions.contains_key(&c) {
-            return Some(c);
+        let c = self.canonical_str(name);
+        if self.functions.contains_key(c) {
+            return Some(c.to_string());
         }
         // `module.Class.method` where the method is inherited.
         let (class, method) = c.rsplit_once('.')?;
-        let class = self.canonical(class);
-        self.method_of(&class, method)
+        self.method_of(self.canonical_str(class), method)
     }
 
     /// Finds `method` on the project bases of `class` (what `super().method`
     /// calls), not on the class itself.
     pub fn method_of_bases(&self, class: &str, method: &str) -> Option<String> {
-        let cs = self.classes.get(&self.canonical(class))?;
-        cs.bases.iter().find_map(|b| self.method_of(&self.canonical(b), method))
+        let cs = self.classes.get(self.canonical_str(class))?;
+        cs.bases.iter().find_map(|b| self.method_of(self.canonical_str(b), method))
     }
 
     /// Finds `method` on `class` or its project bases.
     pub fn method_of(&self, class: &str, method: &str) -> Option<String> {
-        let mut seen = HashSet::default();
-        let mut stack = vec![class.to_string()];
+        let mut seen: Vec<&str> = Vec::new();
+        let mut stack: Vec<&str> = vec![class];
+        let mut q = String::new();
         while let Some(c) = stack.pop() {
-            if !seen.insert(c.clone()) {
+            if seen.contains(&c) {
                 continue;
             }
-            let q = format!("{c}.{method}");
-            if self.functions.contains_key(&q) {
+            seen.push(c);
+            q.clear();
+            q.push_str(c);
+            q.push('.');
+            q.push_str(method);
+            if self.functions.contains_key(q.as_str()) {
                 return Some(q);
             }
-            if let Some(cs) = self.classes.get(&c) {
-                stack.extend(cs.bases.iter().map(|b| self.canonical(b)));
+            if let Some(cs) = self.classes.get(c) {
+                stack.extend(cs.bases.iter().map(|b| self.canonical_str(b)));
             }
         }
         None

@@ -54,6 +54,8 @@ impl Words {
     pub const TRAIN: Words = Words(1 << 2);
     /// `scale` (`scaler.scale(loss)`).
     pub const SCALE: Words = Words(1 << 3);
+    /// `no_grad`, `inference_mode` or `set_grad_enabled`.
+    pub const GRAD_OFF: Words = Words(1 << 4);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -64,6 +66,7 @@ impl Words {
             "data" => Words::DATA,
             "train" => Words::TRAIN,
             "scale" => Words::SCALE,
+            "no_grad" | "inference_mode" | "set_grad_enabled" => Words::GRAD_OFF,
             _ => Words::NONE,
         }
     }
@@ -314,13 +317,14 @@ pub enum Literal {
     Int(i64),
     /// A float.
     Float(f64),
-    /// A string.
+    /// A string of at most 64 bytes (frontends lower longer ones, messages
+    /// and templates, as `Other`).
     Str(String),
     /// `True` / `False`.
     Bool(bool),
     /// `None`.
     None,
-    /// Any other literal (bytes, ellipsis, big ints, f-strings).
+    /// Any other literal (bytes, ellipsis, big ints, f-strings, long strings).
     Other,
 }
 
@@ -478,16 +482,50 @@ impl Expr {
 
     /// The dotted path of a name or attribute chain: `self.model.fc` -> `"self.model.fc"`.
     pub fn dotted(&self) -> Option<String> {
-        match &self.kind {
-            ExprKind::Name(n) => Some(n.clone()),
-            ExprKind::Attribute { value, attr, .. } => {
-                let mut base = value.dotted()?;
-                base.push('.');
-                base.push_str(attr);
-                Some(base)
+        // One allocation of the exact size: the walk asks this of most
+        // names and attributes it meets.
+        let (root, len) = self.dotted_root()?;
+        let mut out = String::with_capacity(len);
+        out.push_str(root);
+        self.push_attrs(&mut out);
+        Some(out)
+    }
+
+    /// The root name of a name or attribute chain and the length of its
+    /// dotted path.
+    pub fn dotted_root(&self) -> Option<(&str, usize)> {
+        let mut cur = self;
+        let mut len = 0;
+        loop {
+            match &cur.kind {
+                ExprKind::Name(n) => return Some((n, len + n.len())),
+                ExprKind::Attribute { value, attr, .. } => {
+                    len += attr.len() + 1;
+                    cur = value;
+                }
+                _ => return None,
             }
-            _ => None,
         }
+    }
+
+    /// Appends `.attr` for each attribute of the chain, outermost last.
+    fn push_attrs(&self, out: &mut String) {
+        if let ExprKind::Attribute { value, attr, .. } = &self.kind {
+            value.push_attrs(out);
+            out.push('.');
+            out.push_str(attr);
+        }
+    }
+
+    /// `prefix` followed by the chain's attributes (`torch.nn` + `.Linear`
+    /// for `nn.Linear` when `nn` is `torch.nn`), in one allocation; `None`
+    /// unless this is a name or attribute chain.
+    pub fn dotted_with_root(&self, prefix: &str) -> Option<String> {
+        let (root, len) = self.dotted_root()?;
+        let mut out = String::with_capacity(len - root.len() + prefix.len());
+        out.push_str(prefix);
+        self.push_attrs(&mut out);
+        Some(out)
     }
 
     /// Whether this assignment target binds `dotted`: the target itself, or

@@ -70,7 +70,9 @@ impl SummaryVisitor {
             backward_per_call: backward && crate::context::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,
-            disables_grad: mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, is_contextmanager),
+            disables_grad: f.words.contains(Words::GRAD_OFF)
+                && mentions_grad_off(&f.body)
+                && applies_grad_off(&f.body, cx, is_contextmanager),
             returns_graph: false,
             returns_graph_at: Vec::new(),
             accumulates_args: if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { Vec::new() },
@@ -82,7 +84,7 @@ impl SummaryVisitor {
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
             step_kinds: crate::step::StepKinds::empty(),
             scales_values: scales_values(&f.body),
-            mutates_first_arg: params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
+            mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
