@@ -213,6 +213,7 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
             i.names
                 .iter()
                 .map(|a| {
+                    a.name.id.split('.').for_each(mention);
                     let full = a.name.id.to_string();
                     match &a.asname {
                         Some(asname) => ImportBinding { local: asname.id.to_string(), qualified: full, span: span(a.range) },
@@ -226,6 +227,10 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
                 .collect(),
         ),
         ast::Stmt::ImportFrom(i) => {
+            if let Some(m) = &i.module {
+                m.id.split('.').for_each(mention);
+            }
+            i.names.iter().for_each(|a| mention(&a.name.id));
             // Relative imports name the project's own modules, never torch.
             let module = if i.level > 0 {
                 format!("{}{}", ".".repeat(i.level as usize), i.module.as_ref().map(|m| m.id.as_str()).unwrap_or(""))

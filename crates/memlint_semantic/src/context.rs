@@ -531,6 +531,11 @@ impl Context {
         self.frame().words
     }
 
+    /// The identifiers of [`Words`] the whole file mentions.
+    pub fn file_words(&self) -> Words {
+        self.frames[0].words
+    }
+
     /// The qualified name of the function being walked (`module.Class.method`).
     pub fn function_qualname(&self) -> Option<&str> {
         self.frame().qualname.as_deref()

@@ -36,7 +36,8 @@ pub struct Module {
 }
 
 /// Which of a few identifiers a function (or a whole file) mentions, as
-/// names or attributes, recorded by the frontend while it lowers. A walk
+/// names, attributes or segments of import paths, recorded by the frontend
+/// while it lowers. A walk
 /// that looks for one of them (`backward()` calls, `.data` swaps,
 /// `.train(flag)`) skips a body that never names it. The default (for IR
 /// built by hand) says every word is mentioned, so nothing is skipped.
@@ -56,6 +57,8 @@ impl Words {
     pub const SCALE: Words = Words(1 << 3);
     /// `no_grad`, `inference_mode` or `set_grad_enabled`.
     pub const GRAD_OFF: Words = Words(1 << 4);
+    /// `amp` (`torch.cuda.amp.autocast`, also as a segment of an import path).
+    pub const AMP: Words = Words(1 << 5);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -67,6 +70,7 @@ impl Words {
             "train" => Words::TRAIN,
             "scale" => Words::SCALE,
             "no_grad" | "inference_mode" | "set_grad_enabled" => Words::GRAD_OFF,
+            "amp" => Words::AMP,
             _ => Words::NONE,
         }
     }

@@ -1,5 +1,5 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
-use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind, Words};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -373,6 +373,10 @@ impl Rule for DeprecatedCudaAmp {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+            return;
+        }
+        // Every deprecated name has an `amp` segment, in the import or the chain.
+        if !checker.cx.file_words().contains(Words::AMP) {
             return;
         }
         if let ExprKind::Call { func, .. } = &expr.kind {
