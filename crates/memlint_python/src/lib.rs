@@ -16,7 +16,7 @@
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
     BinOp, BoolOpKind, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
-    Param, Stmt, StmtKind, WithItem, Words,
+    Ident, Param, Stmt, StmtKind, WithItem, Words,
 };
 use ruff_python_ast as ast;
 use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
@@ -284,11 +284,11 @@ fn lower_expr(e: &ast::Expr) -> Expr {
     let kind = match e {
         ast::Expr::Name(n) => {
             mention(&n.id);
-            ExprKind::Name(n.id.to_string())
+            ExprKind::Name(Ident::from(n.id.as_str()))
         }
         ast::Expr::Attribute(a) => {
             mention(&a.attr.id);
-            ExprKind::Attribute { value: boxed(&a.value), attr: a.attr.id.to_string(), attr_span: span(a.attr.range) }
+            ExprKind::Attribute { value: boxed(&a.value), attr: Ident::from(a.attr.id.as_str()), attr_span: span(a.attr.range) }
         }
         ast::Expr::Call(c) => ExprKind::Call {
             func: boxed(&c.func),

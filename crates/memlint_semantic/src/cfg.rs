@@ -255,7 +255,7 @@ mod tests {
     use memlint_diagnostics::Span;
 
     fn call(name: &str, at: u32) -> Stmt {
-        let e = Expr { span: Span::new(at, at + 1), kind: ExprKind::Name(name.to_string()) };
+        let e = Expr { span: Span::new(at, at + 1), kind: ExprKind::Name(name.into()) };
         Stmt { span: Span::new(at, at + 1), kind: StmtKind::Expr(e) }
     }
 

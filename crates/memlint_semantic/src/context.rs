@@ -575,7 +575,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.module_defs.get(n).cloned()
+                self.module_defs.get(n.as_str()).cloned()
             }
             ExprKind::Attribute { value, attr, .. } => {
                 if let Some(q) = self.qualified_name(func) {
@@ -626,7 +626,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.module_defs.get(n).cloned()
+                self.module_defs.get(n.as_str()).cloned()
             }
             ExprKind::Attribute { value, .. } => {
                 // The root of the chain decides before any name is built.
@@ -1147,11 +1147,11 @@ impl Context {
         }
         let mut parts = owner.split('.');
         let Some(root) = parts.next() else { return false };
-        let mut e = Expr { span: memlint_diagnostics::Span::new(0, 0), kind: ExprKind::Name(root.to_string()) };
+        let mut e = Expr { span: memlint_diagnostics::Span::new(0, 0), kind: ExprKind::Name(root.into()) };
         for p in parts {
             e = Expr {
                 span: memlint_diagnostics::Span::new(0, 0),
-                kind: ExprKind::Attribute { value: Box::new(e), attr: p.to_string(), attr_span: memlint_diagnostics::Span::new(0, 0) },
+                kind: ExprKind::Attribute { value: Box::new(e), attr: p.into(), attr_span: memlint_diagnostics::Span::new(0, 0) },
             };
         }
         self.qualified_name(&e).is_none() && self.is_module_path(&e)
@@ -1316,7 +1316,7 @@ impl Context {
             };
         }
         match &func.kind {
-            ExprKind::Name(n) if self.module_classes.contains(n) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
+            ExprKind::Name(n) if self.module_classes.contains(n.as_str()) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
             ExprKind::Name(_) | ExprKind::Attribute { .. } if self.project_class_of_call(func).is_some() => {
                 let class = self.project_class_of_call(func)?;
                 match self.index.class_is_module(&class) {
@@ -1752,7 +1752,7 @@ impl Context {
                     self.compat_depth += 1;
                     self.handlers.push(handler_type_names(h));
                     if let Some(n) = &h.name {
-                        let name = Expr { span: h.span, kind: ExprKind::Name(n.clone()) };
+                        let name = Expr { span: h.span, kind: ExprKind::Name(n.as_str().into()) };
                         self.bind(&name, None);
                     }
                     self.walk_body(&h.body, visitor);
@@ -2443,7 +2443,7 @@ fn collect_target_names(target: &Expr, out: &mut Vec<String>) {
 fn flatten_tuple_names(target: &Expr, out: &mut Vec<String>) {
     match &target.kind {
         ExprKind::Sequence(elts) => elts.iter().for_each(|e| flatten_tuple_names(e, out)),
-        ExprKind::Name(n) => out.push(n.clone()),
+        ExprKind::Name(n) => out.push(n.to_string()),
         _ => {}
     }
 }
@@ -2473,7 +2473,7 @@ fn loader_names(iter: &Expr, out: &mut Vec<String>) {
         }
         ExprKind::Call { func, args, .. } => {
             if let ExprKind::Attribute { attr, .. } = &func.kind {
-                out.push(attr.clone());
+                out.push(attr.to_string());
             }
             args.iter().for_each(|a| loader_names(a, out));
         }

@@ -5,6 +5,10 @@
 
 use memlint_diagnostics::Span;
 
+/// An identifier (a name, an attribute): short ones, nearly all of them,
+/// are stored inline, without a heap allocation.
+pub type Ident = compact_str::CompactString;
+
 /// Source language of a module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
@@ -354,13 +358,13 @@ pub struct Expr {
 #[derive(Debug, Clone)]
 pub enum ExprKind {
     /// A bare name.
-    Name(String),
+    Name(Ident),
     /// `value.attr`.
     Attribute {
         /// The object.
         value: Box<Expr>,
         /// Attribute name.
-        attr: String,
+        attr: Ident,
         /// Span of the attribute name.
         attr_span: Span,
     },

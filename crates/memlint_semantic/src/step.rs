@@ -150,8 +150,8 @@ impl StepKind {
 /// The last segment of a dotted receiver, lowercased.
 fn last_word(e: &Expr) -> Option<String> {
     match &e.kind {
-        ExprKind::Name(n) => Some(n.to_ascii_lowercase()),
-        ExprKind::Attribute { attr, .. } => Some(attr.to_ascii_lowercase()),
+        ExprKind::Name(n) => Some(n.as_str().to_ascii_lowercase()),
+        ExprKind::Attribute { attr, .. } => Some(attr.as_str().to_ascii_lowercase()),
         ExprKind::Subscript { value, .. } => last_word(value),
         _ => None,
     }
