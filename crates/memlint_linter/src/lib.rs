@@ -98,7 +98,7 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
     // No torch import and no syntax error: the second phase could report
     // nothing (no rule runs, no ML000), so it can skip the file.
     let nothing_to_report = !summary.imports_torch && parsed.errors.is_empty();
-    Summarized { summary, nothing_to_report }
+    Summarized { summary, nothing_to_report, parsed }
 }
 
 /// The first phase's result for one file.
@@ -108,6 +108,9 @@ pub struct Summarized {
     pub summary: FileSummary,
     /// The second phase would report nothing for the file.
     pub nothing_to_report: bool,
+    /// The parsed file: the caller may keep it for [`lint_parsed`] (no
+    /// second parse) or drop it.
+    pub parsed: frontend::Parsed,
 }
 
 /// Lints Python source text on its own (the file is its own project) and
@@ -125,8 +128,14 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
 /// [`summarize_source`] was joined into the [`ProjectIndex`].
 pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
     use frontend::Frontend;
+    lint_parsed(source, &frontend::PYTHON.parse(source), options, file)
+}
+
+/// [`lint_file`] for a file the first phase already parsed: `parsed` must
+/// come from `source` ([`Summarized::parsed`]).
+pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
+    use frontend::Frontend;
     let frontend: &dyn Frontend = &frontend::PYTHON;
-    let parsed = frontend.parse(source);
     let mut diagnostics = Vec::new();
     if let Some(first) = parsed.errors.first() {
         if options.rules.contains(PARSE_ERROR.code) {
