@@ -1479,7 +1479,7 @@ impl Context {
                     StmtKind::Function(f) => out.push(f.name.clone()),
                     StmtKind::Class { name, .. } => out.push(name.clone()),
                     StmtKind::If { .. } | StmtKind::Try { .. } | StmtKind::Block(_) => {
-                        s.child_blocks().into_iter().for_each(|b| top_defs(b, out))
+                        s.child_blocks().for_each(|b| top_defs(b, out))
                     }
                     _ => {}
                 }
@@ -1958,7 +1958,7 @@ impl Context {
                 return false;
             }
         }
-        if self.frame().words.contains(Words::BACKWARD) && calls_backward(body) {
+        if self.function_words().contains(Words::BACKWARD) && calls_backward(body) {
             return true;
         }
         // Without an index (one file's first pass) there is nothing to follow.
@@ -1990,14 +1990,14 @@ impl Context {
             direct_step: kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body)),
             resets: if rules { assigned_names(body) } else { HashSet::default() },
             unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
-            backward_roots: if self.frame().words.contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
+            backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
         }
     }
 
     /// Whether a loop body calls `backward()` outside its nested loops,
     /// itself or through a project helper.
     fn direct_backward(&self, body: &[Stmt]) -> bool {
-        if self.frame().words.contains(Words::BACKWARD) && backward_outside_loops(body, None) {
+        if self.function_words().contains(Words::BACKWARD) && backward_outside_loops(body, None) {
             return true;
         }
         if self.index.is_empty() {
@@ -2669,7 +2669,7 @@ pub(crate) fn backward_outside_loops(body: &[Stmt], flag: Option<&str>) -> bool 
             s.for_each_expr(|e| {
                 found |= e.any(&mut |x| is_backward_call(x));
             });
-            found || s.child_blocks().into_iter().any(|b| backward_outside_loops(b, flag))
+            found || s.child_blocks().any(|b| backward_outside_loops(b, flag))
         }
     })
 }
@@ -2733,7 +2733,7 @@ fn backward_unguarded(body: &[Stmt], flag: &str) -> bool {
         _ => {
             let mut found = false;
             s.for_each_expr(|e| found |= e.any(&mut |x| is_backward_call(x)));
-            found || s.child_blocks().into_iter().any(|b| backward_unguarded(b, flag))
+            found || s.child_blocks().any(|b| backward_unguarded(b, flag))
         }
     })
 }

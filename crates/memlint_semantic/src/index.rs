@@ -306,26 +306,34 @@ impl ProjectIndex {
 
     /// Finds `method` on `class` or its project bases.
     pub fn method_of(&self, class: &str, method: &str) -> Option<String> {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut stack: Vec<&str> = vec![class];
         let mut q = String::new();
-        while let Some(c) = stack.pop() {
-            if seen.contains(&c) {
-                continue;
-            }
-            seen.push(c);
+        self.class_and_bases(class).find_map(|c| {
             q.clear();
             q.push_str(c);
             q.push('.');
             q.push_str(method);
-            if self.functions.contains_key(q.as_str()) {
-                return Some(q);
+            self.functions.contains_key(q.as_str()).then(|| q.clone())
+        })
+    }
+
+    /// `class`, then every name reached through the project bases (through
+    /// re-exports), depth first, each once.
+    fn class_and_bases<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut stack: Vec<&str> = vec![class];
+        std::iter::from_fn(move || {
+            while let Some(c) = stack.pop() {
+                if seen.contains(&c) {
+                    continue;
+                }
+                seen.push(c);
+                if let Some(cs) = self.classes.get(c) {
+                    stack.extend(cs.bases.iter().map(|b| self.canonical_str(b)));
+                }
+                return Some(c);
             }
-            if let Some(cs) = self.classes.get(c) {
-                stack.extend(cs.bases.iter().map(|b| self.canonical_str(b)));
-            }
-        }
-        None
+            None
+        })
     }
 
     fn classify_classes(&mut self) {
@@ -379,7 +387,7 @@ impl ProjectIndex {
         // Walked upwards from each method's class: a class has few
         // ancestors, while a base like `PreTrainedModel` has thousands of
         // descendants.
-        let mut ancestors: HashMap<&str, Vec<String>> = HashMap::default();
+        let mut ancestors: HashMap<&str, Vec<&str>> = HashMap::default();
         let mut out: HashMap<String, Vec<String>> = HashMap::default();
         for (q, f) in &self.functions {
             let Some(class) = &f.class else { continue };
@@ -398,22 +406,8 @@ impl ProjectIndex {
     }
 
     /// The project classes `class` derives from, directly or not (itself excluded).
-    fn ancestors(&self, class: &str) -> Vec<String> {
-        let mut seen: HashSet<String> = HashSet::default();
-        seen.insert(class.to_string());
-        let mut out = Vec::new();
-        let mut stack: Vec<String> =
-            self.classes.get(class).map(|c| c.bases.iter().map(|b| self.canonical(b)).collect()).unwrap_or_default();
-        while let Some(c) = stack.pop() {
-            if !seen.insert(c.clone()) {
-                continue;
-            }
-            if let Some(cs) = self.classes.get(&c) {
-                stack.extend(cs.bases.iter().map(|b| self.canonical(b)));
-                out.push(c);
-            }
-        }
-        out
+    fn ancestors<'a>(&'a self, class: &'a str) -> Vec<&'a str> {
+        self.class_and_bases(class).skip(1).filter(|c| self.classes.contains_key(*c)).collect()
     }
 
     fn propagate(&mut self, calls: &[CallSite]) {

@@ -492,11 +492,8 @@ impl Expr {
     pub fn dotted(&self) -> Option<String> {
         // One allocation of the exact size: the walk asks this of most
         // names and attributes it meets.
-        let (root, len) = self.dotted_root()?;
-        let mut out = String::with_capacity(len);
-        out.push_str(root);
-        self.push_attrs(&mut out);
-        Some(out)
+        let (root, _) = self.dotted_root()?;
+        self.dotted_with_root(root)
     }
 
     /// The root name of a name or attribute chain and the length of its

@@ -48,7 +48,7 @@ pub fn imports_torch(module: &ir::Module) -> bool {
             }
             ir::StmtKind::Function(f) => any(&f.body),
             ir::StmtKind::Class { body, .. } => any(body),
-            _ => s.child_blocks().into_iter().any(any),
+            _ => s.child_blocks().any(any),
         })
     }
     any(&module.body)

@@ -217,7 +217,7 @@ fn mentions_grad_off(body: &[Stmt]) -> bool {
                 || match &s.kind {
                     StmtKind::Function(f) => rec(&f.body),
                     StmtKind::Class { body, .. } => rec(body),
-                    _ => s.child_blocks().into_iter().any(rec),
+                    _ => s.child_blocks().any(rec),
                 }
         })
     }
