@@ -24,6 +24,7 @@
 //! class is unknown) and code outside the run. Queries answer "unknown"
 //! there, and the rules treat unknown as "no evidence".
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::step::StepKinds;
@@ -227,39 +228,15 @@ impl ProjectIndex {
         ProjectIndex::default()
     }
 
-    /// Joins per-file summaries.
+    /// Joins per-file summaries (see [`IndexBuilder`] to join them as
+    /// they are computed).
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
-        let mut ix = ProjectIndex::default();
-        // Sized once: growing maps of large summaries moves them repeatedly.
-        ix.functions.reserve(files.iter().map(|f| f.functions.len()).sum());
-        ix.classes.reserve(files.iter().map(|f| f.classes.len()).sum());
-        ix.aliases.reserve(files.iter().map(|f| f.imports.len()).sum());
-        let mut calls = Vec::with_capacity(files.iter().map(|f| f.calls.len()).sum());
+        let mut b = IndexBuilder::default();
+        b.reserve(&files);
         for f in files {
-            for (local, q) in &f.imports {
-                ix.aliases.insert(format!("{}.{local}", f.module.path), q.clone());
-            }
-            for func in f.functions {
-                ix.functions.insert(func.qualname.clone(), func);
-            }
-            for c in f.classes {
-                ix.classes.insert(c.qualname.clone(), c);
-            }
-            ix.applied.extend(f.applied);
-            calls.extend(f.calls);
+            b.add(f);
         }
-        // Resolve every call's callee once.
-        for c in &mut calls {
-            if let Some(q) = ix.resolve_function(&c.callee) {
-                c.callee = q;
-            }
-            c.contexts = c.contexts.iter().map(|x| ix.canonical(x)).collect();
-        }
-        ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
-        ix.classify_classes();
-        ix.find_grad_disabling();
-        ix.propagate(&calls);
-        ix
+        b.finish()
     }
 
     /// Follows import aliases (re-exports) until a defined name is found.
@@ -337,31 +314,36 @@ impl ProjectIndex {
     }
 
     fn classify_classes(&mut self) {
+        // Each base resolved once; then rounds until nothing changes (the
+        // least fixpoint: a class is a module or an optimizer when a base is).
+        let classes: Vec<(&str, &ClassSummary, Vec<&str>)> = self
+            .classes
+            .iter()
+            .map(|(q, c)| (q.as_str(), c, c.bases.iter().map(|b| self.canonical_str(b)).collect()))
+            .collect();
+        let mut modules: HashSet<&str> = HashSet::default();
+        let mut optimizers: HashSet<&str> = HashSet::default();
         let mut changed = true;
         while changed {
             changed = false;
-            for (q, c) in &self.classes {
-                if !self.module_classes.contains(q) {
-                    let is_module = c.is_module_locally
-                        || c.bases.iter().any(|b| {
-                            let b = self.canonical(b);
-                            TORCH_MODULE_BASES.contains(&b.as_str()) || self.module_classes.contains(&b)
-                        });
-                    if is_module {
-                        self.module_classes.insert(q.clone());
-                        changed = true;
-                    }
+            for (q, c, bases) in &classes {
+                if !modules.contains(q)
+                    && (c.is_module_locally
+                        || bases.iter().any(|b| TORCH_MODULE_BASES.contains(b) || modules.contains(b)))
+                {
+                    modules.insert(q);
+                    changed = true;
                 }
-                if !self.optimizer_classes.contains(q) {
-                    let is_opt = c.is_optimizer_locally
-                        || c.bases.iter().any(|b| self.optimizer_classes.contains(&self.canonical(b)));
-                    if is_opt {
-                        self.optimizer_classes.insert(q.clone());
-                        changed = true;
-                    }
+                if !optimizers.contains(q) && (c.is_optimizer_locally || bases.iter().any(|b| optimizers.contains(b))) {
+                    optimizers.insert(q);
+                    changed = true;
                 }
             }
         }
+        let module_classes = modules.into_iter().map(str::to_string).collect();
+        let optimizer_classes = optimizers.into_iter().map(str::to_string).collect();
+        self.module_classes = module_classes;
+        self.optimizer_classes = optimizer_classes;
     }
 
     fn find_grad_disabling(&mut self) {
@@ -383,21 +365,41 @@ impl ProjectIndex {
 
     /// Methods that override `class.method` in the project's subclasses:
     /// a call of `self.method()` in the base class may run any of them.
-    fn overrides(&self) -> HashMap<String, Vec<String>> {
-        // Walked upwards from each method's class: a class has few
+    /// Keyed by the overridden method's id, in [`Names`] ids.
+    fn overrides(&self, names: &Names<'_>) -> HashMap<u32, Vec<u32>> {
+        // Walked upwards from each method's class (a class has few
         // ancestors, while a base like `PreTrainedModel` has thousands of
-        // descendants.
-        let mut ancestors: HashMap<&str, Vec<&str>> = HashMap::default();
-        let mut out: HashMap<String, Vec<String>> = HashMap::default();
-        for (q, f) in &self.functions {
-            let Some(class) = &f.class else { continue };
-            let above = ancestors.entry(class.as_str()).or_insert_with(|| self.ancestors(class));
-            for a in above.iter() {
-                let m = format!("{a}.{}", f.name);
-                if self.functions.contains_key(&m) {
-                    out.entry(m).or_default().push(q.clone());
-                }
+        // descendants), one class per task.
+        let mut by_class: HashMap<&str, Vec<&FunctionSummary>> = HashMap::default();
+        for f in self.functions.values() {
+            if let Some(class) = &f.class {
+                by_class.entry(class.as_str()).or_default().push(f);
             }
+        }
+        let by_class: Vec<(&str, Vec<&FunctionSummary>)> = by_class.into_iter().collect();
+        let pairs: Vec<(u32, u32)> = by_class
+            .par_iter()
+            .flat_map_iter(|(class, methods)| {
+                let above = self.ancestors(class);
+                let mut out = Vec::new();
+                let mut m = String::new();
+                for f in methods {
+                    for a in &above {
+                        m.clear();
+                        m.push_str(a);
+                        m.push('.');
+                        m.push_str(&f.name);
+                        if let (Some(over), Some(id)) = (names.function(&m), names.function(&f.qualname)) {
+                            out.push((over, id));
+                        }
+                    }
+                }
+                out
+            })
+            .collect();
+        let mut out: HashMap<u32, Vec<u32>> = HashMap::default();
+        for (m, q) in pairs {
+            out.entry(m).or_default().push(q);
         }
         for v in out.values_mut() {
             v.sort_unstable();
@@ -410,155 +412,194 @@ impl ProjectIndex {
         self.class_and_bases(class).skip(1).filter(|c| self.classes.contains_key(*c)).collect()
     }
 
+    /// The call-graph facts, each a fixpoint computed with a worklist over
+    /// integer ids of the names that appear as callers and callees.
     fn propagate(&mut self, calls: &[CallSite]) {
-        let overrides = self.overrides();
-        let mut by_callee: HashMap<&str, Vec<&CallSite>> = HashMap::default();
-        for c in calls {
-            if self.functions.contains_key(&c.callee) {
-                by_callee.entry(c.callee.as_str()).or_default().push(c);
-                if c.via_self {
-                    for o in overrides.get(&c.callee).into_iter().flatten() {
-                        by_callee.entry(o.as_str()).or_default().push(c);
-                    }
-                }
+        let mut names = Names::default();
+        names.ids.reserve(self.functions.len() + calls.len());
+        // The summaries by id, so that no fact below looks a name up again.
+        let mut summaries: Vec<&FunctionSummary> = Vec::with_capacity(self.functions.len());
+        for (q, f) in &self.functions {
+            names.intern(q);
+            summaries.push(f);
+        }
+        names.functions = names.list.len();
+        let edges: Vec<Edge> = calls
+            .iter()
+            .map(|c| Edge {
+                caller: c.caller.as_deref().map(|x| names.intern(x)),
+                callee: names.intern(&c.callee),
+                off_here: c.grad_off || c.contexts.iter().any(|x| self.grad_disabling.contains(x)),
+            })
+            .collect();
+        let n = names.list.len();
+        let is_function = |id: u32| (id as usize) < names.functions;
+        let fsum = |id: u32| summaries[id as usize];
+        let overrides = self.overrides(&names);
+        let no_overrides: Vec<u32> = Vec::new();
+        // What a call may run: the callee, and for `self.m()` the
+        // overrides of `m` (project functions only).
+        let targets = |i: usize| -> (Option<u32>, &[u32]) {
+            let e = &edges[i];
+            if !is_function(e.callee) {
+                return (None, &[]);
+            }
+            let over = if calls[i].via_self { overrides.get(&e.callee).unwrap_or(&no_overrides) } else { &no_overrides };
+            (Some(e.callee), over.as_slice())
+        };
+        let mut site_pairs = Vec::with_capacity(edges.len());
+        let mut caller_pairs = Vec::with_capacity(edges.len());
+        for (i, e) in edges.iter().enumerate() {
+            let (callee, over) = targets(i);
+            site_pairs.extend(callee.iter().chain(over).map(|t| (*t, i as u32)));
+            if let Some(caller) = e.caller {
+                caller_pairs.push((caller, i as u32));
             }
         }
+        // The calls that may run each function, and the calls each caller makes.
+        let sites = Csr::new(n, &site_pairs);
+        let by_caller = Csr::new(n, &caller_pairs);
+        // The functions a change of `caller` may change, through its calls.
+        let callees_of = |caller: u32, out: &mut Vec<u32>| {
+            for &i in by_caller.of(caller) {
+                let (callee, over) = targets(i as usize);
+                out.extend(callee.iter().chain(over));
+            }
+        };
+
         // Grad off at every call site: the greatest fixpoint, so that a
         // recursive helper called only under no_grad from outside counts.
         // A function with no known caller runs with grad on as far as we know.
-        let decorated: HashSet<String> =
-            self.functions.iter().filter(|(_, f)| self.decorated_off(f)).map(|(q, _)| q.clone()).collect();
-        let mut off: HashSet<String> = decorated.clone();
-        off.extend(by_callee.keys().map(|k| (*k).to_string()));
-        loop {
-            let mut changed = false;
-            for (callee, sites) in &by_callee {
-                if !off.contains(*callee) || decorated.contains(*callee) {
-                    continue;
-                }
-                let all_off = sites.iter().all(|s| {
-                    s.grad_off
-                        || s.contexts.iter().any(|c| self.grad_disabling.contains(c))
-                        || s.caller.as_ref().is_some_and(|c| off.contains(c))
-                });
-                if !all_off {
-                    off.remove(*callee);
-                    changed = true;
-                }
+        let decorated: Vec<bool> = (0..n as u32).map(|id| is_function(id) && self.decorated_off(fsum(id))).collect();
+        let mut off: Vec<bool> = (0..n).map(|id| decorated[id] || !sites.of(id as u32).is_empty()).collect();
+        let mut work: Vec<u32> = (0..n as u32).filter(|id| !sites.of(*id).is_empty()).collect();
+        while let Some(id) = work.pop() {
+            let id_ = id as usize;
+            if !off[id_] || decorated[id_] {
+                continue;
             }
-            if !changed {
-                break;
+            let all_off =
+                sites.of(id).iter().all(|&i| edges[i as usize].off_here || edges[i as usize].caller.is_some_and(|c| off[c as usize]));
+            if !all_off {
+                off[id_] = false;
+                callees_of(id, &mut work);
             }
         }
-        self.no_grad_only = off;
+        let no_grad_only = names.set(&off);
 
         // Step code: roots, then whatever they (or step loops) call.
-        let mut step: HashSet<String> = HashSet::default();
-        for (q, f) in &self.functions {
+        let mut step = vec![false; n];
+        let mut work: Vec<u32> = Vec::new();
+        for id in 0..names.functions as u32 {
+            let f = fsum(id);
             let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| self.optimizer_classes.contains(c));
             let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| self.module_classes.contains(c));
             // A function that merely contains a step loop is not step code
             // itself: what it calls before or after the loop runs once.
             if f.step_root || optimizer_step || forward {
-                step.insert(q.clone());
+                step[id as usize] = true;
+                work.push(id);
             }
         }
-        loop {
-            let mut changed = false;
-            for (callee, sites) in &by_callee {
-                if step.contains(*callee) {
-                    continue;
-                }
-                let f = &self.functions[*callee];
-                if f.unit_test {
-                    continue;
-                }
-                if sites.iter().any(|s| s.in_step_loop || s.caller.as_ref().is_some_and(|c| step.contains(c))) {
-                    step.insert((*callee).to_string());
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
+        for id in 0..n as u32 {
+            if !step[id as usize]
+                && !sites.of(id).is_empty()
+                && !fsum(id).unit_test
+                && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop)
+            {
+                step[id as usize] = true;
+                work.push(id);
             }
         }
-        self.step_code = step;
+        let mut next = Vec::new();
+        while let Some(id) = work.pop() {
+            next.clear();
+            callees_of(id, &mut next);
+            for &t in &next {
+                if !step[t as usize] && !fsum(t).unit_test {
+                    step[t as usize] = true;
+                    work.push(t);
+                }
+            }
+        }
+        let step_code = names.set(&step);
 
-        // Reaches backward through its callees.
-        let mut back: HashSet<String> =
-            self.functions.iter().filter(|(_, f)| f.calls_backward).map(|(q, _)| q.clone()).collect();
-        loop {
-            let mut changed = false;
-            for c in calls {
-                if let Some(caller) = &c.caller {
-                    if !back.contains(caller) && back.contains(&c.callee) {
-                        back.insert(caller.clone());
-                        changed = true;
+        // Reaches backward through its callees, and once per call (backward
+        // outside the function's loops, itself or through such a function
+        // called outside its loops): callers of a callee that does.
+        let callee_pairs: Vec<(u32, u32)> =
+            edges.iter().enumerate().filter(|(_, e)| e.caller.is_some()).map(|(i, e)| (e.callee, i as u32)).collect();
+        let callers = Csr::new(n, &callee_pairs);
+        let upwards = |seed: Vec<bool>, outside_loops_only: bool| -> Vec<bool> {
+            let mut set = seed;
+            let mut work: Vec<u32> = (0..n as u32).filter(|id| set[*id as usize]).collect();
+            while let Some(id) = work.pop() {
+                for &i in callers.of(id) {
+                    let Some(caller) = edges[i as usize].caller else { continue };
+                    let skipped = outside_loops_only && calls[i as usize].in_loop;
+                    if !skipped && !set[caller as usize] {
+                        set[caller as usize] = true;
+                        work.push(caller);
                     }
                 }
             }
-            if !changed {
-                break;
-            }
-        }
-        self.reaches_backward = back;
-
-        // Once per call: backward outside the function's loops, itself or
-        // through such a function called outside its loops.
-        let mut once: HashSet<String> =
-            self.functions.iter().filter(|(_, f)| f.backward_per_call).map(|(q, _)| q.clone()).collect();
-        loop {
-            let mut changed = false;
-            for c in calls {
-                if let Some(caller) = &c.caller {
-                    if !c.in_loop && !once.contains(caller) && once.contains(&c.callee) {
-                        once.insert(caller.clone());
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        self.backward_per_call = once;
+            set
+        };
+        let seed = |pick: fn(&FunctionSummary) -> bool| -> Vec<bool> {
+            (0..n as u32).map(|id| is_function(id) && pick(fsum(id))).collect()
+        };
+        let reaches_backward = names.set(&upwards(seed(|f| f.calls_backward), false));
+        let backward_per_call = names.set(&upwards(seed(|f| f.backward_per_call), true));
 
         // Step events through callees (and, for `self.m()`, overrides of `m`).
-        let mut performs: HashMap<String, StepKinds> =
-            self.functions.iter().filter(|(_, f)| !f.step_kinds.is_empty()).map(|(q, f)| (q.clone(), f.step_kinds)).collect();
-        loop {
-            let mut changed = false;
-            for c in calls {
-                let Some(caller) = &c.caller else { continue };
-                let mut k = performs.get(&c.callee).copied().unwrap_or_default();
-                if c.via_self {
-                    for o in overrides.get(&c.callee).into_iter().flatten() {
-                        k |= performs.get(o).copied().unwrap_or_default();
-                    }
-                }
-                if k.is_empty() {
-                    continue;
-                }
-                let cur = performs.entry(caller.clone()).or_default();
+        let mut performs: Vec<StepKinds> =
+            (0..n as u32).map(|id| if is_function(id) { fsum(id).step_kinds } else { StepKinds::empty() }).collect();
+        // Who learns from whom: each call's caller from its callee and,
+        // for `self.m()`, from the overrides of `m`.
+        let mut learner_pairs = Vec::with_capacity(edges.len());
+        for (i, e) in edges.iter().enumerate() {
+            let Some(caller) = e.caller else { continue };
+            learner_pairs.push((e.callee, caller));
+            if calls[i].via_self {
+                learner_pairs.extend(overrides.get(&e.callee).unwrap_or(&no_overrides).iter().map(|o| (*o, caller)));
+            }
+        }
+        let learners = Csr::new(n, &learner_pairs);
+        let mut work: Vec<u32> = (0..n as u32).filter(|id| !performs[*id as usize].is_empty()).collect();
+        while let Some(id) = work.pop() {
+            let k = performs[id as usize];
+            for &caller in learners.of(id) {
+                let cur = &mut performs[caller as usize];
                 if !cur.contains(k) {
                     *cur |= k;
-                    changed = true;
+                    work.push(caller);
                 }
             }
-            if !changed {
-                break;
-            }
         }
-        self.performs = performs;
+        let performs: HashMap<String, StepKinds> = (0..n)
+            .filter(|id| !performs[*id].is_empty())
+            .map(|id| (names.list[id].to_string(), performs[id]))
+            .collect();
 
-        for (callee, sites) in &by_callee {
-            let f = &self.functions[*callee];
+        let mut eval_by_flag = HashSet::default();
+        for id in 0..names.functions as u32 {
+            let f = fsum(id);
             let Some(pos) = f.train_flag_param else { continue };
             let name = f.train_flag_name.clone().unwrap_or_default();
-            if sites.iter().any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name)) {
-                self.eval_by_flag.insert((*callee).to_string());
+            if sites.of(id)
+                .iter()
+                .map(|&i| &calls[i as usize])
+                .any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name))
+            {
+                eval_by_flag.insert(names.list[id as usize].to_string());
             }
         }
+        self.no_grad_only = no_grad_only;
+        self.step_code = step_code;
+        self.reaches_backward = reaches_backward;
+        self.backward_per_call = backward_per_call;
+        self.performs = performs;
+        self.eval_by_flag = eval_by_flag;
     }
 
     /// The summary of a project function.
@@ -659,6 +700,141 @@ impl ProjectIndex {
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.classes.is_empty()
     }
+}
+
+/// Joins file summaries into a [`ProjectIndex`] one by one, as they are
+/// computed (the driver adds each file's summary while other files are
+/// still being summarized), then computes the call-graph facts once.
+#[derive(Debug, Default)]
+pub struct IndexBuilder {
+    ix: ProjectIndex,
+    calls: Vec<CallSite>,
+}
+
+impl IndexBuilder {
+    /// Sizes the maps once for these files: growing maps of large
+    /// summaries moves them repeatedly.
+    pub fn reserve(&mut self, files: &[FileSummary]) {
+        self.ix.functions.reserve(files.iter().map(|f| f.functions.len()).sum());
+        self.ix.classes.reserve(files.iter().map(|f| f.classes.len()).sum());
+        self.ix.aliases.reserve(files.iter().map(|f| f.imports.len()).sum());
+        self.calls.reserve(files.iter().map(|f| f.calls.len()).sum());
+    }
+
+    /// Adds one file's summary.
+    pub fn add(&mut self, f: FileSummary) {
+        let ix = &mut self.ix;
+        for (local, q) in f.imports {
+            let mut key = String::with_capacity(f.module.path.len() + 1 + local.len());
+            key.push_str(&f.module.path);
+            key.push('.');
+            key.push_str(&local);
+            ix.aliases.insert(key, q);
+        }
+        for func in f.functions {
+            ix.functions.insert(func.qualname.clone(), func);
+        }
+        for c in f.classes {
+            ix.classes.insert(c.qualname.clone(), c);
+        }
+        ix.applied.extend(f.applied);
+        self.calls.extend(f.calls);
+    }
+
+    /// The index: callees resolved through the project's imports, then
+    /// the classes classified and the call-graph facts computed.
+    pub fn finish(self) -> ProjectIndex {
+        let IndexBuilder { mut ix, mut calls } = self;
+        // Resolve every call's callee once (in parallel: the maps are complete).
+        {
+            let ix = &ix;
+            calls.par_iter_mut().with_min_len(1024).for_each(|c| {
+                if let Some(q) = ix.resolve_function(&c.callee) {
+                    c.callee = q;
+                }
+                for x in &mut c.contexts {
+                    let canonical = ix.canonical_str(x);
+                    if canonical != x.as_str() {
+                        *x = canonical.to_string();
+                    }
+                }
+            });
+        }
+        ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
+        ix.classify_classes();
+        ix.find_grad_disabling();
+        ix.propagate(&calls);
+        ix
+    }
+}
+
+/// Interned names of the call graph: every function's qualified name
+/// (ids `0..functions`), then the other callers and callees.
+#[derive(Default)]
+struct Names<'a> {
+    ids: HashMap<&'a str, u32>,
+    list: Vec<&'a str>,
+    functions: usize,
+}
+
+impl<'a> Names<'a> {
+    fn intern(&mut self, name: &'a str) -> u32 {
+        let next = self.list.len() as u32;
+        let id = *self.ids.entry(name).or_insert(next);
+        if id == next {
+            self.list.push(name);
+        }
+        id
+    }
+
+    /// The id of a project function.
+    fn function(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied().filter(|id| (*id as usize) < self.functions)
+    }
+
+    /// The names whose flag is set.
+    fn set(&self, flags: &[bool]) -> HashSet<String> {
+        flags.iter().zip(&self.list).filter(|(f, _)| **f).map(|(_, n)| (*n).to_string()).collect()
+    }
+}
+
+/// Adjacency lists in two arrays: the items of key `k` are
+/// `items[start[k]..start[k + 1]]`, in the order they were given.
+struct Csr {
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Csr {
+    /// Lists of `n` keys from `(key, item)` pairs.
+    fn new(n: usize, pairs: &[(u32, u32)]) -> Csr {
+        let mut start = vec![0u32; n + 1];
+        for (k, _) in pairs {
+            start[*k as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0u32; pairs.len()];
+        for (k, item) in pairs {
+            items[fill[*k as usize] as usize] = *item;
+            fill[*k as usize] += 1;
+        }
+        Csr { start, items }
+    }
+
+    fn of(&self, k: u32) -> &[u32] {
+        &self.items[self.start[k as usize] as usize..self.start[k as usize + 1] as usize]
+    }
+}
+
+/// One call between interned names.
+struct Edge {
+    caller: Option<u32>,
+    callee: u32,
+    /// Grad is off at the site itself (`no_grad`, a grad-disabling context).
+    off_here: bool,
 }
 
 /// Words that name construction, initialisation, conversion or loading.
