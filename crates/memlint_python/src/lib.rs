@@ -147,24 +147,24 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         ast::Stmt::Return(r) => StmtKind::Return(r.value.as_deref().map(lower_expr)),
         ast::Stmt::Delete(d) => StmtKind::Delete(d.targets.iter().map(lower_expr).collect()),
         ast::Stmt::Assign(a) => {
-            StmtKind::Assign { targets: a.targets.iter().map(lower_expr).collect(), value: lower_expr(&a.value) }
+            StmtKind::Assign { targets: a.targets.iter().map(lower_expr).collect(), value: boxed(&a.value) }
         }
         ast::Stmt::AugAssign(a) => {
-            StmtKind::AugAssign { target: lower_expr(&a.target), op: op(a.op), value: lower_expr(&a.value) }
+            StmtKind::AugAssign { target: boxed(&a.target), op: op(a.op), value: boxed(&a.value) }
         }
         ast::Stmt::AnnAssign(a) => match &a.value {
-            Some(v) => StmtKind::Assign { targets: vec![lower_expr(&a.target)], value: lower_expr(v) },
+            Some(v) => StmtKind::Assign { targets: vec![lower_expr(&a.target)], value: boxed(v) },
             None => StmtKind::Other(vec![]),
         },
         ast::Stmt::TypeAlias(_) => StmtKind::Other(vec![]),
         ast::Stmt::For(f) => StmtKind::For {
-            target: lower_expr(&f.target),
-            iter: lower_expr(&f.iter),
+            target: boxed(&f.target),
+            iter: boxed(&f.iter),
             body: lower_body(&f.body),
             orelse: lower_body(&f.orelse),
         },
         ast::Stmt::While(w) => {
-            StmtKind::While { test: lower_expr(&w.test), body: lower_body(&w.body), orelse: lower_body(&w.orelse) }
+            StmtKind::While { test: boxed(&w.test), body: lower_body(&w.body), orelse: lower_body(&w.orelse) }
         }
         ast::Stmt::If(i) => lower_if(&i.test, &i.body, &i.elif_else_clauses),
         ast::Stmt::With(w) => StmtKind::With {
@@ -204,7 +204,7 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
                 })
                 .collect(),
             orelse: lower_body(&t.orelse),
-            finalbody: lower_body(&t.finalbody),
+            finalbody: lower_body(&t.finalbody).into_boxed_slice(),
         },
         ast::Stmt::Assert(a) => {
             StmtKind::Other(std::iter::once(&*a.test).chain(a.msg.as_deref()).map(lower_expr).collect())
@@ -273,7 +273,7 @@ fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause
             None => lower_body(&first.body),
         },
     };
-    StmtKind::If { test: lower_expr(test), body: lower_body(body), orelse }
+    StmtKind::If { test: boxed(test), body: lower_body(body), orelse }
 }
 
 fn boxed(e: &ast::Expr) -> Box<Expr> {

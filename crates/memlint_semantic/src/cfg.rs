@@ -276,7 +276,7 @@ mod tests {
         let test = Expr { span: Span::new(0, 1), kind: ExprKind::Name("c".into()) };
         let body = vec![
             call("zero", 1),
-            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test, body: vec![call("step", 3)], orelse: vec![call("other", 4)] } },
+            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test: Box::new(test), body: vec![call("step", 3)], orelse: vec![call("other", 4)] } },
             call("backward", 5),
         ];
         let cfg = Cfg::build(&body);
@@ -296,12 +296,12 @@ mod tests {
         let cont = Stmt { span: Span::new(9, 10), kind: StmtKind::Continue };
         let inner = vec![
             call("a", 1),
-            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test, body: vec![cont], orelse: vec![] } },
+            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test: Box::new(test), body: vec![cont], orelse: vec![] } },
             call("b", 4),
         ];
         let target = Expr { span: Span::new(0, 1), kind: ExprKind::Name("x".into()) };
         let iter = Expr { span: Span::new(0, 1), kind: ExprKind::Name("xs".into()) };
-        let body = vec![Stmt { span: Span::new(0, 9), kind: StmtKind::For { target, iter, body: inner, orelse: vec![] } }];
+        let body = vec![Stmt { span: Span::new(0, 9), kind: StmtKind::For { target: Box::new(target), iter: Box::new(iter), body: inner, orelse: vec![] } }];
         let cfg = Cfg::build(&body);
         let StmtKind::For { body: inner, .. } = &body[0].kind else { unreachable!() };
         let a = cfg.node_of(&inner[0]).unwrap();
@@ -323,7 +323,7 @@ mod tests {
         let handler = crate::ir::Handler { span: Span::new(5, 6), types: None, name: None, body: vec![call("fallback", 6)] };
         let t = vec![Stmt {
             span: Span::new(4, 9),
-            kind: StmtKind::Try { body: vec![call("risky", 5)], handlers: vec![handler], orelse: vec![], finalbody: vec![] },
+            kind: StmtKind::Try { body: vec![call("risky", 5)], handlers: Box::new([handler]), orelse: vec![], finalbody: Box::new([]) },
         }];
         let cfg = Cfg::build(&t);
         let StmtKind::Try { body, handlers, .. } = &t[0].kind else { unreachable!() };

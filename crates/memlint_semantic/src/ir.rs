@@ -229,23 +229,23 @@ pub enum StmtKind {
         /// Assignment targets.
         targets: Vec<Expr>,
         /// Assigned value.
-        value: Expr,
+        value: Box<Expr>,
     },
     /// `target op= value`.
     AugAssign {
         /// Target.
-        target: Expr,
+        target: Box<Expr>,
         /// Operator.
         op: BinOp,
         /// Right-hand side.
-        value: Expr,
+        value: Box<Expr>,
     },
     /// `for target in iter: body else: orelse`.
     For {
         /// Loop variable(s).
-        target: Expr,
+        target: Box<Expr>,
         /// Iterated expression.
-        iter: Expr,
+        iter: Box<Expr>,
         /// Loop body.
         body: Vec<Stmt>,
         /// `else` block.
@@ -254,7 +254,7 @@ pub enum StmtKind {
     /// `while test: body else: orelse`.
     While {
         /// Condition.
-        test: Expr,
+        test: Box<Expr>,
         /// Loop body.
         body: Vec<Stmt>,
         /// `else` block.
@@ -263,7 +263,7 @@ pub enum StmtKind {
     /// `if test: body else: orelse` (an `elif` chain nests in `orelse`).
     If {
         /// Condition.
-        test: Expr,
+        test: Box<Expr>,
         /// Then block.
         body: Vec<Stmt>,
         /// Else block.
@@ -283,9 +283,9 @@ pub enum StmtKind {
         /// Class name.
         name: String,
         /// Base classes.
-        bases: Vec<Expr>,
+        bases: Box<[Expr]>,
         /// Decorators.
-        decorators: Vec<Expr>,
+        decorators: Box<[Expr]>,
         /// Body.
         body: Vec<Stmt>,
     },
@@ -302,11 +302,11 @@ pub enum StmtKind {
         /// The guarded block.
         body: Vec<Stmt>,
         /// The `except` clauses in order.
-        handlers: Vec<Handler>,
+        handlers: Box<[Handler]>,
         /// The `else` block (runs when `body` raised nothing).
         orelse: Vec<Stmt>,
         /// The `finally` block.
-        finalbody: Vec<Stmt>,
+        finalbody: Box<[Stmt]>,
     },
     /// `break`.
     Break,
