@@ -297,7 +297,7 @@ fn lower_expr(e: &ast::Expr) -> Expr {
                 .arguments
                 .keywords
                 .iter()
-                .map(|k| Keyword { name: k.arg.as_ref().map(|a| a.id.to_string()), value: lower_expr(&k.value) })
+                .map(|k| Keyword { name: k.arg.as_ref().map(|a| Ident::from(a.id.as_str())), value: lower_expr(&k.value) })
                 .collect(),
             args_span: span(c.arguments.range),
         },
@@ -317,7 +317,7 @@ fn lower_expr(e: &ast::Expr) -> Expr {
         // Rules compare strings with short keys (`"params"`, `"tf"`); a
         // message or a template is not copied.
         ast::Expr::StringLiteral(s) => ExprKind::Literal(match s.value.to_str() {
-            v if v.len() <= MAX_STRING_LITERAL => Literal::Str(v.to_string()),
+            v if v.len() <= MAX_STRING_LITERAL => Literal::Str(Ident::from(v)),
             _ => Literal::Other,
         }),
         ast::Expr::BooleanLiteral(b) => ExprKind::Literal(Literal::Bool(b.value)),

@@ -327,7 +327,7 @@ pub enum Literal {
     Float(f64),
     /// A string of at most 64 bytes (frontends lower longer ones, messages
     /// and templates, as `Other`).
-    Str(String),
+    Str(Ident),
     /// `True` / `False`.
     Bool(bool),
     /// `None`.
@@ -340,7 +340,7 @@ pub enum Literal {
 #[derive(Debug, Clone)]
 pub struct Keyword {
     /// The name; `None` for `**kwargs`.
-    pub name: Option<String>,
+    pub name: Option<Ident>,
     /// The value.
     pub value: Expr,
 }

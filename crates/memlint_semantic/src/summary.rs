@@ -183,7 +183,7 @@ impl Visitor for SummaryVisitor {
         let Some(callee) = cx.project_name(func) else { return };
         let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
         let false_keywords =
-            keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.clone()).collect();
+            keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
         self.summary.calls.push(CallSite {
             caller: cx.function_qualname().map(str::to_string),
             callee,
