@@ -228,8 +228,7 @@ impl ProjectIndex {
         ProjectIndex::default()
     }
 
-    /// Joins per-file summaries (see [`IndexBuilder`] to join them as
-    /// they are computed).
+    /// Joins per-file summaries.
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
         let mut b = IndexBuilder::default();
         b.reserve(&files);
@@ -702,11 +701,10 @@ impl ProjectIndex {
     }
 }
 
-/// Joins file summaries into a [`ProjectIndex`] one by one, as they are
-/// computed (the driver adds each file's summary while other files are
-/// still being summarized), then computes the call-graph facts once.
+/// Joins file summaries into a [`ProjectIndex`] one by one, then computes
+/// the call-graph facts once.
 #[derive(Debug, Default)]
-pub struct IndexBuilder {
+struct IndexBuilder {
     ix: ProjectIndex,
     calls: Vec<CallSite>,
 }
@@ -714,7 +712,7 @@ pub struct IndexBuilder {
 impl IndexBuilder {
     /// Sizes the maps once for these files: growing maps of large
     /// summaries moves them repeatedly.
-    pub fn reserve(&mut self, files: &[FileSummary]) {
+    fn reserve(&mut self, files: &[FileSummary]) {
         self.ix.functions.reserve(files.iter().map(|f| f.functions.len()).sum());
         self.ix.classes.reserve(files.iter().map(|f| f.classes.len()).sum());
         self.ix.aliases.reserve(files.iter().map(|f| f.imports.len()).sum());
@@ -722,7 +720,7 @@ impl IndexBuilder {
     }
 
     /// Adds one file's summary.
-    pub fn add(&mut self, f: FileSummary) {
+    fn add(&mut self, f: FileSummary) {
         let ix = &mut self.ix;
         for (local, q) in f.imports {
             let mut key = String::with_capacity(f.module.path.len() + 1 + local.len());
@@ -743,7 +741,7 @@ impl IndexBuilder {
 
     /// The index: callees resolved through the project's imports, then
     /// the classes classified and the call-graph facts computed.
-    pub fn finish(self) -> ProjectIndex {
+    fn finish(self) -> ProjectIndex {
         let IndexBuilder { mut ix, mut calls } = self;
         // Resolve every call's callee once (in parallel: the maps are complete).
         {

@@ -32,7 +32,7 @@ mod summary;
 mod views;
 
 pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
-pub use index::{FileSummary, IndexBuilder, ModuleInfo, ProjectIndex, Role};
+pub use index::{FileSummary, ModuleInfo, ProjectIndex, Role};
 pub use summary::summarize;
 pub use names::QualifiedName;
 pub use views::{Part, ViewOf};
