@@ -89,7 +89,7 @@ fn lower_body(body: &[ast::Stmt]) -> Vec<Stmt> {
 }
 
 fn op(o: ast::Operator) -> BinOp {
-    match o {
+    let op = match o {
         ast::Operator::Add => BinOp::Add,
         ast::Operator::Sub => BinOp::Sub,
         ast::Operator::Mult => BinOp::Mult,
@@ -99,7 +99,11 @@ fn op(o: ast::Operator) -> BinOp {
         ast::Operator::Pow => BinOp::Pow,
         ast::Operator::MatMult => BinOp::MatMult,
         _ => BinOp::Other,
+    };
+    if matches!(op, BinOp::Div | BinOp::Mult) {
+        WORDS.set(WORDS.get().union(Words::DIV_MUL));
     }
+    op
 }
 
 fn params(p: &ast::Parameters) -> Vec<Param> {

@@ -238,6 +238,9 @@ pub struct Context {
     /// Classes of the file that subclass `torch.autograd.Function`: their
     /// `forward` runs with grad disabled.
     autograd_functions: HashSet<String>,
+    /// For a class statement being visited: its `self.<attr>` kinds
+    /// ([`class_attr_kinds`]), computed once for the visitor and the walk.
+    class_attrs: Option<HashMap<String, ValueKind>>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -307,6 +310,7 @@ impl Context {
             option_depth: 0,
             handlers: Vec::new(),
             autograd_functions: HashSet::default(),
+            class_attrs: None,
         };
         cx.prescan_module(&module.body);
         let summary_only = cx.options.summary_only;
@@ -328,6 +332,12 @@ impl Context {
     }
 
     // ----- queries -------------------------------------------------------
+
+    /// For a class statement being visited, the `self.<attr>` kinds its
+    /// methods assign (parameters and modules).
+    pub(crate) fn class_attrs(&self) -> Option<&HashMap<String, ValueKind>> {
+        self.class_attrs.as_ref()
+    }
 
     /// Source language of the file.
     pub fn language(&self) -> Language {
@@ -983,7 +993,7 @@ impl Context {
                     return true;
                 }
                 match &func.kind {
-                    ExprKind::Attribute { value, attr, .. } if self.qualified_name(func).is_none() => {
+                    ExprKind::Attribute { value, attr, .. } if !self.is_imported_path(func) => {
                         !DETACHING_METHODS.contains(&attr.as_str()) && self.requires_grad_value(value)
                     }
                     _ => {
@@ -1090,17 +1100,16 @@ impl Context {
     /// a model (`model`, `net`, `self.encoder`, `resnet`...).
     pub fn is_model(&self, expr: &Expr) -> bool {
         let Some(dotted) = expr.dotted() else { return false };
-        if self.qualified_name(expr).is_some() {
+        if self.is_imported_path(expr) {
             return false;
         }
-        if self.is_loss_module(expr) {
+        if self.is_loss_path(&dotted) {
             return false;
         }
-        if self.kind_of_binding(&dotted) == Some(ValueKind::Module) {
-            return true;
-        }
-        if self.kind_of_binding(&dotted).is_some() {
-            return false;
+        match self.kind_of_binding(&dotted) {
+            Some(ValueKind::Module) => return true,
+            Some(_) => return false,
+            None => {}
         }
         let last = dotted.rsplit('.').next().unwrap_or(&dotted);
         if !dotted.contains('.') && (self.functions.contains(last) || last.starts_with(|c: char| c.is_ascii_uppercase())) {
@@ -1109,14 +1118,17 @@ impl Context {
         }
         // `create_model(...)`, `self._wrap_model(...)`, `prepare_model(...)`:
         // methods and factories named after what they act on.
-        let ws = words(last);
-        if ws.len() > 3 || ws.first().is_some_and(|w| ACTION_VERBS.contains(&w.as_str())) {
+        let mut ws = crate::names::word_slices(last);
+        let first = ws.next();
+        if first.is_some_and(|w| ACTION_VERBS.iter().any(|v| w.eq_ignore_ascii_case(v))) || ws.nth(2).is_some() {
             return false;
         }
-        let lower = last.to_ascii_lowercase();
-        MODEL_SUFFIXES.iter().any(|s| lower == *s || lower.ends_with(s)) && !lower.ends_with("subnet")
-            || lower == "net_g"
-            || lower == "net_d"
+        let ends_with = |suffix: &str| {
+            last.len() >= suffix.len() && last.as_bytes()[last.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        MODEL_SUFFIXES.iter().any(|s| ends_with(s)) && !ends_with("subnet")
+            || last.eq_ignore_ascii_case("net_g")
+            || last.eq_ignore_ascii_case("net_d")
     }
 
     /// Whether `expr` is a module reached through attributes of a model:
@@ -1160,9 +1172,19 @@ impl Context {
     /// Whether `expr` is a loss module (`criterion`, `loss_fn`, an
     /// `nn.*Loss()` instance).
     pub fn is_loss_module(&self, expr: &Expr) -> bool {
-        let Some(dotted) = expr.dotted() else { return false };
-        let last = dotted.rsplit('.').next().unwrap_or(&dotted).to_ascii_lowercase();
-        LOSS_NAMES.contains(&last.as_str()) || self.frame().losses.contains(&dotted)
+        expr.dotted().is_some_and(|d| self.is_loss_path(&d))
+    }
+
+    /// [`Context::is_loss_module`] of a dotted path.
+    fn is_loss_path(&self, dotted: &str) -> bool {
+        let last = dotted.rsplit('.').next().unwrap_or(dotted);
+        LOSS_NAMES.iter().any(|n| last.eq_ignore_ascii_case(n)) || self.frame().losses.contains(dotted)
+    }
+
+    /// Whether a name or attribute chain starts at an import
+    /// ([`Context::qualified_name`] is `Some`), without building the name.
+    pub fn is_imported_path(&self, expr: &Expr) -> bool {
+        expr.dotted_root().is_some_and(|(root, _)| self.lookup_import(root).is_some())
     }
 
     /// Whether evaluating `expr` yields a value that carries autograd
@@ -1200,7 +1222,7 @@ impl Context {
                     return f.returns_graph;
                 }
                 if let ExprKind::Attribute { value, attr, .. } = &func.kind {
-                    if self.qualified_name(func).is_none() {
+                    if !self.is_imported_path(func) {
                         if DETACHING_METHODS.contains(&attr.as_str()) {
                             return false;
                         }
@@ -1239,7 +1261,7 @@ impl Context {
                     return Some(ValueKind::Parameter);
                 }
                 if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
-                    if matches!(attr.as_str(), "weight" | "bias") && self.qualified_name(expr).is_none() && self.is_module_path(value) {
+                    if matches!(attr.as_str(), "weight" | "bias") && !self.is_imported_path(expr) && self.is_module_path(value) {
                         return Some(ValueKind::Parameter);
                     }
                     if attr == "grad" && self.is_tensor(value) {
@@ -1610,6 +1632,9 @@ impl Context {
                 self.data_swap = self.swap_kind(value);
             }
         }
+        if let StmtKind::Class { body, .. } = &stmt.kind {
+            self.class_attrs = Some(class_attr_kinds(body, self));
+        }
         visitor.visit_stmt(stmt, self);
         // `buf[i] = x.data` copies the values into `buf`: no alias survives.
         let copied = match &stmt.kind {
@@ -1817,7 +1842,7 @@ impl Context {
                 }
                 self.class_stack.push(name.clone());
                 let qualname = self.qualname_for(name);
-                let attrs = class_attr_kinds(body, self);
+                let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
                 let (frozen, instances) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
                 self.class_instances.insert(qualname.clone(), instances);
@@ -2197,7 +2222,10 @@ impl Context {
             ExprKind::Name(_) | ExprKind::Attribute { .. } => {
                 let Some(d) = target.dotted() else { return };
                 let (kind, carries, leaf) = match value {
-                    Some(v) => (self.kind_of(v), self.carries_graph(v) || self.seeded_by_backward(&d, v), self.makes_leaf(v)),
+                    Some(v) => {
+                        let kind = self.kind_of(v);
+                        (kind, self.carries_graph(v) || self.seeded_by_backward(&d, v), self.makes_leaf(v, kind))
+                    }
                     None => (None, false, false),
                 };
                 let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
@@ -2273,8 +2301,8 @@ impl Context {
     }
 
     /// Whether assigning `v` creates a leaf tensor that requires grad.
-    fn makes_leaf(&self, v: &Expr) -> bool {
-        if self.kind_of(v) == Some(ValueKind::Parameter) {
+    fn makes_leaf(&self, v: &Expr, kind: Option<ValueKind>) -> bool {
+        if kind == Some(ValueKind::Parameter) {
             if let ExprKind::Call { .. } = v.kind {
                 return true;
             }
@@ -2297,7 +2325,7 @@ impl Context {
     /// `torch.set_grad_enabled(False)`, `x.requires_grad = ...` handled in bind.
     fn apply_call_effects(&mut self, e: &Expr) {
         if let Some((recv, method)) = e.as_method_call() {
-            if self.qualified_name(recv).is_none() {
+            if !self.is_imported_path(recv) {
                 let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
                 match method {
                     "requires_grad_" => {

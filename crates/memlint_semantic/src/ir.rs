@@ -63,6 +63,9 @@ impl Words {
     pub const GRAD_OFF: Words = Words(1 << 4);
     /// `amp` (`torch.cuda.amp.autocast`, also as a segment of an import path).
     pub const AMP: Words = Words(1 << 5);
+    /// A `/` or `*` operator (`loss / n`, `loss *= scale`): not an
+    /// identifier, but recorded the same way.
+    pub const DIV_MUL: Words = Words(1 << 6);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 

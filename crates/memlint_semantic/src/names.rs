@@ -35,27 +35,37 @@ impl QualifiedName {
 /// Splits an identifier into lowercase words at `_`, digits and camelCase
 /// boundaries: `valLoader2` -> `["val", "loader"]`.
 pub fn words(ident: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
+    word_slices(ident).map(str::to_ascii_lowercase).collect()
+}
+
+/// The words of [`words`] as slices of `ident`, in its own case, without
+/// allocating: compare them with `eq_ignore_ascii_case`.
+pub fn word_slices(ident: &str) -> impl Iterator<Item = &str> {
+    let mut chars = ident.char_indices();
+    let mut start: Option<usize> = None;
     let mut prev_lower = false;
-    for ch in ident.chars() {
-        if !ch.is_ascii_alphabetic() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+    std::iter::from_fn(move || {
+        for (i, ch) in chars.by_ref() {
+            if !ch.is_ascii_alphabetic() {
+                prev_lower = false;
+                if let Some(s) = start.take() {
+                    return Some(&ident[s..i]);
+                }
+                continue;
             }
-            prev_lower = false;
-            continue;
+            if ch.is_ascii_uppercase() && prev_lower {
+                if let Some(s) = start.replace(i) {
+                    prev_lower = false;
+                    return Some(&ident[s..i]);
+                }
+            }
+            prev_lower = ch.is_ascii_lowercase();
+            if start.is_none() {
+                start = Some(i);
+            }
         }
-        if ch.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-        prev_lower = ch.is_ascii_lowercase();
-        cur.push(ch.to_ascii_lowercase());
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
+        start.take().map(|s| &ident[s..])
+    })
 }
 
 #[cfg(test)]
@@ -67,6 +77,36 @@ mod tests {
         assert_eq!(words("valLoader2"), vec!["val", "loader"]);
         assert_eq!(words("test_loader"), vec!["test", "loader"]);
         assert_eq!(words("__init__"), vec!["init"]);
+    }
+
+    #[test]
+    fn slices_split_like_lowercased_words() {
+        // The splitting rule written out char by char, lowercasing as it goes.
+        fn reference(ident: &str) -> Vec<String> {
+            let (mut out, mut cur, mut prev_lower) = (Vec::new(), String::new(), false);
+            for ch in ident.chars() {
+                if !ch.is_ascii_alphabetic() {
+                    if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                    prev_lower = false;
+                    continue;
+                }
+                if ch.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                prev_lower = ch.is_ascii_lowercase();
+                cur.push(ch.to_ascii_lowercase());
+            }
+            if !cur.is_empty() {
+                out.push(cur);
+            }
+            out
+        }
+        for ident in ["valLoader2", "getHTTPResponse", "ABCDef", "net_G", "_x__Y", "modèle_net", "a", "", "__", "xY_zW9q", "NetD"] {
+            assert_eq!(words(ident), reference(ident), "{ident}");
+            assert_eq!(word_slices(ident).count(), reference(ident).len(), "{ident}");
+        }
     }
 
     #[test]

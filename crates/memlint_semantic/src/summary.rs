@@ -83,7 +83,7 @@ impl SummaryVisitor {
             unit_test: self.is_test_file,
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
             step_kinds: crate::step::StepKinds::empty(),
-            scales_values: scales_values(&f.body),
+            scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
         };
         self.order.push(qualname.clone());
@@ -97,7 +97,14 @@ impl SummaryVisitor {
             (q.starts_with("torch.nn.") && q.rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_uppercase())))
                 || q.ends_with("LightningModule")
         });
-        let attrs = class_attr_kinds(body, cx);
+        let computed;
+        let attrs = match cx.class_attrs() {
+            Some(a) => a,
+            None => {
+                computed = class_attr_kinds(body, cx);
+                &computed
+            }
+        };
         let parameter_attrs: Vec<String> =
             attrs.iter().filter(|(_, k)| **k == ValueKind::Parameter).map(|(a, _)| a.clone()).collect();
         let defines_forward = body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
