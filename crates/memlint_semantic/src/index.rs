@@ -230,12 +230,7 @@ impl ProjectIndex {
 
     /// Joins per-file summaries.
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
-        let mut b = IndexBuilder::default();
-        b.reserve(&files);
-        for f in files {
-            b.add(f);
-        }
-        b.finish()
+        IndexBuilder::fill(files).finish()
     }
 
     /// Follows import aliases (re-exports) until a defined name is found.
@@ -701,8 +696,8 @@ impl ProjectIndex {
     }
 }
 
-/// Joins file summaries into a [`ProjectIndex`] one by one, then computes
-/// the call-graph facts once.
+/// The definitions of all files joined, and their call sites, before the
+/// call-graph facts are computed.
 #[derive(Debug, Default)]
 struct IndexBuilder {
     ix: ProjectIndex,
@@ -710,33 +705,56 @@ struct IndexBuilder {
 }
 
 impl IndexBuilder {
-    /// Sizes the maps once for these files: growing maps of large
-    /// summaries moves them repeatedly.
-    fn reserve(&mut self, files: &[FileSummary]) {
-        self.ix.functions.reserve(files.iter().map(|f| f.functions.len()).sum());
-        self.ix.classes.reserve(files.iter().map(|f| f.classes.len()).sum());
-        self.ix.aliases.reserve(files.iter().map(|f| f.imports.len()).sum());
-        self.calls.reserve(files.iter().map(|f| f.calls.len()).sum());
-    }
-
-    /// Adds one file's summary.
-    fn add(&mut self, f: FileSummary) {
-        let ix = &mut self.ix;
-        for (local, q) in f.imports {
-            let mut key = String::with_capacity(f.module.path.len() + 1 + local.len());
-            key.push_str(&f.module.path);
-            key.push('.');
-            key.push_str(&local);
-            ix.aliases.insert(key, q);
+    /// The maps of all files' definitions, filled side by side: the
+    /// functions on one core, the classes, import aliases and call sites on
+    /// another. Each map is filled in file order, so of two definitions of
+    /// one name the later file's is kept, as when they are added one by one.
+    fn fill(files: Vec<FileSummary>) -> IndexBuilder {
+        let sizes = |count: fn(&FileSummary) -> usize| files.iter().map(count).sum::<usize>();
+        let (n_functions, n_classes, n_aliases, n_calls) =
+            (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
+        let mut functions = Vec::with_capacity(files.len());
+        let mut rest = Vec::with_capacity(files.len());
+        for f in files {
+            let FileSummary { module, functions: fs, classes, calls, imports, applied, .. } = f;
+            functions.push(fs);
+            rest.push((module, classes, calls, imports, applied));
         }
-        for func in f.functions {
-            ix.functions.insert(func.qualname.clone(), func);
-        }
-        for c in f.classes {
-            ix.classes.insert(c.qualname.clone(), c);
-        }
-        ix.applied.extend(f.applied);
-        self.calls.extend(f.calls);
+        let (functions, (classes, aliases, applied, calls)) = rayon::join(
+            || {
+                let mut map: HashMap<String, FunctionSummary> = HashMap::default();
+                map.reserve(n_functions);
+                for func in functions.into_iter().flatten() {
+                    map.insert(func.qualname.clone(), func);
+                }
+                map
+            },
+            || {
+                let mut classes: HashMap<String, ClassSummary> = HashMap::default();
+                classes.reserve(n_classes);
+                let mut aliases: HashMap<String, String> = HashMap::default();
+                aliases.reserve(n_aliases);
+                let mut applied: HashSet<String> = HashSet::default();
+                let mut calls = Vec::with_capacity(n_calls);
+                for (module, cs, file_calls, imports, file_applied) in rest {
+                    for (local, q) in imports {
+                        let mut key = String::with_capacity(module.path.len() + 1 + local.len());
+                        key.push_str(&module.path);
+                        key.push('.');
+                        key.push_str(&local);
+                        aliases.insert(key, q);
+                    }
+                    for c in cs {
+                        classes.insert(c.qualname.clone(), c);
+                    }
+                    applied.extend(file_applied);
+                    calls.extend(file_calls);
+                }
+                (classes, aliases, applied, calls)
+            },
+        );
+        let ix = ProjectIndex { functions, classes, aliases, applied, ..ProjectIndex::default() };
+        IndexBuilder { ix, calls }
     }
 
     /// The index: callees resolved through the project's imports, then
