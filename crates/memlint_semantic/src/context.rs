@@ -318,7 +318,7 @@ impl Context {
         if let Some(f) = cx.frames.last_mut() {
             f.words = module.words;
             f.backward_outside_loops = backward && backward_outside_loops(&module.body, None);
-            f.kept_alive = kept_alive(&module.body);
+            f.kept_alive = kept_alive(&module.body, module.words);
             if !summary_only && backward {
                 f.backward_at = backward_offsets(&module.body);
             }
@@ -1556,6 +1556,13 @@ impl Context {
 
     fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
+            // Compatibility, copied reads and writes through are for the
+            // rules' queries only.
+            if cx.options.summary_only {
+                v.visit_expr(e, cx);
+                e.for_each_child(|c| rec(c, cx, v));
+                return;
+            }
             // The node itself already counts: a rule checking the operands
             // of `a if TORCH_2_4 else b` from the node sees compatibility code.
             let compat = match &e.kind {
@@ -1899,7 +1906,6 @@ impl Context {
     fn enter_function(&mut self, func: &Function) {
         let qualname = self.qualname_for(&func.name);
         let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
-        let name_words = words(&func.name);
         // Unit tests (and their helpers) are not evaluation code.
         let unit_test = self.options.is_test_file;
         frame.unit_test = unit_test;
@@ -1912,7 +1918,7 @@ impl Context {
         frame.eval_named = !unit_test
             && !lightning_hook
             && !module_method
-            && name_words.iter().any(|w| EVAL_WORDS.contains(&w.as_str()));
+            && crate::names::word_slices(&func.name).any(|w| EVAL_WORDS.iter().any(|e| w.eq_ignore_ascii_case(e)));
         // `forward` of a custom `torch.autograd.Function` runs with grad off.
         let autograd_forward =
             func.name == "forward" && self.class_stack.last().is_some_and(|c| self.autograd_functions.contains(c));
@@ -1939,7 +1945,7 @@ impl Context {
         }
         frame.qualname = Some(qualname);
         if !summary_only {
-            frame.kept_alive = kept_alive(&func.body);
+            frame.kept_alive = kept_alive(&func.body, func.words);
             if backward {
                 frame.backward_at = backward_offsets(&func.body);
             }
@@ -2572,7 +2578,7 @@ fn is_detached(v: &Expr) -> bool {
 
 /// Names stored where they outlive the function: returned, yielded, assigned
 /// to an attribute or item, appended to a container.
-fn kept_alive(body: &[Stmt]) -> HashSet<String> {
+fn kept_alive(body: &[Stmt], words: Words) -> HashSet<String> {
     let mut out = HashSet::default();
     let add_names = |e: &Expr, out: &mut HashSet<String>| {
         let mut stack = vec![e];
@@ -2596,6 +2602,10 @@ fn kept_alive(body: &[Stmt]) -> HashSet<String> {
             }
         _ => {}
     });
+    // Only a body that names one of these methods can store through them.
+    if !words.contains(Words::STORE) {
+        return out;
+    }
     for_each_expr_in_function(body, &mut |e| {
         if let Some((_, m)) = e.as_method_call() {
             if matches!(m, "append" | "extend" | "insert" | "add" | "setdefault" | "put") {

@@ -66,6 +66,9 @@ impl Words {
     /// A `/` or `*` operator (`loss / n`, `loss *= scale`): not an
     /// identifier, but recorded the same way.
     pub const DIV_MUL: Words = Words(1 << 6);
+    /// A method that stores its argument in a container (`append`,
+    /// `extend`, `insert`, `add`, `setdefault`, `put`).
+    pub const STORE: Words = Words(1 << 7);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -78,6 +81,7 @@ impl Words {
             "scale" => Words::SCALE,
             "no_grad" | "inference_mode" | "set_grad_enabled" => Words::GRAD_OFF,
             "amp" => Words::AMP,
+            "append" | "extend" | "insert" | "add" | "setdefault" | "put" => Words::STORE,
             _ => Words::NONE,
         }
     }
