@@ -2608,7 +2608,7 @@ fn kept_alive(body: &[Stmt], words: Words) -> HashSet<String> {
     }
     for_each_expr_in_function(body, &mut |e| {
         if let Some((_, m)) = e.as_method_call() {
-            if matches!(m, "append" | "extend" | "insert" | "add" | "setdefault" | "put") {
+            if Words::of(m) == Words::STORE {
                 if let Some((_, args, _)) = e.as_call() {
                     for a in args {
                         add_names(a, &mut out);

@@ -378,12 +378,13 @@ impl ProjectIndex {
                 let mut out = Vec::new();
                 let mut m = String::new();
                 for f in methods {
+                    let Some(id) = names.function(&f.qualname) else { continue };
                     for a in &above {
                         m.clear();
                         m.push_str(a);
                         m.push('.');
                         m.push_str(&f.name);
-                        if let (Some(over), Some(id)) = (names.function(&m), names.function(&f.qualname)) {
+                        if let Some(over) = names.function(&m) {
                             out.push((over, id));
                         }
                     }
@@ -495,12 +496,9 @@ impl ProjectIndex {
                 work.push(id);
             }
         }
-        for id in 0..n as u32 {
-            if !step[id as usize]
-                && !sites.of(id).is_empty()
-                && !fsum(id).unit_test
-                && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop)
-            {
+        // Only project functions have call sites.
+        for id in 0..names.functions as u32 {
+            if !step[id as usize] && !fsum(id).unit_test && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop) {
                 step[id as usize] = true;
                 work.push(id);
             }
@@ -698,7 +696,7 @@ impl ProjectIndex {
 
 /// The definitions of all files joined, and their call sites, before the
 /// call-graph facts are computed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct IndexBuilder {
     ix: ProjectIndex,
     calls: Vec<CallSite>,
