@@ -163,7 +163,7 @@ struct Frame {
     /// The class whose method this frame is (its `self.<attr>` kinds apply).
     class: Option<String>,
     /// Local names shadowing imports in this function.
-    imports: HashMap<String, Option<String>>,
+    imports: ImportMap,
     /// Tensors autograd saved for the backward pass, with the span of the
     /// op that saved them (`y = x.sigmoid()` saves `y`; `z = a * b` saves
     /// `a` and `b`).
@@ -183,7 +183,7 @@ struct Frame {
 pub struct Context {
     language: Language,
     options: ContextOptions,
-    module_imports: HashMap<String, Option<String>>,
+    module_imports: ImportMap,
     frames: Vec<Frame>,
     torch_imported: bool,
     module_classes: HashSet<String>,
@@ -200,6 +200,8 @@ pub struct Context {
     /// Every qualified name each local name is imported as, anywhere in the
     /// file (`try: from torch.amp import X / except: from torch.cuda.amp import X`).
     import_targets: HashMap<String, Vec<String>>,
+    /// The keys of `import_targets`, for [`Context::lookup_import`].
+    import_names: hashbrown::HashTable<String>,
     /// Depth of compatibility code: branches under a version guard and
     /// `except` handlers.
     compat_depth: usize,
@@ -274,6 +276,55 @@ const DETACHING_METHODS: &[&str] = &[
 /// Builtins whose result is a Python scalar or non-tensor.
 const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
 
+/// The hash of a name in an [`ImportMap`] (and `import_names`).
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
+}
+
+/// Local names to what they are bound to for import resolution: the
+/// qualified name of an import, or `None` for a local that shadows one.
+/// [`Context::lookup_import`] asks every scope for one name, so the name
+/// is hashed once ([`name_hash`]) rather than once per scope.
+#[derive(Debug, Default, Clone)]
+struct ImportMap(hashbrown::HashTable<(String, Option<String>)>);
+
+impl ImportMap {
+    fn find(&self, hash: u64, name: &str) -> Option<&Option<String>> {
+        if self.0.is_empty() {
+            return None;
+        }
+        self.0.find(hash, |(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.find(name_hash(name), name).is_some()
+    }
+
+    /// Binds `name` to `value`, replacing an earlier binding.
+    fn insert(&mut self, name: String, value: Option<String>) {
+        let hash = name_hash(&name);
+        match self.0.entry(hash, |(k, _)| *k == name, |(k, _)| name_hash(k)) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => e.get_mut().1 = value,
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert((name, value));
+            }
+        }
+    }
+
+    /// Binds `name` to `value` unless it is bound already.
+    fn insert_if_absent(&mut self, name: String, value: Option<String>) {
+        let hash = name_hash(&name);
+        if let hashbrown::hash_table::Entry::Vacant(e) = self.0.entry(hash, |(k, _)| *k == name, |(k, _)| name_hash(k)) {
+            e.insert((name, value));
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Option<String>)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
 impl Context {
     /// Walks `module`, calling `visitor` on every statement and expression.
     pub fn walk(module: &Module, options: ContextOptions, visitor: &mut dyn Visitor) {
@@ -286,7 +337,7 @@ impl Context {
             module: options.module.clone(),
             index: options.index.clone(),
             options,
-            module_imports: HashMap::default(),
+            module_imports: ImportMap::default(),
             frames: vec![Frame::default()],
             torch_imported: false,
             module_classes: HashSet::default(),
@@ -295,6 +346,7 @@ impl Context {
             class_stack: Vec::new(),
             module_defs: HashMap::default(),
             import_targets: HashMap::default(),
+            import_names: hashbrown::HashTable::new(),
             compat_depth: 0,
             compat_expr: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
@@ -369,12 +421,25 @@ impl Context {
     }
 
     fn lookup_import(&self, name: &str) -> Option<&str> {
+        // The name is hashed once for all scopes. Only a name that some
+        // import of the file binds (all of them are in `import_names`, from
+        // the pre-scan) can resolve to one: one lookup for the locals that
+        // make most of the queries.
+        let hash = name_hash(name);
+        if self.import_names.find(hash, |n| n == name).is_none() {
+            debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
+            return None;
+        }
+        self.lookup_import_in_scopes(hash, name)
+    }
+
+    fn lookup_import_in_scopes(&self, hash: u64, name: &str) -> Option<&str> {
         for f in self.visible_frames() {
-            if let Some(b) = f.imports.get(name) {
+            if let Some(b) = f.imports.find(hash, name) {
                 return b.as_deref();
             }
         }
-        self.module_imports.get(name).and_then(|b| b.as_deref())
+        self.module_imports.find(hash, name).and_then(|b| b.as_deref())
     }
 
     /// Every qualified name the local name is imported as anywhere in the
@@ -1488,6 +1553,10 @@ impl Context {
         for (l, q) in &mut imports {
             if let Some(q) = q {
                 *q = self.module.resolve_relative(q);
+                if !self.import_targets.contains_key(l.as_str()) {
+                    let hash = name_hash(l);
+                    self.import_names.insert_unique(hash, l.clone(), |n| name_hash(n));
+                }
                 let targets = self.import_targets.entry(l.clone()).or_default();
                 if !targets.contains(q) {
                     targets.push(q.clone());
@@ -1519,9 +1588,9 @@ impl Context {
         });
         // Module-level imports are visible to classes defined before them in
         // the file only at run time; resolve bases with all imports seen.
-        let mut all = HashMap::default();
+        let mut all = ImportMap::default();
         for (l, q) in imports {
-            all.entry(l).or_insert(q);
+            all.insert_if_absent(l, q);
         }
         let saved = std::mem::replace(&mut self.module_imports, all);
         let mut changed = true;
@@ -2170,17 +2239,17 @@ impl Context {
     }
 
     fn forget(&mut self, dotted: &str) {
-        let f = self.frame_mut();
-        f.factories.remove(dotted);
-        f.instances.remove(dotted);
-        f.frozen.remove(dotted);
-        f.kinds.remove(dotted);
-        f.graph.remove(dotted);
-        f.requires_grad.remove(dotted);
-        f.views.remove(dotted);
-        f.losses.remove(dotted);
-        f.saved.remove(dotted);
-        f.grad_values.remove(dotted);
+        // A removal hashes the key even from an empty map, and most of a
+        // frame's maps are empty.
+        macro_rules! remove {
+            ($($m:ident),*) => {{
+                let f = self.frame_mut();
+                $(if !f.$m.is_empty() {
+                    f.$m.remove(dotted);
+                })*
+            }};
+        }
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
             self.frame_mut().imports.insert(dotted.to_string(), None);
@@ -2842,11 +2911,20 @@ fn is_option_guard(test: &Expr) -> bool {
 /// nested functions and classes.
 fn bound_names(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::default();
-    let add = |t: &Expr, out: &mut HashSet<String>| {
-        let mut names = Vec::new();
-        collect_target_names(t, &mut names);
-        out.extend(names.into_iter().filter(|n| !n.contains('.')));
-    };
+    // The plain names among a target's names (what `collect_target_names`
+    // gives without a dot), without building the dotted ones.
+    fn add(t: &Expr, out: &mut HashSet<String>) {
+        match &t.kind {
+            ExprKind::Sequence(elts) => elts.iter().for_each(|e| add(e, out)),
+            ExprKind::Starred(e) => add(e, out),
+            ExprKind::Name(n) => {
+                if !out.contains(n.as_str()) {
+                    out.insert(n.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
         StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
         StmtKind::AugAssign { target, .. } => add(target, &mut out),
