@@ -137,8 +137,10 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
                 params: params(&f.parameters),
                 body: lower_body(&f.body),
                 words: Words::NONE,
+                locals: std::sync::Arc::from([]),
             };
             function.words = WORDS.get();
+            function.locals = memlint_semantic::ir::bound_names(&function.body);
             WORDS.set(outer.union(function.words));
             StmtKind::Function(Box::new(function))
         }

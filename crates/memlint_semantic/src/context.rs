@@ -132,7 +132,7 @@ struct Frame {
     data_restores: HashSet<String>,
     /// Every name the function binds anywhere in its body (Python makes
     /// them local for the whole function): they hide module-level facts.
-    locals: HashSet<String>,
+    locals: Option<Arc<[crate::ir::Ident]>>,
     /// Enclosing `with` contexts that are not torch's (qualified names).
     with_contexts: Vec<String>,
     /// Locals holding what a project function returned (`ctx =
@@ -727,7 +727,10 @@ impl Context {
         let n = self.frames.len();
         self.frames.iter().enumerate().skip(1).any(|(i, f)| {
             (!f.is_class || i == n - 1)
-                && (f.locals.contains(name) || f.params.contains(name) || f.kinds.contains_key(name) || f.imports.contains_key(name))
+                && (f.locals.as_ref().is_some_and(|l| l.binary_search_by(|x| x.as_str().cmp(name)).is_ok())
+                    || f.params.contains(name)
+                    || f.kinds.contains_key(name)
+                    || f.imports.contains_key(name))
         })
     }
 
@@ -2022,7 +2025,7 @@ impl Context {
         frame.class = self.class_stack.last().cloned();
         // The enclosing class frame (a method), else the enclosing method's class.
         frame.class_qualname = if self.frame().is_class { self.frame().qualname.clone() } else { self.frame().class_qualname.clone() };
-        frame.locals = bound_names(&func.body);
+        frame.locals = Some(func.locals.clone());
         if func.words.contains(Words::DATA) {
             frame.data_restores = data_restores(&func.body);
         }
@@ -2033,8 +2036,13 @@ impl Context {
             }
         }
         self.frames.push(frame);
+        // A parameter hides an import of its name; other parameters are
+        // answered by `params` (an import lookup never reaches a name no
+        // import binds).
         for p in &func.params {
-            self.frame_mut().imports.insert(p.name.clone(), None);
+            if self.import_targets.contains_key(p.name.as_str()) {
+                self.frame_mut().imports.insert(p.name.clone(), None);
+            }
         }
     }
 
@@ -2904,44 +2912,6 @@ fn is_option_guard(test: &Expr) -> bool {
         }
         _ => false,
     })
-}
-
-/// The names a function body binds (assignments, loop and `with` targets,
-/// `def`/`class`, imports, `except ... as`, `del`), not descending into
-/// nested functions and classes.
-fn bound_names(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::default();
-    // The plain names among a target's names (what `collect_target_names`
-    // gives without a dot), without building the dotted ones.
-    fn add(t: &Expr, out: &mut HashSet<String>) {
-        match &t.kind {
-            ExprKind::Sequence(elts) => elts.iter().for_each(|e| add(e, out)),
-            ExprKind::Starred(e) => add(e, out),
-            ExprKind::Name(n) => {
-                if !out.contains(n.as_str()) {
-                    out.insert(n.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
-        StmtKind::AugAssign { target, .. } => add(target, &mut out),
-        StmtKind::For { target, .. } => add(target, &mut out),
-        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
-        StmtKind::Function(f) => {
-            out.insert(f.name.clone());
-        }
-        StmtKind::Class { name, .. } => {
-            out.insert(name.clone());
-        }
-        StmtKind::Import(bindings) => out.extend(bindings.iter().map(|b| b.local.clone())),
-        StmtKind::Try { handlers, .. } => out.extend(handlers.iter().filter_map(|h| h.name.clone())),
-        StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
-        _ => {}
-    });
-    out
 }
 
 /// Locals assigned a `.data` read (`saved = p.data`) and later assigned

@@ -230,7 +230,12 @@ impl ProjectIndex {
 
     /// Joins per-file summaries.
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
-        IndexBuilder::fill(files).finish()
+        let t = std::time::Instant::now();
+        let b = IndexBuilder::fill(files);
+        eprintln!("TIMING ix fill {:?}", t.elapsed());
+        let r = b.finish();
+        eprintln!("TIMING ix finish {:?}", t.elapsed());
+        r
     }
 
     /// Follows import aliases (re-exports) until a defined name is found.
@@ -774,9 +779,11 @@ impl IndexBuilder {
                 }
             });
         }
+        eprintln!("TIMING ix resolved {:?}", std::time::Instant::now());
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         ix.classify_classes();
         ix.find_grad_disabling();
+        eprintln!("TIMING ix classified {:?}", std::time::Instant::now());
         ix.propagate(&calls);
         ix
     }
@@ -865,9 +872,15 @@ pub fn is_init_name(name: &str) -> bool {
     if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats") {
         return true;
     }
-    let ws = crate::names::words(name);
-    ws.iter().any(|w| matches!(w.as_str(), "init" | "initialize" | "initialise"))
-        || (ws.iter().any(|w| w == "weights") && ws.iter().any(|w| matches!(w.as_str(), "init" | "reset" | "normal" | "uniform" | "xavier" | "kaiming")))
+    let has = |set: &[&str]| has_word(name, set);
+    has(&["init", "initialize", "initialise"])
+        || (has(&["weights"]) && has(&["init", "reset", "normal", "uniform", "xavier", "kaiming"]))
+}
+
+/// Whether one of the words of `name` ([`crate::names::words`]) is in `set`
+/// (lowercase), without allocating them.
+fn has_word(name: &str, set: &[&str]) -> bool {
+    crate::names::word_slices(name).any(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
 }
 
 /// Whether a function name says it is setup code (see [`Role::Setup`]).
@@ -876,13 +889,12 @@ pub fn is_setup_name(name: &str) -> bool {
     {
         return true;
     }
-    let ws = crate::names::words(name);
-    if ws.iter().any(|w| matches!(w.as_str(), "init" | "initialize" | "initialise" | "weights" | "reparameterize" | "fuse" | "fused"))
-        && !ws.iter().any(|w| w == "forward")
+    if has_word(name, &["init", "initialize", "initialise", "weights", "reparameterize", "fuse", "fused"])
+        && !has_word(name, &["forward"])
     {
         return true;
     }
-    ws.first().is_some_and(|w| SETUP_FIRST_WORDS.contains(&w.as_str()))
+    crate::names::word_slices(name).next().is_some_and(|w| SETUP_FIRST_WORDS.iter().any(|s| w.eq_ignore_ascii_case(s)))
         || name.ends_with("_state_dict")
         || name.ends_with("_pretrained")
 }

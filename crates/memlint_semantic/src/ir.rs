@@ -174,6 +174,9 @@ pub struct Function {
     /// The identifiers of [`Words`] the definition mentions (decorators,
     /// parameters and nested definitions included).
     pub words: Words,
+    /// The names the body binds ([`bound_names`]), sorted: computed once
+    /// when the function is lowered, shared by every walk of it.
+    pub locals: std::sync::Arc<[Ident]>,
 }
 
 /// One `except` clause of a `try` statement.
@@ -710,6 +713,39 @@ impl Stmt {
         };
         head.into_iter().chain(handlers.iter().map(|h| h.body.as_slice())).chain(tail)
     }
+}
+
+/// The names a function body binds (assignments, loop and `with` targets,
+/// `def`/`class`, imports, `except ... as`, `del`), not descending into
+/// nested functions and classes; sorted, each once (search them with
+/// `binary_search`).
+pub fn bound_names(body: &[Stmt]) -> std::sync::Arc<[Ident]> {
+    // The plain names of a target (`a` and `b` in `a, *b = ...`), not
+    // attributes or items.
+    fn add(t: &Expr, out: &mut Vec<Ident>) {
+        match &t.kind {
+            ExprKind::Sequence(elts) => elts.iter().for_each(|e| add(e, out)),
+            ExprKind::Starred(e) => add(e, out),
+            ExprKind::Name(n) => out.push(n.clone()),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
+        StmtKind::AugAssign { target, .. } => add(target, &mut out),
+        StmtKind::For { target, .. } => add(target, &mut out),
+        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
+        StmtKind::Function(f) => out.push(Ident::from(f.name.as_str())),
+        StmtKind::Class { name, .. } => out.push(Ident::from(name.as_str())),
+        StmtKind::Import(bindings) => out.extend(bindings.iter().map(|b| Ident::from(b.local.as_str()))),
+        StmtKind::Try { handlers, .. } => out.extend(handlers.iter().filter_map(|h| h.name.as_deref().map(Ident::from))),
+        StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
+        _ => {}
+    });
+    out.sort_unstable();
+    out.dedup();
+    out.into()
 }
 
 /// Calls `f` on every statement of `body`, recursively through control flow
