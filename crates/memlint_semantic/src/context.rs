@@ -936,20 +936,20 @@ impl Context {
     /// variable assigned a view), the base binding and how much it selects.
     pub fn view_of(&self, expr: &Expr) -> Option<ViewOf> {
         if let Some(d) = expr.dotted() {
-            return self.frame().views.get(&d).cloned();
+            return self.frame().views.get(d.as_str()).cloned();
         }
         let (base, part) = view_chain(expr)?;
         let base_name = base.dotted()?;
         let tensor_op = is_tensor_indexing(expr);
         let detached = chain_detaches(expr);
-        match self.frame().views.get(&base_name) {
+        match self.frame().views.get(base_name.as_str()) {
             Some(inner) => Some(ViewOf {
                 base: inner.base.clone(),
                 part: part.max(inner.part),
                 tensor_op: tensor_op || inner.tensor_op,
                 detached: detached || inner.detached,
             }),
-            None => Some(ViewOf { base: base_name, part, tensor_op, detached }),
+            None => Some(ViewOf { base: base_name.into(), part, tensor_op, detached }),
         }
     }
 
@@ -1047,7 +1047,7 @@ impl Context {
             ExprKind::Name(_) | ExprKind::Attribute { .. } => {
                 self.carries_graph_inner(e)
                     || e.dotted().is_some_and(|d| {
-                        self.frame().grad_values.contains(&d)
+                        self.frame().grad_values.contains(d.as_str())
                             || self.is_requires_grad_leaf(&d)
                             || self.kind_of_binding(&d) == Some(ValueKind::Parameter)
                             || self.is_parameter_path(&d)
@@ -1105,7 +1105,7 @@ impl Context {
             let Some((op, operands)) = self.tensor_op(x) else { return false };
             let mut save = |o: &Expr| {
                 if let Some(d) = o.dotted() {
-                    out.push((d, x.span, false));
+                    out.push((d.into(), x.span, false));
                 }
             };
             match saved_for_backward(op) {
@@ -1269,7 +1269,7 @@ impl Context {
         match &expr.kind {
             ExprKind::Name(_) | ExprKind::Attribute { .. } => {
                 let Some(d) = expr.dotted() else { return false };
-                if self.frame().graph.contains(&d) {
+                if self.frame().graph.contains(d.as_str()) {
                     return true;
                 }
                 // `out.logits` of a graph-carrying `out`.
@@ -1487,7 +1487,7 @@ impl Context {
     fn context_callee(&self, callee: &Expr) -> Option<String> {
         if let Some(n) = callee.dotted() {
             for f in self.visible_frames() {
-                if let Some(q) = f.factories.get(&n) {
+                if let Some(q) = f.factories.get(n.as_str()) {
                     return Some(q.clone());
                 }
             }
@@ -1774,9 +1774,9 @@ impl Context {
                         if attr == "requires_grad" {
                             if let Some(d) = obj.dotted() {
                                 if value.is_true() {
-                                    self.frame_mut().requires_grad.insert(d);
+                                    self.frame_mut().requires_grad.insert(d.into());
                                 } else {
-                                    self.frame_mut().requires_grad.remove(&d);
+                                    self.frame_mut().requires_grad.remove(d.as_str());
                                 }
                             }
                             continue;
@@ -1788,7 +1788,7 @@ impl Context {
             StmtKind::AugAssign { target, value, .. } => {
                 if let Some(d) = target.dotted() {
                     if self.carries_graph(value) {
-                        self.frame_mut().graph.insert(d);
+                        self.frame_mut().graph.insert(d.into());
                     }
                 }
             }
@@ -1947,9 +1947,9 @@ impl Context {
                 for t in targets {
                     if let Some(d) = t.dotted() {
                         let f = self.frame_mut();
-                        f.kinds.remove(&d);
-                        f.graph.remove(&d);
-                        f.requires_grad.remove(&d);
+                        f.kinds.remove(d.as_str());
+                        f.graph.remove(d.as_str());
+                        f.requires_grad.remove(d.as_str());
                     }
                 }
             }
@@ -2203,7 +2203,7 @@ impl Context {
         if let (Some(c), Some(e)) = (container, elem) {
             if self.carries_graph(c) {
                 if let Some(d) = e.dotted() {
-                    self.frame_mut().graph.insert(d);
+                    self.frame_mut().graph.insert(d.into());
                 }
             }
         }
@@ -2294,7 +2294,7 @@ impl Context {
                             };
                             if graph {
                                 if let Some(d) = e.dotted() {
-                                    self.frame_mut().graph.insert(d);
+                                    self.frame_mut().graph.insert(d.into());
                                 }
                             }
                         }
@@ -2334,35 +2334,35 @@ impl Context {
                     .and_then(|(func, _, _)| self.project_name(func));
                 self.forget(&d);
                 if let Some(q) = factory {
-                    self.frame_mut().factories.insert(d.clone(), q);
+                    self.frame_mut().factories.insert(d.to_string(), q);
                 }
                 if let Some(c) = instance {
-                    self.frame_mut().instances.insert(d.clone(), c);
+                    self.frame_mut().instances.insert(d.to_string(), c);
                 }
                 if let Some(v) = view {
-                    self.frame_mut().views.insert(d.clone(), v);
+                    self.frame_mut().views.insert(d.to_string(), v);
                 }
                 let f = self.frame_mut();
                 if grad_value {
-                    f.grad_values.insert(d.clone());
+                    f.grad_values.insert(d.to_string());
                 }
                 for (name, span, output) in saved {
                     // `y = y * w` saves the old `y`, which the name no longer holds.
                     if output || name != d {
-                        f.saved.insert(if output { d.clone() } else { name }, span);
+                        f.saved.insert(if output { d.to_string() } else { name }, span);
                     }
                 }
                 if let Some(k) = kind {
-                    f.kinds.insert(d.clone(), k);
+                    f.kinds.insert(d.to_string(), k);
                 }
                 if is_loss {
-                    f.losses.insert(d.clone());
+                    f.losses.insert(d.to_string());
                 }
                 if carries {
-                    f.graph.insert(d.clone());
+                    f.graph.insert(d.to_string());
                 }
                 if leaf {
-                    f.requires_grad.insert(d);
+                    f.requires_grad.insert(d.into());
                 }
             }
             _ => {}
@@ -2423,11 +2423,11 @@ impl Context {
                             let is_model = self.is_model(target) || self.kind_of_binding(&d) == Some(ValueKind::Module);
                             let f = self.frame_mut();
                             if on {
-                                f.requires_grad.insert(d);
+                                f.requires_grad.insert(d.into());
                             } else {
-                                f.requires_grad.remove(&d);
+                                f.requires_grad.remove(d.as_str());
                                 if is_model {
-                                    f.frozen.insert(d);
+                                    f.frozen.insert(d.into());
                                 }
                             }
                         }
@@ -2545,7 +2545,7 @@ fn collect_target_names(target: &Expr, out: &mut Vec<String>) {
         ExprKind::Starred(e) => collect_target_names(e, out),
         _ => {
             if let Some(d) = target.dotted() {
-                out.push(d);
+                out.push(d.into());
             }
         }
     }
@@ -2631,7 +2631,7 @@ fn backward_roots(body: &[Stmt]) -> HashSet<String> {
         if let Some((recv, "backward")) = e.as_method_call() {
             let mut rec = |x: &Expr| -> bool {
                 if let Some(d) = x.dotted() {
-                    out.insert(d);
+                    out.insert(d.into());
                 }
                 false
             };
@@ -2665,7 +2665,7 @@ fn kept_alive(body: &[Stmt], words: Words) -> HashSet<String> {
                 ExprKind::Dict(items) => stack.extend(items.iter().map(|(_, v)| v)),
                 _ => {
                     if let Some(d) = x.dotted() {
-                        out.insert(d);
+                        out.insert(d.into());
                     }
                 }
             }
@@ -2764,7 +2764,7 @@ fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
         },
         _ => false,
     });
-    freezes.then_some(model)
+    freezes.then_some(model.into())
 }
 
 /// Whether `backward()` is called outside every loop of the body, not

@@ -499,11 +499,23 @@ impl Expr {
     }
 
     /// The dotted path of a name or attribute chain: `self.model.fc` -> `"self.model.fc"`.
-    pub fn dotted(&self) -> Option<String> {
-        // One allocation of the exact size: the walk asks this of most
-        // names and attributes it meets.
-        let (root, _) = self.dotted_root()?;
-        self.dotted_with_root(root)
+    pub fn dotted(&self) -> Option<Ident> {
+        // Inline up to 24 bytes (most paths): the walk asks this of most
+        // names and attributes it meets, mostly to look it up.
+        let (root, len) = self.dotted_root()?;
+        let mut out = Ident::with_capacity(len);
+        out.push_str(root);
+        self.push_attrs_ident(&mut out);
+        Some(out)
+    }
+
+    /// [`Expr::push_attrs`] into an identifier.
+    fn push_attrs_ident(&self, out: &mut Ident) {
+        if let ExprKind::Attribute { value, attr, .. } = &self.kind {
+            value.push_attrs_ident(out);
+            out.push('.');
+            out.push_str(attr);
+        }
     }
 
     /// The root name of a name or attribute chain and the length of its

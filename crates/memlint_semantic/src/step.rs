@@ -208,31 +208,31 @@ pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<Strin
                 if let Some((srecv, "scale")) = recv.as_method_call() {
                     if is_scaler(srecv) {
                         let loss = recv.as_call().and_then(|(_, a, _)| a.first());
-                        return Some((StepKind::Backward { scaled: true, wrapper: false }, srecv.dotted(), loss));
+                        return Some((StepKind::Backward { scaled: true, wrapper: false }, srecv.dotted().map(String::from), loss));
                     }
                 }
                 // `accelerator.backward(loss)`: the loss is the argument.
                 if let Some(arg) = args.first() {
                     if recv.as_name().is_some() || matches!(recv.kind, ExprKind::Attribute { .. }) {
                         if !cx.is_tensor(recv) && !cx.carries_graph(recv) {
-                            return Some((StepKind::Backward { scaled: false, wrapper: true }, recv.dotted(), Some(arg)));
+                            return Some((StepKind::Backward { scaled: false, wrapper: true }, recv.dotted().map(String::from), Some(arg)));
                         }
                     }
                 }
                 return Some((StepKind::Backward { scaled: false, wrapper: false }, None, Some(recv)));
             }
-            "zero_grad" => return Some((StepKind::ZeroGrad, recv.dotted(), None)),
+            "zero_grad" => return Some((StepKind::ZeroGrad, recv.dotted().map(String::from), None)),
             "zero_" | "fill_" if is_grad_attr(recv) => return Some((StepKind::GradReset, None, None)),
             "step" if is_scaler(recv) => {
-                return Some((StepKind::ScalerStep, args.first().and_then(Expr::dotted), None));
+                return Some((StepKind::ScalerStep, args.first().and_then(Expr::dotted).map(String::from), None));
             }
-            "update" if is_scaler(recv) => return Some((StepKind::ScalerUpdate, recv.dotted(), None)),
+            "update" if is_scaler(recv) => return Some((StepKind::ScalerUpdate, recv.dotted().map(String::from), None)),
             "unscale_" if is_scaler(recv) => {
-                return Some((StepKind::ScalerUnscale, args.first().and_then(Expr::dotted), None));
+                return Some((StepKind::ScalerUnscale, args.first().and_then(Expr::dotted).map(String::from), None));
             }
             "step" if is_optimizer(recv, cx) => {
                 let closure = !args.is_empty() || e.keyword("closure").is_some();
-                return Some((StepKind::OptimizerStep { closure }, recv.dotted(), None));
+                return Some((StepKind::OptimizerStep { closure }, recv.dotted().map(String::from), None));
             }
             _ => {}
         }
@@ -273,7 +273,7 @@ fn scaled_binding(s: &Stmt) -> Option<(String, Option<String>)> {
     let StmtKind::Assign { targets, value } = &s.kind else { return None };
     let [target] = targets.as_slice() else { return None };
     let (recv, "scale") = value.as_method_call()? else { return None };
-    is_scaler(recv).then(|| (target.dotted(), recv.dotted())).and_then(|(t, r)| Some((t?, r)))
+    is_scaler(recv).then(|| (target.dotted().map(String::from), recv.dotted().map(String::from))).and_then(|(t, r)| Some((t?, r)))
 }
 
 fn collect<'a>(

@@ -87,7 +87,7 @@ impl InplaceOnLeaf {
         }
         if let Some(d) = target.dotted() {
             if cx.is_parameter_path(&d) {
-                return Some(d);
+                return Some(d.into());
             }
         }
         let view = cx.view_of(target)?;
