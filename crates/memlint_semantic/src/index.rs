@@ -230,12 +230,7 @@ impl ProjectIndex {
 
     /// Joins per-file summaries.
     pub fn build(files: Vec<FileSummary>) -> ProjectIndex {
-        let t = std::time::Instant::now();
-        let b = IndexBuilder::fill(files);
-        eprintln!("TIMING ix fill {:?}", t.elapsed());
-        let r = b.finish();
-        eprintln!("TIMING ix finish {:?}", t.elapsed());
-        r
+        IndexBuilder::fill(files).finish()
     }
 
     /// Follows import aliases (re-exports) until a defined name is found.
@@ -779,11 +774,9 @@ impl IndexBuilder {
                 }
             });
         }
-        eprintln!("TIMING ix resolved {:?}", std::time::Instant::now());
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         ix.classify_classes();
         ix.find_grad_disabling();
-        eprintln!("TIMING ix classified {:?}", std::time::Instant::now());
         ix.propagate(&calls);
         ix
     }
