@@ -231,7 +231,7 @@ mod tests {
             span: Span::new(0, 0),
             kind: ExprKind::Call {
                 func: Box::new(name("f")),
-                args: vec![],
+                args: Box::new([]),
                 keywords: kw
                     .map(|(k, v)| Keyword {
                         name: Some(k.into()),

@@ -218,6 +218,11 @@ pub struct ProjectIndex {
     eval_by_flag: HashSet<String>,
     /// What calling each function does to a training step, its callees included.
     performs: HashMap<String, StepKinds>,
+    /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
+    /// they are asked: many call sites look up one inherited method, each
+    /// time through the same chain of bases. Asked only once the
+    /// definitions are all in.
+    method_cache: std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>,
 }
 
 const TORCH_MODULE_BASES: &[&str] = &["torch.nn.Module", "torch.nn.modules.module.Module"];
@@ -277,6 +282,27 @@ impl ProjectIndex {
 
     /// Finds `method` on `class` or its project bases.
     pub fn method_of(&self, class: &str, method: &str) -> Option<String> {
+        use std::hash::BuildHasher;
+        let hash = rustc_hash::FxBuildHasher.hash_one((class, method));
+        let eq = |(c, m, _): &(Box<str>, Box<str>, Option<String>)| &**c == class && &**m == method;
+        if let Ok(cache) = self.method_cache.read() {
+            if let Some((_, _, found)) = cache.find(hash, eq) {
+                return found.clone();
+            }
+        }
+        let found = self.find_method(class, method);
+        if let Ok(mut cache) = self.method_cache.write() {
+            if cache.find(hash, eq).is_none() {
+                cache.insert_unique(hash, (class.into(), method.into(), found.clone()), |(c, m, _)| {
+                    rustc_hash::FxBuildHasher.hash_one((&**c, &**m))
+                });
+            }
+        }
+        found
+    }
+
+    /// [`ProjectIndex::method_of`], walking the bases.
+    fn find_method(&self, class: &str, method: &str) -> Option<String> {
         let mut q = String::new();
         self.class_and_bases(class).find_map(|c| {
             q.clear();

@@ -383,9 +383,9 @@ pub enum ExprKind {
         /// Callee.
         func: Box<Expr>,
         /// Positional arguments.
-        args: Vec<Expr>,
+        args: Box<[Expr]>,
         /// Keyword arguments.
-        keywords: Vec<Keyword>,
+        keywords: Box<[Keyword]>,
         /// Span of the argument list including its parentheses.
         args_span: Span,
     },
@@ -439,16 +439,16 @@ pub enum ExprKind {
         /// Leftmost operand.
         left: Box<Expr>,
         /// Operators, one per comparator.
-        ops: Vec<CmpOp>,
+        ops: Box<[CmpOp]>,
         /// The right-hand operands.
-        comparators: Vec<Expr>,
+        comparators: Box<[Expr]>,
     },
     /// `a and b`, `a or b or c`.
     BoolOp {
         /// The operator.
         op: BoolOpKind,
         /// Operands in order.
-        values: Vec<Expr>,
+        values: Box<[Expr]>,
     },
     /// `body if test else orelse`.
     IfExp {
