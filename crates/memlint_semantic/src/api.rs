@@ -144,6 +144,26 @@ pub fn is_inplace_method(name: &str) -> bool {
 /// function (`torch.relu_(y)`), both at the call. `qualified` is the
 /// callee's resolved library name.
 pub fn inplace_call<'e>(call: &'e Expr, qualified: Option<&str>) -> Vec<(&'e Expr, Span, String)> {
+    debug_assert!(may_write_in_place(call) || inplace_call_unchecked(call, qualified).is_empty());
+    inplace_call_unchecked(call, qualified)
+}
+
+/// Whether [`inplace_call`] can find a write in `call` whatever its callee
+/// resolves to: an in-place method name or an `out=`/`inplace=` keyword on
+/// an attribute callee, or a bare name (an import alias may hide the
+/// library name). Cheap, before resolving the callee.
+pub fn may_write_in_place(call: &Expr) -> bool {
+    let ExprKind::Call { func, keywords, .. } = &call.kind else { return false };
+    match &func.kind {
+        ExprKind::Attribute { attr, .. } => {
+            is_inplace_method(attr) || keywords.iter().any(|k| matches!(k.name.as_deref(), Some("out" | "inplace")))
+        }
+        ExprKind::Name(_) => true,
+        _ => false,
+    }
+}
+
+fn inplace_call_unchecked<'e>(call: &'e Expr, qualified: Option<&str>) -> Vec<(&'e Expr, Span, String)> {
     let mut out = Vec::new();
     let ExprKind::Call { func, args, keywords, .. } = &call.kind else { return out };
     let Some(q) = qualified else {

@@ -380,6 +380,9 @@ fn mutates(body: &[Stmt], name: &str, cx: &Context) -> bool {
         s.for_each_expr(|e| {
             found |= e.any(&mut |x| {
                 let Some((func, _, _)) = x.as_call() else { return false };
+                if !crate::api::may_write_in_place(x) {
+                    return false;
+                }
                 let q = cx.qualified_name(func);
                 crate::api::inplace_call(x, q.as_ref().map(|q| q.as_str())).iter().any(|(on, _, _)| is_name(on))
             });

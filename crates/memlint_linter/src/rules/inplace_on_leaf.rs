@@ -1,4 +1,4 @@
-use memlint_semantic::api::{inplace_call, inplace_stmt};
+use memlint_semantic::api::{inplace_call, inplace_stmt, may_write_in_place};
 use memlint_semantic::ir::{Expr, Stmt};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -122,7 +122,8 @@ impl Rule for InplaceOnLeaf {
             return;
         }
         let Some((func, _, _)) = expr.as_call() else { return };
-        let q = checker.cx.qualified_name(func);
+        // Most calls cannot write in place: no callee name to build.
+        let q = if may_write_in_place(expr) { checker.cx.qualified_name(func) } else { None };
         for (on, span, what) in inplace_call(expr, q.as_ref().map(|q| q.as_str())) {
             if let Some(d) = Self::target_leaf(checker, on) {
                 Self::report(checker, span, &what, &d);

@@ -1,6 +1,6 @@
 use memlint_diagnostics::Span;
-use memlint_semantic::api::{inplace_call, inplace_stmt, saved_for_backward, Saves};
-use memlint_semantic::ir::{Expr, Stmt};
+use memlint_semantic::api::{inplace_call, inplace_stmt, may_write_in_place, saved_for_backward, Saves};
+use memlint_semantic::ir::{Expr, ExprKind, Stmt};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -108,6 +108,16 @@ impl InplaceOnSavedTensor {
     fn check_sequential(expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
         let Some((func, args, _)) = expr.as_call() else { return };
+        // Two modules at least, and a callee that can be `Sequential`
+        // (a bare name may be an alias), before its name is built.
+        let may_be_sequential = match &func.kind {
+            ExprKind::Attribute { attr, .. } => attr == "Sequential",
+            ExprKind::Name(_) => true,
+            _ => false,
+        };
+        if args.len() < 2 || !may_be_sequential {
+            return;
+        }
         if !cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.nn.Sequential", "torch.nn.modules.container.Sequential"])) {
             return;
         }
@@ -162,7 +172,8 @@ impl Rule for InplaceOnSavedTensor {
             return;
         }
         let Some((func, _, _)) = expr.as_call() else { return };
-        let q = checker.cx.qualified_name(func);
+        // Most calls cannot write in place: no callee name to build.
+        let q = if may_write_in_place(expr) { checker.cx.qualified_name(func) } else { None };
         for (on, span, what) in inplace_call(expr, q.as_ref().map(|q| q.as_str())) {
             Self::check(checker, on, span, &what);
         }
