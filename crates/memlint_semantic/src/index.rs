@@ -333,7 +333,8 @@ impl ProjectIndex {
         })
     }
 
-    fn classify_classes(&mut self) {
+    /// The module classes and the optimizer classes.
+    fn classify_classes(&self) -> (HashSet<String>, HashSet<String>) {
         // Each base resolved once; then rounds until nothing changes (the
         // least fixpoint: a class is a module or an optimizer when a base is).
         let classes: Vec<(&str, &ClassSummary, Vec<&str>)> = self
@@ -362,21 +363,23 @@ impl ProjectIndex {
         }
         let module_classes = modules.into_iter().map(str::to_string).collect();
         let optimizer_classes = optimizers.into_iter().map(str::to_string).collect();
-        self.module_classes = module_classes;
-        self.optimizer_classes = optimizer_classes;
+        (module_classes, optimizer_classes)
     }
 
-    fn find_grad_disabling(&mut self) {
+    /// The functions and classes that disable grad themselves.
+    fn find_grad_disabling(&self) -> HashSet<String> {
+        let mut out = HashSet::default();
         for (q, f) in &self.functions {
             if f.disables_grad {
-                self.grad_disabling.insert(q.clone());
+                out.insert(q.clone());
             }
         }
         for (q, c) in &self.classes {
             if c.disables_grad {
-                self.grad_disabling.insert(q.clone());
+                out.insert(q.clone());
             }
         }
+        out
     }
 
     fn decorated_off(&self, f: &FunctionSummary) -> bool {
@@ -488,130 +491,141 @@ impl ProjectIndex {
             }
         };
 
-        // Grad off at every call site: the greatest fixpoint, so that a
-        // recursive helper called only under no_grad from outside counts.
-        // A function with no known caller runs with grad on as far as we know.
-        let decorated: Vec<bool> = (0..n as u32).map(|id| is_function(id) && self.decorated_off(fsum(id))).collect();
-        let mut off: Vec<bool> = (0..n).map(|id| decorated[id] || !sites.of(id as u32).is_empty()).collect();
-        let mut work: Vec<u32> = (0..n as u32).filter(|id| !sites.of(*id).is_empty()).collect();
-        while let Some(id) = work.pop() {
-            let id_ = id as usize;
-            if !off[id_] || decorated[id_] {
-                continue;
-            }
-            let all_off =
-                sites.of(id).iter().all(|&i| edges[i as usize].off_here || edges[i as usize].caller.is_some_and(|c| off[c as usize]));
-            if !all_off {
-                off[id_] = false;
-                callees_of(id, &mut work);
-            }
-        }
-        let no_grad_only = names.set(&off);
-
-        // Step code: roots, then whatever they (or step loops) call.
-        let mut step = vec![false; n];
-        let mut work: Vec<u32> = Vec::new();
-        for id in 0..names.functions as u32 {
-            let f = fsum(id);
-            let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| self.optimizer_classes.contains(c));
-            let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| self.module_classes.contains(c));
-            // A function that merely contains a step loop is not step code
-            // itself: what it calls before or after the loop runs once.
-            if f.step_root || optimizer_step || forward {
-                step[id as usize] = true;
-                work.push(id);
-            }
-        }
-        // Only project functions have call sites.
-        for id in 0..names.functions as u32 {
-            if !step[id as usize] && !fsum(id).unit_test && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop) {
-                step[id as usize] = true;
-                work.push(id);
-            }
-        }
-        let mut next = Vec::new();
-        while let Some(id) = work.pop() {
-            next.clear();
-            callees_of(id, &mut next);
-            for &t in &next {
-                if !step[t as usize] && !fsum(t).unit_test {
-                    step[t as usize] = true;
-                    work.push(t);
+        // The facts below are independent of each other: computed side by side.
+        let this = &*self;
+        let grad_off_only = || {
+            // Grad off at every call site: the greatest fixpoint, so that a
+            // recursive helper called only under no_grad from outside counts.
+            // A function with no known caller runs with grad on as far as we know.
+            let decorated: Vec<bool> = (0..n as u32).map(|id| is_function(id) && this.decorated_off(fsum(id))).collect();
+            let mut off: Vec<bool> = (0..n).map(|id| decorated[id] || !sites.of(id as u32).is_empty()).collect();
+            let mut work: Vec<u32> = (0..n as u32).filter(|id| !sites.of(*id).is_empty()).collect();
+            while let Some(id) = work.pop() {
+                let id_ = id as usize;
+                if !off[id_] || decorated[id_] {
+                    continue;
+                }
+                let all_off =
+                    sites.of(id).iter().all(|&i| edges[i as usize].off_here || edges[i as usize].caller.is_some_and(|c| off[c as usize]));
+                if !all_off {
+                    off[id_] = false;
+                    callees_of(id, &mut work);
                 }
             }
-        }
-        let step_code = names.set(&step);
-
-        // Reaches backward through its callees, and once per call (backward
-        // outside the function's loops, itself or through such a function
-        // called outside its loops): callers of a callee that does.
-        let callee_pairs: Vec<(u32, u32)> =
-            edges.iter().enumerate().filter(|(_, e)| e.caller.is_some()).map(|(i, e)| (e.callee, i as u32)).collect();
-        let callers = Csr::new(n, &callee_pairs);
-        let upwards = |seed: Vec<bool>, outside_loops_only: bool| -> Vec<bool> {
-            let mut set = seed;
-            let mut work: Vec<u32> = (0..n as u32).filter(|id| set[*id as usize]).collect();
+            names.set(&off)
+        };
+        let step_code = || {
+            // Step code: roots, then whatever they (or step loops) call.
+            let mut step = vec![false; n];
+            let mut work: Vec<u32> = Vec::new();
+            for id in 0..names.functions as u32 {
+                let f = fsum(id);
+                let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| this.optimizer_classes.contains(c));
+                let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| this.module_classes.contains(c));
+                // A function that merely contains a step loop is not step code
+                // itself: what it calls before or after the loop runs once.
+                if f.step_root || optimizer_step || forward {
+                    step[id as usize] = true;
+                    work.push(id);
+                }
+            }
+            // Only project functions have call sites.
+            for id in 0..names.functions as u32 {
+                if !step[id as usize] && !fsum(id).unit_test && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop) {
+                    step[id as usize] = true;
+                    work.push(id);
+                }
+            }
+            let mut next = Vec::new();
             while let Some(id) = work.pop() {
-                for &i in callers.of(id) {
-                    let Some(caller) = edges[i as usize].caller else { continue };
-                    let skipped = outside_loops_only && calls[i as usize].in_loop;
-                    if !skipped && !set[caller as usize] {
-                        set[caller as usize] = true;
+                next.clear();
+                callees_of(id, &mut next);
+                for &t in &next {
+                    if !step[t as usize] && !fsum(t).unit_test {
+                        step[t as usize] = true;
+                        work.push(t);
+                    }
+                }
+            }
+            names.set(&step)
+        };
+        let backward = || {
+            // Reaches backward through its callees, and once per call (backward
+            // outside the function's loops, itself or through such a function
+            // called outside its loops): callers of a callee that does.
+            let callee_pairs: Vec<(u32, u32)> =
+                edges.iter().enumerate().filter(|(_, e)| e.caller.is_some()).map(|(i, e)| (e.callee, i as u32)).collect();
+            let callers = Csr::new(n, &callee_pairs);
+            let upwards = |seed: Vec<bool>, outside_loops_only: bool| -> Vec<bool> {
+                let mut set = seed;
+                let mut work: Vec<u32> = (0..n as u32).filter(|id| set[*id as usize]).collect();
+                while let Some(id) = work.pop() {
+                    for &i in callers.of(id) {
+                        let Some(caller) = edges[i as usize].caller else { continue };
+                        let skipped = outside_loops_only && calls[i as usize].in_loop;
+                        if !skipped && !set[caller as usize] {
+                            set[caller as usize] = true;
+                            work.push(caller);
+                        }
+                    }
+                }
+                set
+            };
+            let seed = |pick: fn(&FunctionSummary) -> bool| -> Vec<bool> {
+                (0..n as u32).map(|id| is_function(id) && pick(fsum(id))).collect()
+            };
+            (names.set(&upwards(seed(|f| f.calls_backward), false)), names.set(&upwards(seed(|f| f.backward_per_call), true)))
+        };
+        let performs = || {
+            // Step events through callees (and, for `self.m()`, overrides of `m`).
+            let mut performs: Vec<StepKinds> =
+                (0..n as u32).map(|id| if is_function(id) { fsum(id).step_kinds } else { StepKinds::empty() }).collect();
+            // Who learns from whom: each call's caller from its callee and,
+            // for `self.m()`, from the overrides of `m`.
+            let mut learner_pairs = Vec::with_capacity(edges.len());
+            for (i, e) in edges.iter().enumerate() {
+                let Some(caller) = e.caller else { continue };
+                learner_pairs.push((e.callee, caller));
+                if calls[i].via_self {
+                    learner_pairs.extend(overrides.get(&e.callee).unwrap_or(&no_overrides).iter().map(|o| (*o, caller)));
+                }
+            }
+            let learners = Csr::new(n, &learner_pairs);
+            let mut work: Vec<u32> = (0..n as u32).filter(|id| !performs[*id as usize].is_empty()).collect();
+            while let Some(id) = work.pop() {
+                let k = performs[id as usize];
+                for &caller in learners.of(id) {
+                    let cur = &mut performs[caller as usize];
+                    if !cur.contains(k) {
+                        *cur |= k;
                         work.push(caller);
                     }
                 }
             }
-            set
+            let performs: HashMap<String, StepKinds> = (0..n)
+                .filter(|id| !performs[*id].is_empty())
+                .map(|id| (names.list[id].to_string(), performs[id]))
+                .collect();
+            performs
         };
-        let seed = |pick: fn(&FunctionSummary) -> bool| -> Vec<bool> {
-            (0..n as u32).map(|id| is_function(id) && pick(fsum(id))).collect()
-        };
-        let reaches_backward = names.set(&upwards(seed(|f| f.calls_backward), false));
-        let backward_per_call = names.set(&upwards(seed(|f| f.backward_per_call), true));
-
-        // Step events through callees (and, for `self.m()`, overrides of `m`).
-        let mut performs: Vec<StepKinds> =
-            (0..n as u32).map(|id| if is_function(id) { fsum(id).step_kinds } else { StepKinds::empty() }).collect();
-        // Who learns from whom: each call's caller from its callee and,
-        // for `self.m()`, from the overrides of `m`.
-        let mut learner_pairs = Vec::with_capacity(edges.len());
-        for (i, e) in edges.iter().enumerate() {
-            let Some(caller) = e.caller else { continue };
-            learner_pairs.push((e.callee, caller));
-            if calls[i].via_self {
-                learner_pairs.extend(overrides.get(&e.callee).unwrap_or(&no_overrides).iter().map(|o| (*o, caller)));
-            }
-        }
-        let learners = Csr::new(n, &learner_pairs);
-        let mut work: Vec<u32> = (0..n as u32).filter(|id| !performs[*id as usize].is_empty()).collect();
-        while let Some(id) = work.pop() {
-            let k = performs[id as usize];
-            for &caller in learners.of(id) {
-                let cur = &mut performs[caller as usize];
-                if !cur.contains(k) {
-                    *cur |= k;
-                    work.push(caller);
+        let eval_by_flag = || {
+            let mut eval_by_flag = HashSet::default();
+            for id in 0..names.functions as u32 {
+                let f = fsum(id);
+                let Some(pos) = f.train_flag_param else { continue };
+                let name = f.train_flag_name.clone().unwrap_or_default();
+                if sites.of(id)
+                    .iter()
+                    .map(|&i| &calls[i as usize])
+                    .any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name))
+                {
+                    eval_by_flag.insert(names.list[id as usize].to_string());
                 }
             }
-        }
-        let performs: HashMap<String, StepKinds> = (0..n)
-            .filter(|id| !performs[*id].is_empty())
-            .map(|id| (names.list[id].to_string(), performs[id]))
-            .collect();
-
-        let mut eval_by_flag = HashSet::default();
-        for id in 0..names.functions as u32 {
-            let f = fsum(id);
-            let Some(pos) = f.train_flag_param else { continue };
-            let name = f.train_flag_name.clone().unwrap_or_default();
-            if sites.of(id)
-                .iter()
-                .map(|&i| &calls[i as usize])
-                .any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name))
-            {
-                eval_by_flag.insert(names.list[id as usize].to_string());
-            }
-        }
+            eval_by_flag
+        };
+        let ((no_grad_only, step_code), ((reaches_backward, backward_per_call), (performs, eval_by_flag))) =
+            rayon::join(|| rayon::join(grad_off_only, step_code), || rayon::join(backward, || (performs(), eval_by_flag())));
         self.no_grad_only = no_grad_only;
         self.step_code = step_code;
         self.reaches_backward = reaches_backward;
@@ -785,24 +799,29 @@ impl IndexBuilder {
     /// the classes classified and the call-graph facts computed.
     fn finish(self) -> ProjectIndex {
         let IndexBuilder { mut ix, mut calls } = self;
-        // Resolve every call's callee once (in parallel: the maps are complete).
-        {
+        // Resolve every call's callee once (in parallel: the maps are
+        // complete), while the classes are classified.
+        let ((module_classes, optimizer_classes), grad_disabling) = {
             let ix = &ix;
-            calls.par_iter_mut().with_min_len(1024).for_each(|c| {
-                if let Some(q) = ix.resolve_function(&c.callee) {
-                    c.callee = q;
-                }
-                for x in &mut c.contexts {
-                    let canonical = ix.canonical_str(x);
-                    if canonical != x.as_str() {
-                        *x = canonical.to_string();
+            let resolve = || {
+                calls.par_iter_mut().with_min_len(1024).for_each(|c| {
+                    if let Some(q) = ix.resolve_function(&c.callee) {
+                        c.callee = q;
                     }
-                }
-            });
-        }
+                    for x in &mut c.contexts {
+                        let canonical = ix.canonical_str(x);
+                        if canonical != x.as_str() {
+                            *x = canonical.to_string();
+                        }
+                    }
+                })
+            };
+            rayon::join(resolve, || (ix.classify_classes(), ix.find_grad_disabling())).1
+        };
+        ix.module_classes = module_classes;
+        ix.optimizer_classes = optimizer_classes;
+        ix.grad_disabling = grad_disabling;
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
-        ix.classify_classes();
-        ix.find_grad_disabling();
         ix.propagate(&calls);
         ix
     }
