@@ -29,6 +29,9 @@ pub struct Parsed {
     pub errors: Vec<SyntaxError>,
     /// Comment spans, in order.
     pub comments: Vec<Span>,
+    /// The pre-scan of `module` by its first walk, when it had one: the
+    /// second walk reuses it.
+    pub module_facts: Option<std::sync::Arc<memlint_semantic::ModuleFacts>>,
 }
 
 /// One source language.
@@ -66,6 +69,7 @@ impl Frontend for PythonFrontend {
             module: p.module,
             errors: p.errors.into_iter().map(|e| SyntaxError { span: e.span, message: e.message }).collect(),
             comments: p.comments,
+            module_facts: None,
         }
     }
 }

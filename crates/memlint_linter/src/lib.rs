@@ -83,8 +83,8 @@ pub struct FileContext {
 /// the project index. Runs independently per file (in parallel).
 pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) -> Summarized {
     use frontend::Frontend;
-    let parsed = frontend::PYTHON.parse(source);
-    let summary = memlint_semantic::summarize(
+    let mut parsed = frontend::PYTHON.parse(source);
+    let (summary, facts) = memlint_semantic::summarize_with_facts(
         &parsed.module,
         ContextOptions {
             is_test_file,
@@ -93,8 +93,10 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
             torch_minimum: None,
             project_roots: file.project_roots.clone(),
             summary_only: true,
+            module_facts: None,
         },
     );
+    parsed.module_facts = Some(facts);
     // No torch import and no syntax error: the second phase could report
     // nothing (no rule runs, no ML000), so it can skip the file.
     let nothing_to_report = !summary.imports_torch && parsed.errors.is_empty();
@@ -169,6 +171,7 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
             torch_minimum: file.torch_minimum,
             project_roots: file.project_roots.clone(),
             summary_only: false,
+            module_facts: parsed.module_facts.clone(),
         };
         Context::walk(&parsed.module, cx_options, &mut visitor);
     }

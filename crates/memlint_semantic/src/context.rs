@@ -81,6 +81,9 @@ pub struct ContextOptions {
     /// only rules read (views, kept-alive names, per-iteration resets,
     /// frozen models, backward outside loops) are not computed.
     pub summary_only: bool,
+    /// The pre-scan of this same module by an earlier walk
+    /// ([`Context::module_facts`]); `None`: the walk pre-scans it.
+    pub module_facts: Option<Arc<ModuleFacts>>,
 }
 
 #[derive(Debug, Default)]
@@ -187,21 +190,15 @@ pub struct Context {
     frames: Vec<Frame>,
     torch_imported: bool,
     module_classes: HashSet<String>,
-    /// Names of functions defined anywhere in the file: calling one is not
-    /// a forward pass, whatever its name.
-    functions: HashSet<String>,
+    /// The pre-scan's facts of the file ([`ModuleFacts`]): the names of
+    /// its functions (calling one is not a forward pass, whatever its
+    /// name), its top-level definitions and its imports.
+    facts: Arc<ModuleFacts>,
     /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
     class_params: HashMap<String, HashMap<String, ValueKind>>,
     class_stack: Vec<String>,
     module: ModuleInfo,
     index: Arc<ProjectIndex>,
-    /// Top-level functions and classes of the file: local name -> qualified.
-    module_defs: HashMap<String, String>,
-    /// Every qualified name each local name is imported as, anywhere in the
-    /// file (`try: from torch.amp import X / except: from torch.cuda.amp import X`).
-    import_targets: HashMap<String, Vec<String>>,
-    /// The keys of `import_targets`, for [`Context::lookup_import`].
-    import_names: hashbrown::HashTable<String>,
     /// Depth of compatibility code: branches under a version guard and
     /// `except` handlers.
     compat_depth: usize,
@@ -276,6 +273,27 @@ const DETACHING_METHODS: &[&str] = &[
 /// Builtins whose result is a Python scalar or non-tensor.
 const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
 
+/// What the pre-scan of a module finds: facts of the file alone (its
+/// imports anywhere, its top-level definitions, the names of its
+/// functions, the classes deriving from `nn.Module` within it). They do
+/// not depend on the project index, so the first phase's pre-scan serves
+/// the second walk of the same parsed module ([`ContextOptions::module_facts`]).
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    /// Names of functions defined anywhere in the file.
+    functions: HashSet<String>,
+    /// Top-level functions and classes: local name -> qualified.
+    module_defs: HashMap<String, String>,
+    /// Every qualified name each local name is imported as, anywhere.
+    import_targets: HashMap<String, Vec<String>>,
+    /// The keys of `import_targets`, for [`Context::lookup_import`].
+    import_names: hashbrown::HashTable<String>,
+    /// Classes deriving (within the file) from `nn.Module`.
+    module_classes: HashSet<String>,
+    /// The file imports torch (or tch) somewhere.
+    torch_imported: bool,
+}
+
 /// The hash of a name in an [`ImportMap`] (and `import_names`).
 fn name_hash(name: &str) -> u64 {
     use std::hash::BuildHasher;
@@ -341,12 +359,9 @@ impl Context {
             frames: vec![Frame::default()],
             torch_imported: false,
             module_classes: HashSet::default(),
-            functions: HashSet::default(),
+            facts: Arc::default(),
             class_params: HashMap::default(),
             class_stack: Vec::new(),
-            module_defs: HashMap::default(),
-            import_targets: HashMap::default(),
-            import_names: hashbrown::HashTable::new(),
             compat_depth: 0,
             compat_expr: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
@@ -364,7 +379,14 @@ impl Context {
             autograd_functions: HashSet::default(),
             class_attrs: None,
         };
-        cx.prescan_module(&module.body);
+        match cx.options.module_facts.take() {
+            Some(facts) => {
+                cx.module_classes = facts.module_classes.clone();
+                cx.torch_imported = facts.torch_imported;
+                cx.facts = facts;
+            }
+            None => cx.prescan_module(&module.body),
+        }
         let summary_only = cx.options.summary_only;
         let backward = module.words.contains(Words::BACKWARD);
         if let Some(f) = cx.frames.last_mut() {
@@ -426,7 +448,7 @@ impl Context {
         // the pre-scan) can resolve to one: one lookup for the locals that
         // make most of the queries.
         let hash = name_hash(name);
-        if self.import_names.find(hash, |n| n == name).is_none() {
+        if self.facts.import_names.find(hash, |n| n == name).is_none() {
             debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
             return None;
         }
@@ -445,7 +467,7 @@ impl Context {
     /// Every qualified name the local name is imported as anywhere in the
     /// file (more than one for compatibility aliases).
     pub fn import_targets(&self, local: &str) -> &[String] {
-        self.import_targets.get(local).map(Vec::as_slice).unwrap_or(&[])
+        self.facts.import_targets.get(local).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// Whether the current point is compatibility code: a branch under a
@@ -650,7 +672,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.module_defs.get(n.as_str()).cloned()
+                self.facts.module_defs.get(n.as_str()).cloned()
             }
             ExprKind::Attribute { value, attr, .. } => {
                 if let Some(q) = self.qualified_name(func) {
@@ -701,7 +723,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.module_defs.get(n.as_str()).cloned()
+                self.facts.module_defs.get(n.as_str()).cloned()
             }
             ExprKind::Attribute { value, .. } => {
                 // The root of the chain decides before any name is built.
@@ -1180,7 +1202,7 @@ impl Context {
             None => {}
         }
         let last = dotted.rsplit('.').next().unwrap_or(&dotted);
-        if !dotted.contains('.') && (self.functions.contains(last) || last.starts_with(|c: char| c.is_ascii_uppercase())) {
+        if !dotted.contains('.') && (self.facts.functions.contains(last) || last.starts_with(|c: char| c.is_ascii_uppercase())) {
             // A function of this file, or a class being constructed.
             return false;
         }
@@ -1553,14 +1575,15 @@ impl Context {
         let mut imports = Vec::new();
         let mut functions = Vec::new();
         collect(body, &mut classes, &mut imports, &mut functions);
+        let mut facts = ModuleFacts::default();
         for (l, q) in &mut imports {
             if let Some(q) = q {
                 *q = self.module.resolve_relative(q);
-                if !self.import_targets.contains_key(l.as_str()) {
+                if !facts.import_targets.contains_key(l.as_str()) {
                     let hash = name_hash(l);
-                    self.import_names.insert_unique(hash, l.clone(), |n| name_hash(n));
+                    facts.import_names.insert_unique(hash, l.clone(), |n| name_hash(n));
                 }
-                let targets = self.import_targets.entry(l.clone()).or_default();
+                let targets = facts.import_targets.entry(l.clone()).or_default();
                 if !targets.contains(q) {
                     targets.push(q.clone());
                 }
@@ -1583,12 +1606,14 @@ impl Context {
         top_defs(body, &mut defs);
         for d in defs {
             let q = self.qualify(&d);
-            self.module_defs.insert(d, q);
+            facts.module_defs.insert(d, q);
         }
-        self.functions = functions.into_iter().collect();
-        self.torch_imported = imports.iter().any(|(_, q)| {
+        facts.functions = functions.into_iter().collect();
+        facts.torch_imported = imports.iter().any(|(_, q)| {
             q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
         });
+        self.torch_imported = facts.torch_imported;
+        self.facts = Arc::new(facts);
         // Module-level imports are visible to classes defined before them in
         // the file only at run time; resolve bases with all imports seen.
         let mut all = ImportMap::default();
@@ -1618,6 +1643,15 @@ impl Context {
             }
         }
         self.module_imports = saved;
+        if let Some(facts) = Arc::get_mut(&mut self.facts) {
+            facts.module_classes = self.module_classes.clone();
+        }
+    }
+
+    /// The pre-scan's facts of the module being walked, for a later walk of
+    /// the same parsed module ([`ContextOptions::module_facts`]).
+    pub fn module_facts(&self) -> Arc<ModuleFacts> {
+        self.facts.clone()
     }
 
     fn walk_body(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
@@ -2040,7 +2074,7 @@ impl Context {
         // answered by `params` (an import lookup never reaches a name no
         // import binds).
         for p in &func.params {
-            if self.import_targets.contains_key(p.name.as_str()) {
+            if self.facts.import_targets.contains_key(p.name.as_str()) {
                 self.frame_mut().imports.insert(p.name.clone(), None);
             }
         }

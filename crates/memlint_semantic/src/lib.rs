@@ -31,9 +31,9 @@ mod names;
 mod summary;
 mod views;
 
-pub use context::{Context, ContextOptions, LoopKind, ValueKind, Visitor};
+pub use context::{Context, ContextOptions, LoopKind, ModuleFacts, ValueKind, Visitor};
 pub use index::{FileSummary, ModuleInfo, ProjectIndex, Role};
-pub use summary::summarize;
+pub use summary::{summarize, summarize_with_facts};
 pub use names::QualifiedName;
 pub use views::{Part, ViewOf};
 

@@ -3,7 +3,9 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::context::{calls_backward, class_attr_kinds, Context, ContextOptions, Visitor};
+use std::sync::Arc;
+
+use crate::context::{calls_backward, class_attr_kinds, Context, ContextOptions, ModuleFacts, Visitor};
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
 use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind, Words};
 use crate::ValueKind;
@@ -18,6 +20,12 @@ const STEP_ROOTS: &[&str] =
 /// grad mode) is recorded as names and resolved by
 /// [`crate::ProjectIndex::build`].
 pub fn summarize(module: &Module, options: ContextOptions) -> FileSummary {
+    summarize_with_facts(module, options).0
+}
+
+/// [`summarize`], and the pre-scan's facts of the module for a later walk
+/// of it ([`ContextOptions::module_facts`]).
+pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSummary, Arc<ModuleFacts>) {
     let mut v = SummaryVisitor {
         summary: FileSummary {
             module: options.module.clone(),
@@ -27,11 +35,12 @@ pub fn summarize(module: &Module, options: ContextOptions) -> FileSummary {
         functions: HashMap::default(),
         order: Vec::new(),
         is_test_file: options.is_test_file,
+        facts: None,
     };
     Context::walk(module, options, &mut v);
-    let SummaryVisitor { mut summary, mut functions, order, .. } = v;
+    let SummaryVisitor { mut summary, mut functions, order, facts, .. } = v;
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
-    summary
+    (summary, facts.unwrap_or_default())
 }
 
 struct SummaryVisitor {
@@ -39,6 +48,8 @@ struct SummaryVisitor {
     functions: HashMap<String, FunctionSummary>,
     order: Vec<String>,
     is_test_file: bool,
+    /// The walk's pre-scan of the module, taken when the walk ends.
+    facts: Option<Arc<ModuleFacts>>,
 }
 
 impl SummaryVisitor {
@@ -124,6 +135,10 @@ impl SummaryVisitor {
 }
 
 impl Visitor for SummaryVisitor {
+    fn finish(&mut self, cx: &Context) {
+        self.facts = Some(cx.module_facts());
+    }
+
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
         if crate::step::resets_grad(stmt) {
             if let Some(f) = cx.function_qualname().and_then(|q| self.functions.get_mut(q)) {
