@@ -442,6 +442,12 @@ impl Context {
         self.frames.iter().enumerate().rev().filter(move |(i, f)| !f.is_class || *i == n - 1).map(|(_, f)| f)
     }
 
+    /// The qualified name a local name is imported as at this point, if it
+    /// is an import (the root of [`Context::qualified_name`]).
+    pub(crate) fn import_target(&self, name: &str) -> Option<&str> {
+        self.lookup_import(name)
+    }
+
     fn lookup_import(&self, name: &str) -> Option<&str> {
         // The name is hashed once for all scopes. Only a name that some
         // import of the file binds (all of them are in `import_names`, from

@@ -192,7 +192,22 @@ pub fn is_scaler(e: &Expr) -> bool {
 pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<String>, Option<&'a Expr>)> {
     let (func, args, _) = e.as_call()?;
     // An imported name: torch's API, or an imported project helper below.
-    if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module("torch")) {
+    // Whether the callee is torch's is known from its root's import; its
+    // name is built only when its last segment can match.
+    let torch_root = func
+        .dotted_root()
+        .and_then(|(root, _)| cx.import_target(root))
+        .filter(|t| *t == "torch" || t.starts_with("torch."));
+    if let Some(target) = torch_root {
+        let last = match &func.kind {
+            ExprKind::Attribute { attr, .. } => attr.as_str(),
+            _ => target.rsplit('.').next().unwrap_or(target),
+        };
+        let candidate = last == "backward" || crate::api::CLIP_GRAD_APIS.iter().any(|a| a.ends_with(last) && a[..a.len() - last.len()].ends_with('.'));
+        if !candidate {
+            return None;
+        }
+        let Some(q) = cx.qualified_name(func) else { return None };
         return match q.as_str() {
             "torch.autograd.backward" => {
                 Some((StepKind::Backward { scaled: false, wrapper: false }, None, args.first().or_else(|| e.keyword("tensors"))))
