@@ -284,17 +284,24 @@ pub struct ModuleFacts {
     functions: HashSet<String>,
     /// Top-level functions and classes: local name -> qualified.
     module_defs: HashMap<String, String>,
-    /// Every qualified name each local name is imported as, anywhere.
-    import_targets: HashMap<String, Vec<String>>,
-    /// The keys of `import_targets`, for [`Context::lookup_import`].
-    import_names: hashbrown::HashTable<String>,
+    /// Every qualified name each local name is imported as, anywhere;
+    /// looked up by [`name_hash`] ([`ModuleFacts::import_targets`]).
+    import_targets: hashbrown::HashTable<(String, Vec<String>)>,
     /// Classes deriving (within the file) from `nn.Module`.
     module_classes: HashSet<String>,
     /// The file imports torch (or tch) somewhere.
     torch_imported: bool,
 }
 
-/// The hash of a name in an [`ImportMap`] (and `import_names`).
+impl ModuleFacts {
+    /// The qualified names `name` is imported as anywhere in the file
+    /// (`None`: no import binds it), by its [`name_hash`].
+    fn import_targets(&self, hash: u64, name: &str) -> Option<&[String]> {
+        self.import_targets.find(hash, |(k, _)| k == name).map(|(_, t)| t.as_slice())
+    }
+}
+
+/// The hash of a name in an [`ImportMap`] and [`ModuleFacts`]' imports.
 fn name_hash(name: &str) -> u64 {
     use std::hash::BuildHasher;
     rustc_hash::FxBuildHasher.hash_one(name)
@@ -444,17 +451,13 @@ impl Context {
 
     /// The qualified name a local name is imported as at this point, if it
     /// is an import (the root of [`Context::qualified_name`]).
-    pub(crate) fn import_target(&self, name: &str) -> Option<&str> {
-        self.lookup_import(name)
-    }
-
-    fn lookup_import(&self, name: &str) -> Option<&str> {
+    pub(crate) fn lookup_import(&self, name: &str) -> Option<&str> {
         // The name is hashed once for all scopes. Only a name that some
-        // import of the file binds (all of them are in `import_names`, from
-        // the pre-scan) can resolve to one: one lookup for the locals that
-        // make most of the queries.
+        // import of the file binds (all of them are in the pre-scan's
+        // `import_targets`) can resolve to one: one lookup for the locals
+        // that make most of the queries.
         let hash = name_hash(name);
-        if self.facts.import_names.find(hash, |n| n == name).is_none() {
+        if self.facts.import_targets(hash, name).is_none() {
             debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
             return None;
         }
@@ -473,7 +476,7 @@ impl Context {
     /// Every qualified name the local name is imported as anywhere in the
     /// file (more than one for compatibility aliases).
     pub fn import_targets(&self, local: &str) -> &[String] {
-        self.facts.import_targets.get(local).map(Vec::as_slice).unwrap_or(&[])
+        self.facts.import_targets(name_hash(local), local).unwrap_or(&[])
     }
 
     /// Whether the current point is compatibility code: a branch under a
@@ -1585,11 +1588,11 @@ impl Context {
         for (l, q) in &mut imports {
             if let Some(q) = q {
                 *q = self.module.resolve_relative(q);
-                if !facts.import_targets.contains_key(l.as_str()) {
-                    let hash = name_hash(l);
-                    facts.import_names.insert_unique(hash, l.clone(), |n| name_hash(n));
-                }
-                let targets = facts.import_targets.entry(l.clone()).or_default();
+                let (_, targets) = facts
+                    .import_targets
+                    .entry(name_hash(l), |(k, _)| k == l, |(k, _)| name_hash(k))
+                    .or_insert_with(|| (l.clone(), Vec::new()))
+                    .into_mut();
                 if !targets.contains(q) {
                     targets.push(q.clone());
                 }
@@ -2080,7 +2083,7 @@ impl Context {
         // answered by `params` (an import lookup never reaches a name no
         // import binds).
         for p in &func.params {
-            if self.facts.import_targets.contains_key(p.name.as_str()) {
+            if self.facts.import_targets(name_hash(&p.name), &p.name).is_some() {
                 self.frame_mut().imports.insert(p.name.clone(), None);
             }
         }

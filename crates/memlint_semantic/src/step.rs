@@ -196,14 +196,14 @@ pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<Strin
     // name is built only when its last segment can match.
     let torch_root = func
         .dotted_root()
-        .and_then(|(root, _)| cx.import_target(root))
+        .and_then(|(root, _)| cx.lookup_import(root))
         .filter(|t| *t == "torch" || t.starts_with("torch."));
     if let Some(target) = torch_root {
         let last = match &func.kind {
             ExprKind::Attribute { attr, .. } => attr.as_str(),
             _ => target.rsplit('.').next().unwrap_or(target),
         };
-        let candidate = last == "backward" || crate::api::CLIP_GRAD_APIS.iter().any(|a| a.ends_with(last) && a[..a.len() - last.len()].ends_with('.'));
+        let candidate = last == "backward" || crate::api::CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last));
         if !candidate {
             return None;
         }
