@@ -118,10 +118,17 @@ pub struct CheckArgs {
     /// When to use colour in the full format.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
-    /// Write the output to PATH instead of stdout (atomically: a reader
-    /// never sees a half-written file).
+    /// Write the output to PATH instead of stdout. A regular file is
+    /// replaced atomically (a reader never sees a half-written file) and
+    /// keeps its mode and owner; `-` is stdout; a device or FIFO
+    /// (`/dev/null`, a named pipe) is written, never replaced. The path is
+    /// checked before any file is.
     #[arg(long, short, value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+    /// Files larger than this are not read: each is reported as ML000.
+    /// Bytes, or with a unit: 512K, 64M, 1G.
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]
+    pub max_file_size: u64,
     /// Report only findings that are not in this baseline file (written by `--write-baseline`).
     #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
     pub baseline: Option<PathBuf>,
@@ -142,4 +149,36 @@ pub struct CheckArgs {
     /// (for pre-commit and editors, which pass every file explicitly).
     #[arg(long)]
     pub force_exclude: bool,
+}
+
+/// A size on the command line: bytes, or a number with `K`, `M` or `G`
+/// (powers of 1024; `KiB`, `MiB`, `GiB` and `B` are accepted too).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a size (bytes, or a number with K, M or G)"))?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        u => return Err(format!("unknown size unit `{u}` (use K, M or G)")),
+    };
+    n.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("ten").is_err());
+        assert!(parse_size("5T").is_err());
+    }
 }

@@ -96,7 +96,7 @@ pub fn write(cwd: &Path, path: &Path, files: &[FileReport]) -> Result<usize> {
     let doc = BaselineFile { schema_version: BASELINE_SCHEMA_VERSION, tool: "memlint".into(), findings };
     let mut text = serde_json::to_string_pretty(&doc).context("cannot serialise the baseline")?;
     text.push('\n');
-    crate::fsutil::write_atomic(path, text.as_bytes())?;
+    safe_io::write_output(path, text.as_bytes()).map_err(|e| anyhow!("cannot write baseline {}: {e}", path.display()))?;
     Ok(n)
 }
 
@@ -104,7 +104,8 @@ impl Baseline {
     /// Reads a baseline; any problem is an error naming the file.
     pub fn load(cwd: &Path, path: &Path) -> Result<Baseline> {
         let shown = path.display();
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read baseline {shown}"))?;
+        let text = crate::fsutil::read_text(path, crate::fsutil::BASELINE_LIMIT)
+            .map_err(|e| anyhow!("cannot read baseline {shown}: {e}"))?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| anyhow!("{shown}: not a valid memlint baseline: {e} (re-create it with --write-baseline)"))?;
         match value.get("schema_version") {

@@ -114,7 +114,8 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
 /// Where the rendered output goes.
 fn emit(args: &CheckArgs, bytes: &[u8]) -> Result<()> {
     match &args.output_file {
-        Some(path) => crate::fsutil::write_atomic(path, bytes),
+        Some(path) => safe_io::write_output(path, bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write the report to {}: {e}", path.display())),
         None => {
             let mut out = io::stdout().lock();
             out.write_all(bytes)?;
@@ -157,6 +158,13 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
         anyhow::bail!("`--unsafe-fixes` needs `--fix` or `--diff`");
     }
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    // Output paths are checked before any work: a report that cannot be
+    // written is known before the files are read.
+    for (flag, path) in [("--output-file", &args.output_file), ("--write-baseline", &args.write_baseline)] {
+        if let Some(path) = path {
+            safe_io::check_output(path).map_err(|e| anyhow::anyhow!("{flag} {}: cannot write there: {e}", path.display()))?;
+        }
+    }
     let Plan { jobs, fail_on } = plan(args, &cwd)?;
     // A bad baseline stops the run before anything is checked or written.
     let mut baseline = match &args.baseline {
@@ -174,7 +182,8 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let roots: Arc<rustc_hash::FxHashSet<String>> =
         Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
     let budget = std::sync::atomic::AtomicUsize::new(KEEP_PARSED_BYTES);
-    let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget)).collect();
+    let limit = args.max_file_size;
+    let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
     let mut summaries = Vec::with_capacity(phase_one.len());
     let mut second: Vec<(&Job, Option<Kept>)> = Vec::with_capacity(jobs.len());
     for (job, one) in jobs.iter().zip(phase_one) {
@@ -191,7 +200,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
     let index = Arc::new(ProjectIndex::build(summaries));
     let checked: Vec<Checked> = second
         .into_par_iter()
-        .filter_map(|(j, kept)| check_file(j, kept, fixing.then_some(mode), &index, &roots))
+        .filter_map(|(j, kept)| check_file(j, kept, fixing.then_some(mode), &index, &roots, limit))
         .collect();
     // Nothing reads the index any more, and the process ends once the
     // report is written: freeing its maps name by name would cost about
@@ -289,6 +298,8 @@ fn finish_fixes(
     let mut refused_total = 0;
     let mut diff = String::new();
     let mut files = Vec::new();
+    let mut written = 0usize;
+    let mut not_written: Vec<(PathBuf, safe_io::WriteError)> = Vec::new();
     for c in checked {
         let path = c.report.file.path().to_string();
         for r in &c.fix.as_ref().map(|f| f.refused.clone()).unwrap_or_default() {
@@ -318,12 +329,25 @@ fn finish_fixes(
                     &text_diff.unified_diff().context_radius(3).header(&format!("a/{display}"), &format!("b/{display}")).to_string(),
                 );
             } else {
-                let mut bytes = Vec::with_capacity(fix.text.len() + 3);
-                if c.bom {
-                    bytes.extend_from_slice("\u{feff}".as_bytes());
+                // Written only while the file still holds what was read:
+                // an edit made meanwhile (an editor, a formatter) is kept.
+                let with_bom = |text: &str| {
+                    let mut bytes = Vec::with_capacity(text.len() + 3);
+                    if c.bom {
+                        bytes.extend_from_slice("\u{feff}".as_bytes());
+                    }
+                    bytes.extend_from_slice(text.as_bytes());
+                    bytes
+                };
+                if let Err(e) = safe_io::replace_unchanged(&c.path, &with_bom(original), &with_bom(&fix.text)) {
+                    // Nothing of this file was fixed: its findings stand.
+                    fixed_total -= fix.fixed;
+                    fixed_files -= 1;
+                    not_written.push((c.path, e));
+                    files.push(c.report);
+                    continue;
                 }
-                bytes.extend_from_slice(fix.text.as_bytes());
-                crate::fsutil::write_atomic(Path::new(&path), &bytes)?;
+                written += 1;
             }
         }
         if !fix.remaining.is_empty() {
@@ -346,6 +370,7 @@ fn finish_fixes(
         let hidden = b.filter(cwd, &mut files);
         note_baseline(args, b, hidden, path);
     }
+    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
     let report = Report { files, files_checked: jobs.len() };
     let mut buf = Vec::new();
     renderer(args, jobs).render(&report, &mut buf)?;
@@ -357,6 +382,19 @@ fn finish_fixes(
             plural(fixed_files, "file"),
             report.len()
         );
+    }
+    if !not_written.is_empty() {
+        // Every file is accounted for: those written, and each one not
+        // written with the reason (it is as it was before the run).
+        for (path, e) in &not_written {
+            eprintln!("memlint: {}: not written: {e}", path.display());
+        }
+        eprintln!(
+            "memlint: error: {} written, {} not written (unchanged on disk; their findings are reported above)",
+            plural(written, "fixed file"),
+            plural(not_written.len(), "file"),
+        );
+        return Ok(crate::EXIT_ERROR);
     }
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
@@ -423,6 +461,8 @@ fn is_fixable_file(path: &Path) -> bool {
 
 /// One checked file.
 struct Checked {
+    /// The file's path as it is on disk (the report shows it as text).
+    path: PathBuf,
     report: FileReport,
     bom: bool,
     /// With `--fix`/`--diff`: the fixed text and what remains.
@@ -432,11 +472,16 @@ struct Checked {
 /// Checks one file (and fixes it in memory when `fix` is given); `None`
 /// when it has no diagnostics (its text is then dropped without indexing
 /// its lines).
-/// The file's text (and whether it had a UTF-8 BOM), or why it cannot be checked.
-fn read_source(path: &Path) -> Result<(String, bool), String> {
-    std::fs::read(path)
-        .map_err(|e| format!("cannot read file: {e}"))
-        .and_then(|b| decode(b).map_err(|e| format!("cannot check file: {e}")))
+/// The file's text (and whether it had a UTF-8 BOM), or why it cannot be
+/// checked: only regular files of at most `limit` bytes are read.
+fn read_source(path: &Path, limit: u64) -> Result<(String, bool), String> {
+    match safe_io::read_regular(path, limit) {
+        Ok(bytes) => decode(bytes).map_err(|e| format!("cannot check file: {e}")),
+        Err(e @ safe_io::ReadError::TooLarge { .. }) => {
+            Err(format!("cannot check file: {e} (raise it with `--max-file-size`)"))
+        }
+        Err(e) => Err(format!("cannot read file: {e}")),
+    }
 }
 
 /// Source bytes of the files whose text and IR the first phase keeps for
@@ -469,6 +514,7 @@ fn summarize_file(
     job: &Job,
     roots: &Arc<rustc_hash::FxHashSet<String>>,
     budget: &std::sync::atomic::AtomicUsize,
+    limit: u64,
 ) -> Option<PhaseOne> {
     use std::sync::atomic::Ordering;
     let path = &job.candidate.path;
@@ -476,7 +522,10 @@ fn summarize_file(
     if is_notebook_path(path) {
         return None;
     }
-    let (text, bom) = read_source(path).ok()?;
+    if job.candidate.error.is_some() {
+        return None;
+    }
+    let (text, bom) = read_source(path, limit).ok()?;
     let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
     let one = summarize_source(&text, &file, is_test_path(path));
     let keep = !one.nothing_to_report
@@ -488,7 +537,7 @@ fn summarize_file(
 /// Checks a notebook's JSON text: its code cells as one module, findings
 /// located by cell (see `memlint_linter::notebook`), and fixes its cells
 /// when `fix` is given.
-fn check_notebook(job: &Job, display: String, json: &str, fix: Option<FixMode>) -> Option<Checked> {
+fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option<FixMode>) -> Option<Checked> {
     let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
     let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display.clone());
     let fixed = match fix {
@@ -496,7 +545,7 @@ fn check_notebook(job: &Job, display: String, json: &str, fix: Option<FixMode>) 
         _ => None,
     };
     (!diagnostics.is_empty())
-        .then(|| Checked { report: FileReport { file: Arc::new(file), diagnostics }, bom: false, fix: fixed })
+        .then(|| Checked { path: job.candidate.path.clone(), report: FileReport { file: Arc::new(file), diagnostics }, bom, fix: fixed })
 }
 
 fn check_file(
@@ -505,15 +554,17 @@ fn check_file(
     fix: Option<FixMode>,
     index: &Arc<ProjectIndex>,
     roots: &Arc<rustc_hash::FxHashSet<String>>,
+    limit: u64,
 ) -> Option<Checked> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
-    let (text, parsed) = match kept {
-        Some(k) => (Ok((k.text, k.bom)), Some(k.parsed)),
-        None => (read_source(path), None),
+    let (text, parsed) = match (kept, &job.candidate.error) {
+        (_, Some(error)) => (Err(error.clone()), None),
+        (Some(k), None) => (Ok((k.text, k.bom)), Some(k.parsed)),
+        (None, None) => (read_source(path, limit), None),
     };
     let (text, bom, diagnostics, fixed) = match text {
-        Ok((text, _)) if is_notebook_path(path) => return check_notebook(job, display, &text, fix),
+        Ok((text, bom)) if is_notebook_path(path) => return check_notebook(job, display, &text, bom, fix),
         Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext {
@@ -556,6 +607,7 @@ fn check_file(
         }
     };
     (!diagnostics.is_empty()).then(|| Checked {
+        path: path.clone(),
         report: FileReport { file: Arc::new(SourceFile::new(display, text)), diagnostics },
         bom,
         fix: fixed,

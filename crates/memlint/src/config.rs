@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use globset::{Glob, GlobMatcher};
 use memlint_diagnostics::{LineIndex, Severity};
 use memlint_linter::Selector;
@@ -76,7 +76,8 @@ impl Config {
     /// Parses a `memlint.toml` (whole file) or a `pyproject.toml` (only its
     /// `[tool.memlint]` table). `Ok(None)`: a pyproject without that table.
     pub fn load(path: &Path) -> Result<Option<Config>> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = crate::fsutil::read_text(path, crate::fsutil::CONFIG_LIMIT)
+            .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
         let is_pyproject = path.file_name().is_some_and(|n| n == "pyproject.toml");
         let raw: RawOptions = if is_pyproject {
             let doc: Pyproject = toml::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;

@@ -32,9 +32,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Exit status for findings at or above the fail level.
 pub(crate) const EXIT_FINDINGS: u8 = 1;
 /// Exit status for usage and configuration errors.
-const EXIT_ERROR: u8 = 2;
+pub(crate) const EXIT_ERROR: u8 = 2;
+
+/// The stack of every thread that parses, lowers or walks a file. The
+/// walks recurse once per level of nesting, which lowering bounds
+/// (`memlint_python::MAX_NESTING`); this is room for that bound with a
+/// wide margin (it is address space: only the pages used are memory).
+pub(crate) const WORKER_STACK: usize = 256 << 20;
 
 fn main() -> ExitCode {
+    // rayon's threads (the file walk's are separate) check the files.
+    // A failure here leaves rayon's default pool, which still works.
+    let _ = rayon::ThreadPoolBuilder::new().stack_size(WORKER_STACK).build_global();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),

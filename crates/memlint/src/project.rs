@@ -68,7 +68,7 @@ impl ProjectFacts {
         let mut is_root = false;
         for name in ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt"] {
             let p = dir.join(name);
-            if let Ok(text) = std::fs::read_to_string(&p) {
+            if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
                 is_root = true;
                 if let Some(v) = declared_torch_minimum(&text) {
                     found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
@@ -98,7 +98,7 @@ impl ProjectFacts {
             }
         }
         for p in txts {
-            if let Ok(text) = std::fs::read_to_string(&p) {
+            if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
                 is_root = true;
                 if let Some(v) = declared_torch_minimum(&text) {
                     found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));

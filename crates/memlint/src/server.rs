@@ -105,6 +105,7 @@ pub fn run() -> Result<u8> {
         let sender = connection.sender.clone();
         std::thread::Builder::new()
             .name("memlint-lint".into())
+            .stack_size(crate::WORKER_STACK)
             .spawn(move || worker_loop(&jobs_rx, &shared, &sender, encoding))
             .context("cannot start the lint thread")?
     };

@@ -14,6 +14,18 @@ pub struct Candidate {
     pub path: PathBuf,
     /// The file was named on the command line (never excluded).
     pub explicit: bool,
+    /// Why the path could not be walked (an unreadable directory): it is
+    /// reported as `ML000` with this message instead of being checked.
+    pub error: Option<String>,
+}
+
+/// The path an error of the walk is about, and the error without it.
+fn error_path(e: &ignore::Error) -> Option<(&Path, &ignore::Error)> {
+    match e {
+        ignore::Error::WithPath { path, err } => Some((path.as_path(), err.as_ref())),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err),
+        _ => None,
+    }
 }
 
 /// Directory names never descended into unless given explicitly.
@@ -55,10 +67,10 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
     for p in paths {
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => dirs.push(p.clone()),
-            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true }),
+            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("path `{}` does not exist", p.display()),
             // Unreadable but present: reported per file as ML000.
-            Err(_) => files.push(Candidate { path: p.clone(), explicit: true }),
+            Err(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None }),
         }
     }
     if let Some((first, rest)) = dirs.split_first() {
@@ -71,14 +83,22 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
         builder.build_parallel().run(|| {
             let found = &found;
             Box::new(move |entry| {
-                if let Ok(entry) = entry {
-                    if entry.file_type().is_some_and(|t| t.is_file()) && is_checked_file(entry.path()) {
-                        if let Ok(mut f) = found.lock() {
-                            f.push(Candidate { path: entry.into_path(), explicit: false });
-                        }
+                let candidate = match entry {
+                    Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) && is_checked_file(entry.path()) => {
+                        Some(Candidate { path: entry.into_path(), explicit: false, error: None })
                     }
+                    Ok(_) => None,
+                    // A directory that cannot be listed is reported (its
+                    // files are not checked), never skipped in silence.
+                    Err(e) => error_path(&e).map(|(path, err)| Candidate {
+                        path: path.to_path_buf(),
+                        explicit: false,
+                        error: Some(format!("cannot read directory: {}", io_message(err))),
+                    }),
+                };
+                if let (Some(c), Ok(mut f)) = (candidate, found.lock()) {
+                    f.push(c);
                 }
-                // An unreadable directory is skipped; its files cannot be listed.
                 WalkState::Continue
             })
         });
@@ -87,4 +107,12 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
     files.sort();
     files.dedup_by(|a, b| a.path == b.path);
     Ok(files)
+}
+
+/// The operating system's message for an error of the walk.
+fn io_message(e: &ignore::Error) -> String {
+    match e.io_error() {
+        Some(io) => io.to_string(),
+        None => e.to_string(),
+    }
 }

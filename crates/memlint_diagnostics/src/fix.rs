@@ -83,27 +83,58 @@ fn valid(text: &str, fix: &Fix) -> bool {
     !fix.edits.is_empty()
 }
 
-/// The edit's content with the file's line endings: when the file uses
-/// `\r\n`, every bare `\n` of the content becomes `\r\n`.
-fn with_line_endings(content: &str, crlf: bool) -> String {
-    if !crlf || !content.contains('\n') {
+/// The edit's content with the file's line endings: every `\n` of the
+/// content becomes the file's own line ending (`\r\n` or a lone `\r`).
+fn with_line_endings(content: &str, ending: LineEnding) -> String {
+    let eol = match ending {
+        LineEnding::Lf => return content.to_string(),
+        LineEnding::CrLf => "\r\n",
+        LineEnding::Cr => "\r",
+    };
+    if !content.contains('\n') {
         return content.to_string();
     }
     let mut out = String::with_capacity(content.len() + 8);
     let mut prev = '\0';
     for c in content.chars() {
-        if c == '\n' && prev != '\r' {
-            out.push('\r');
+        match c {
+            '\n' if prev == '\r' => {}
+            '\n' => out.push_str(eol),
+            '\r' => out.push_str(eol),
+            c => out.push(c),
         }
-        out.push(c);
         prev = c;
     }
     out
 }
 
+/// How a text's lines end, decided by its first line end (`\n` when it
+/// has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnding {
+    /// `\n`.
+    Lf,
+    /// `\r\n`.
+    CrLf,
+    /// A lone `\r` (classic Mac OS).
+    Cr,
+}
+
+impl LineEnding {
+    /// The line ending of `text`.
+    pub fn of(text: &str) -> LineEnding {
+        let bytes = text.as_bytes();
+        match bytes.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            Some(i) if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') => LineEnding::CrLf,
+            Some(i) if bytes[i] == b'\r' => LineEnding::Cr,
+            _ => LineEnding::Lf,
+        }
+    }
+}
+
 /// Whether a text's lines end with `\r\n` (decided by its first line end).
 pub fn uses_crlf(text: &str) -> bool {
-    text.find('\n').is_some_and(|i| i > 0 && text.as_bytes()[i - 1] == b'\r')
+    LineEnding::of(text) == LineEnding::CrLf
 }
 
 /// Applies the fixes of `diagnostics` allowed by `mode` to `text`.
@@ -140,10 +171,10 @@ pub fn apply_fixes(text: &str, diagnostics: &[Diagnostic], mode: FixMode) -> App
     // Among edits starting at one offset, an insertion goes before a
     // replacement that starts there.
     edits.sort_by_key(|e| (e.span.start, e.span.end));
-    let crlf = uses_crlf(text);
+    let ending = LineEnding::of(text);
     let mut out = text.to_string();
     for e in edits.iter().rev() {
-        out.replace_range(e.span.start as usize..e.span.end as usize, &with_line_endings(&e.content, crlf));
+        out.replace_range(e.span.start as usize..e.span.end as usize, &with_line_endings(&e.content, ending));
     }
     fixed.sort_unstable();
     skipped.sort_by_key(|(i, _)| *i);

@@ -6,11 +6,13 @@ pub struct LineIndex {
 }
 
 impl LineIndex {
-    /// Indexes `text`; lines end at `\n` (a preceding `\r` stays in the line).
+    /// Indexes `text`; lines end at `\n`, `\r\n` or a lone `\r`, as
+    /// Python's tokenizer reads them.
     pub fn new(text: &str) -> LineIndex {
         let mut starts = vec![0u32];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
+        let bytes = text.as_bytes();
+        for (i, b) in bytes.iter().enumerate() {
+            if *b == b'\n' || (*b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
                 starts.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
             }
         }

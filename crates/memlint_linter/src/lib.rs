@@ -195,7 +195,12 @@ fn one_per_line(source: &str, diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.retain(|d| {
         let at = (d.span.start as usize).min(bytes.len());
         if at >= pos {
-            line += bytes[pos..at].iter().filter(|b| **b == b'\n').count();
+            // Lines end at `\n`, `\r\n` or a lone `\r`.
+            line += bytes[pos..at]
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| **b == b'\n' || (**b == b'\r' && bytes.get(pos + i + 1) != Some(&b'\n')))
+                .count();
             pos = at;
         }
         !ONE_PER_LINE.contains(&d.code) || seen.insert((d.code, line))

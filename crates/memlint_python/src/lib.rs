@@ -57,11 +57,73 @@ pub fn parse(source: &str) -> ParsedPython {
         .map(|t| span(t.range()))
         .collect();
     WORDS.set(Words::NONE);
-    let body = match parsed.syntax() {
+    DEPTH.set(0);
+    TOO_DEEP.set(None);
+    let mut body = match parsed.syntax() {
         ast::Mod::Module(m) => lower_body(&m.body),
         ast::Mod::Expression(e) => vec![Stmt { span: span(e.range), kind: StmtKind::Expr(lower_expr(&e.body)) }],
     };
+    let mut errors: Vec<SyntaxError> = errors;
+    if let Some(at) = TOO_DEEP.take() {
+        // Nothing of such a file is checked: an error at the first node
+        // past the limit, and an empty module. The parser's tree is not
+        // freed: dropping it recurses once per level, as deep as the input
+        // nests (its memory is bounded by the file-size limit).
+        std::mem::forget(parsed);
+        body = Vec::new();
+        errors.insert(
+            0,
+            SyntaxError {
+                span: Span::new(at, at),
+                message: format!("nested too deeply (more than {MAX_NESTING} levels); the file is not checked"),
+            },
+        );
+    }
     ParsedPython { module: Module { language: Language::Python, body, words: WORDS.get() }, errors, comments }
+}
+
+/// The deepest nesting of statements and expressions lowered (a block
+/// inside a block, an operand inside an operator, an attribute of an
+/// attribute). Python itself refuses far less: 100 levels of indentation,
+/// 200 nested brackets, 20 nested loops. A file nested deeper is one
+/// syntax error and is not checked, so that the walks over the IR, which
+/// recurse once per level, are bounded on any input.
+pub const MAX_NESTING: u32 = 1000;
+
+thread_local! {
+    /// The nesting depth of the node being lowered.
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// Where the nesting first went past [`MAX_NESTING`].
+    static TOO_DEEP: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// One level of nesting while it is lowered; `None` past [`MAX_NESTING`]
+/// (the node at `range` is then lowered as a placeholder).
+struct Nesting;
+
+impl Nesting {
+    fn enter(range: TextRange) -> Option<Nesting> {
+        let depth = DEPTH.get();
+        if depth >= MAX_NESTING || TOO_DEEP.get().is_some() {
+            if TOO_DEEP.get().is_none() {
+                TOO_DEEP.set(Some(range.start().to_u32()));
+            }
+            return None;
+        }
+        DEPTH.set(depth + 1);
+        Some(Nesting)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get().saturating_sub(1));
+    }
+}
+
+/// What stands for a node past the nesting limit (the file is then not checked).
+fn placeholder(range: TextRange) -> Expr {
+    Expr { span: span(range), kind: ExprKind::Literal(Literal::Other) }
 }
 
 /// Longer string literals are lowered as [`Literal::Other`].
@@ -126,6 +188,9 @@ fn params(p: &ast::Parameters) -> Vec<Param> {
 }
 
 fn lower_stmt(s: &ast::Stmt) -> Stmt {
+    let Some(_level) = Nesting::enter(s.range()) else {
+        return Stmt { span: span(s.range()), kind: StmtKind::Expr(placeholder(s.range())) };
+    };
     let kind = match s {
         ast::Stmt::FunctionDef(f) => {
             // The function's own words, then the enclosing definitions'.
@@ -272,6 +337,10 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
 }
 
 fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause]) -> StmtKind {
+    // Each `elif` is an `if` nested in the one before.
+    let Some(_level) = Nesting::enter(test.range()) else {
+        return StmtKind::Expr(placeholder(test.range()));
+    };
     let orelse = match clauses.split_first() {
         None => vec![],
         Some((first, rest)) => match &first.test {
@@ -287,6 +356,9 @@ fn boxed(e: &ast::Expr) -> Box<Expr> {
 }
 
 fn lower_expr(e: &ast::Expr) -> Expr {
+    let Some(_level) = Nesting::enter(e.range()) else {
+        return placeholder(e.range());
+    };
     let kind = match e {
         ast::Expr::Name(n) => {
             mention(&n.id);
