@@ -321,3 +321,45 @@ fn large_file_does_not_block_the_loop() {
     c.notify("exit", Value::Null);
     let _ = c.child.wait();
 }
+
+/// Anything a client sends, and anything a document holds, leaves the
+/// server running: malformed messages get JSON-RPC errors, a document
+/// nested too deeply is one finding.
+#[test]
+fn malformed_messages_and_hostile_documents_do_not_end_the_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut c = Client::start(dir.path());
+    c.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}}));
+    c.notify("initialized", json!({}));
+
+    // Not JSON, then no Content-Length: parse errors with a null id.
+    write!(c.stdin, "Content-Length: 9\r\n\r\n{{not json").expect("write");
+    write!(c.stdin, "X-Nothing: 1\r\n\r\n").expect("write");
+    c.stdin.flush().expect("flush");
+    let e = c.wait_for(|m| m.get("error").is_some());
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    assert!(e["id"].is_null());
+    let e = c.wait_for(|m| m.get("error").is_some());
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+
+    // A request with unusable parameters: an error for that request only.
+    let r = c.request("textDocument/codeAction", json!({"textDocument": 5}));
+    assert!(r.get("error").is_some(), "{r}");
+
+    // A document nested too deeply, and one with findings after it.
+    let deep = format!("x = {}1\n", "-".repeat(10_000));
+    let uri = format!("file://{}", dir.path().join("deep.py").display());
+    c.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": deep}}));
+    let diags = c.diagnostics(&uri, Some(1));
+    assert_eq!(codes(&diags), ["ML000"]);
+    assert!(diags[0]["message"].as_str().is_some_and(|m| m.contains("nested too deeply")), "{diags:?}");
+    let uri = format!("file://{}", dir.path().join("train.py").display());
+    c.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": AMP_AND_LOSS}}));
+    assert!(codes(&c.diagnostics(&uri, Some(1))).contains(&"ML401"));
+
+    let r = c.request("shutdown", json!(null));
+    assert!(r["error"].is_null(), "{r}");
+    c.notify("exit", json!(null));
+    let status = c.child.wait().expect("exit");
+    assert!(status.success(), "{status}");
+}

@@ -10,6 +10,7 @@ mod fix;
 mod fsutil;
 mod project;
 mod server;
+mod transport;
 mod walk;
 
 use std::io::{self, IsTerminal, Write};

@@ -88,7 +88,7 @@ struct Job {
 
 /// Runs the server until the client shuts it down; exit status 0.
 pub fn run() -> Result<u8> {
-    let (connection, io_threads) = Connection::stdio();
+    let (connection, io_threads) = crate::transport::stdio().context("cannot start the LSP transport")?;
     let (id, params) = connection.initialize_start().context("LSP initialize")?;
     let params: InitializeParams = serde_json::from_value(params).context("invalid initialize parameters")?;
     let encoding = negotiate(&params);

@@ -22,11 +22,45 @@ pub struct Checker<'c> {
     /// computed on first use and shared by the rules of this loop.
     loop_body: Option<&'c [Stmt]>,
     loop_events: OnceCell<Rc<Vec<StepEvent<'c>>>>,
+    file: &'c FileMemo,
+}
+
+/// Answers about the whole file that rules would otherwise recompute at
+/// every node that asks (a scan of the module per finding is quadratic in
+/// the file's size), kept for one file's walk.
+#[derive(Default)]
+pub struct FileMemo {
+    answers: std::cell::RefCell<rustc_hash::FxHashMap<(&'static str, String), Option<Rc<dyn std::any::Any>>>>,
+}
+
+impl FileMemo {
+    /// The answer of `compute` for the question `(what, key)`, computed
+    /// on first use in this file.
+    pub fn get_or<T: 'static>(&self, what: &'static str, key: &str, compute: impl FnOnce() -> Option<T>) -> Option<Rc<T>> {
+        let probe = (what, key.to_string());
+        if let Some(hit) = self.answers.borrow().get(&probe) {
+            return hit.clone().and_then(|a| a.downcast::<T>().ok());
+        }
+        let value: Option<Rc<T>> = compute().map(Rc::new);
+        self.answers.borrow_mut().insert(probe, value.clone().map(|v| v as Rc<dyn std::any::Any>));
+        value
+    }
 }
 
 impl<'c> Checker<'c> {
-    fn new(cx: &'c Context, source: &'c str, module: &'c Module, diagnostics: &'c mut Vec<Diagnostic>) -> Self {
-        Checker { cx, source, module, diagnostics, loop_body: None, loop_events: OnceCell::new() }
+    fn new(
+        cx: &'c Context,
+        source: &'c str,
+        module: &'c Module,
+        diagnostics: &'c mut Vec<Diagnostic>,
+        file: &'c FileMemo,
+    ) -> Self {
+        Checker { cx, source, module, diagnostics, loop_body: None, loop_events: OnceCell::new(), file }
+    }
+
+    /// Per-file answers that do not depend on the node at hand.
+    pub fn file_memo(&self) -> &'c FileMemo {
+        self.file
     }
 
     /// The training-step events of the loop being checked (see
@@ -67,6 +101,7 @@ pub(crate) struct RuleVisitor<'r> {
     source: &'r str,
     module: &'r Module,
     diagnostics: &'r mut Vec<Diagnostic>,
+    memo: FileMemo,
 }
 
 impl<'r> RuleVisitor<'r> {
@@ -76,13 +111,13 @@ impl<'r> RuleVisitor<'r> {
         module: &'r Module,
         diagnostics: &'r mut Vec<Diagnostic>,
     ) -> Self {
-        RuleVisitor { rules, source, module, diagnostics }
+        RuleVisitor { rules, source, module, diagnostics, memo: FileMemo::default() }
     }
 }
 
 impl Visitor for RuleVisitor<'_> {
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {
-        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics, &self.memo);
         if let StmtKind::For { body, .. } | StmtKind::While { body, .. } = &stmt.kind {
             checker.loop_body = Some(body);
         }
@@ -98,14 +133,14 @@ impl Visitor for RuleVisitor<'_> {
     }
 
     fn finish(&mut self, cx: &Context) {
-        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics, &self.memo);
         for rule in self.rules {
             rule.check_file(self.module, &mut checker);
         }
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics);
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics, &self.memo);
         for rule in self.rules {
             rule.check_expr(expr, &mut checker);
         }

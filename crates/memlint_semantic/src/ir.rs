@@ -788,8 +788,11 @@ pub fn for_each_expr_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Exp
 /// The body of the innermost function of `body` whose definition contains
 /// `span` (`None` when it is at the top level of `body`, outside functions).
 pub fn enclosing_function_body(body: &[Stmt], span: Span) -> Option<&[Stmt]> {
-    for s in body {
-        if s.span.start > span.start || s.span.end < span.end {
+    // Statements are in source order and do not overlap: only the last
+    // one starting at or before `span` can contain it.
+    let candidates = body.partition_point(|s| s.span.start <= span.start);
+    for s in body[..candidates].iter().rev().take(1) {
+        if s.span.end < span.end {
             continue;
         }
         match &s.kind {

@@ -177,6 +177,15 @@ impl DeprecatedCudaAmp {
     /// rewritten (a bare reference, positional arguments of `autocast`), a
     /// name is bound again in the file, or the import binds other names.
     fn from_import_fix(checker: &Checker<'_>, local: &str) -> Option<Fix> {
+        // The same for every use of `local` in the file: computed once (it
+        // scans the whole module).
+        checker
+            .file_memo()
+            .get_or("ML401 from-import fix", local, || Self::compute_from_import_fix(checker, local))
+            .map(|f| (*f).clone())
+    }
+
+    fn compute_from_import_fix(checker: &Checker<'_>, local: &str) -> Option<Fix> {
         let module = checker.module();
         let mut imports = Vec::new();
         find_imports(&module.body, &mut imports);

@@ -125,10 +125,15 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
     // An optimizer from a wrapper (`msamp.initialize`, `accelerator.prepare`)
     // may unscale and check for infs itself.
     let module = checker.module();
+    let memo = checker.file_memo();
     let wrapped = |opt: &str| {
         let span = body.first().map(|s| s.span).unwrap_or_default();
         let function = memlint_semantic::ir::enclosing_function_body(&module.body, span);
-        function.is_some_and(|b| bound_by_wrapper(b, opt, cx)) || bound_by_wrapper(&module.body, opt, cx)
+        function.is_some_and(|b| bound_by_wrapper(b, opt, cx))
+            // The module's answer is the same for every loop of the file.
+            || memo
+                .get_or("ML106 module binds by wrapper", opt, || bound_by_wrapper(&module.body, opt, cx).then_some(()))
+                .is_some()
     };
     // The `scaler.update()`s one iteration reaches after `event`, and the
     // accumulation guard of each (`None`: not under one).
