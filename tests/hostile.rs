@@ -344,3 +344,22 @@ fn deep_loops_and_long_chains_take_linear_time() {
     assert!(found.iter().any(|f| f.0.ends_with("deeper.py") && f.3.contains("nested too deeply")), "{found:?}");
     assert!(found.iter().any(|f| f.0.ends_with("chain.py") && f.3.contains("nested too deeply")), "{found:?}");
 }
+
+// 11. A compact notebook of 100,000 cells (one JSON line) in linear time:
+//     column counting from the start of the line and a list lookup per
+//     cell made it quadratic (200,000 cells took 119 s).
+#[test]
+fn a_compact_notebook_of_many_cells_takes_linear_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cells: Vec<serde_json::Value> = (0..100_000)
+        .map(|i| {
+            let source = if i % 1000 == 0 { LEAF.to_string() } else { format!("y = {i}\n") };
+            serde_json::json!({"cell_type": "code", "source": source, "metadata": {}, "outputs": [], "execution_count": null})
+        })
+        .collect();
+    let nb = serde_json::json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
+    write(dir.path(), "many.ipynb", nb.to_string());
+    let o = memlint_within(dir.path(), &["check", "many.ipynb", "--format", "json"], Duration::from_secs(90));
+    let found = findings(&o);
+    assert_eq!(found.iter().filter(|f| f.1 == "ML101").count(), 100, "{}", stderr(&o));
+}

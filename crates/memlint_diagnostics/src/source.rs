@@ -88,7 +88,7 @@ pub struct CellMap {
     /// Per cell (by its number), where each of its lines starts in the
     /// notebook file itself: 1-based (line, column) of the first character
     /// after the opening quote of the JSON string that holds it.
-    file_lines: Vec<(u32, Vec<(u32, u32)>)>,
+    file_lines: std::collections::BTreeMap<u32, Vec<(u32, u32)>>,
 }
 
 impl CellMap {
@@ -96,18 +96,17 @@ impl CellMap {
     pub fn new(mut cells: Vec<CellSpan>) -> CellMap {
         cells.retain(|c| c.end > c.start);
         cells.sort_by_key(|c| c.start);
-        CellMap { cells, file_lines: Vec::new() }
+        CellMap { cells, file_lines: std::collections::BTreeMap::new() }
     }
 
     /// Records where the lines of `cell` are in the notebook's JSON.
     pub fn set_file_lines(&mut self, cell: u32, lines: Vec<(u32, u32)>) {
-        self.file_lines.retain(|(c, _)| *c != cell);
-        self.file_lines.push((cell, lines));
+        self.file_lines.insert(cell, lines);
     }
 
     /// Where line `line` (1-based) of `cell` starts in the notebook file.
     pub fn file_line(&self, cell: u32, line: usize) -> Option<(u32, u32)> {
-        let (_, lines) = self.file_lines.iter().find(|(c, _)| *c == cell)?;
+        let lines = self.file_lines.get(&cell)?;
         lines.get(line.checked_sub(1)?).copied()
     }
 

@@ -270,6 +270,22 @@ pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
     // Where each cell's lines are in the file, for formats that annotate it.
     if let Some(ranges) = source_ranges(json) {
         let index = memlint_diagnostics::LineIndex::new(json);
+        // Columns count characters from the line's start; a compact
+        // notebook is one line, so they are counted on from the previous
+        // offset (the cells' offsets increase), not from the start each time.
+        let mut last: Option<(usize, usize, usize)> = None; // (line, offset, column)
+        let mut locate = |o: usize| {
+            let line = index.line_of(offset(o));
+            let col = match last {
+                Some((l, prev, col)) if l == line && prev <= o => col + json.get(prev..o).map_or(0, |t| t.chars().count()),
+                _ => {
+                    let start = index.line_range(line, json).0;
+                    json.get(start..o).map_or(0, |t| t.chars().count())
+                }
+            };
+            last = Some((line, o, col));
+            (offset(line + 1), offset(col + 1))
+        };
         for c in &code_cells {
             let Some(r) = ranges.get(c.cell as usize - 1) else { continue };
             let starts = string_starts(&json[r.clone()]);
@@ -278,13 +294,7 @@ pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
                 // One string holds every line: they all point at it.
                 _ => vec![r.start + 1; text[c.span.start as usize..c.span.end as usize].lines().count().max(1)],
             };
-            let located = lines
-                .into_iter()
-                .map(|o| {
-                    let (l, col) = index.location_in(offset(o), Some(json));
-                    (offset(l), offset(col))
-                })
-                .collect();
+            let located = lines.into_iter().map(&mut locate).collect();
             cells.set_file_lines(c.cell, located);
         }
     }
