@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use crate::args::{CheckArgs, FailOn, OutputFormat};
 use crate::baseline::{self, Baseline};
-use crate::fix::{fix_text_with, FileFix};
+use memlint_linter::fix_loop::{fix_text_with, FileFix};
 use crate::config::{Config, Discovery};
 use crate::project::ProjectFacts;
 use crate::walk::{collect, Candidate};
@@ -541,7 +541,7 @@ fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option
     let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
     let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display.clone());
     let fixed = match fix {
-        Some(mode) if !diagnostics.is_empty() => Some(crate::fix::fix_notebook(json, &display, &options, mode)),
+        Some(mode) if !diagnostics.is_empty() => Some(memlint_linter::fix_loop::fix_notebook(json, &display, &options, mode)),
         _ => None,
     };
     (!diagnostics.is_empty())

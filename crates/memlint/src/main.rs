@@ -6,7 +6,6 @@ mod args;
 mod baseline;
 mod check;
 mod config;
-mod fix;
 mod fsutil;
 mod project;
 mod server;

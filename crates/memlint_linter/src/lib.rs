@@ -11,6 +11,8 @@
 //!   `# memlint: ignore-file[...]` comments.
 //! - [`notebook`]: Jupyter notebooks read as one module of their code cells
 //!   ([`notebook::lint_notebook`]).
+//! - [`fix_loop`]: `--fix`/`--diff` on one file or notebook: fixes applied
+//!   in rounds, re-linted, and refused when the result would not parse.
 //!
 //! [`lint_source`] is the per-file entry point. It never panics on any input
 //! text: a file that does not parse yields the findings of the recovered
@@ -29,6 +31,7 @@ pub mod notebook;
 pub mod registry;
 pub mod rules;
 pub mod selection;
+pub mod fix_loop;
 pub mod suppression;
 
 mod checker;

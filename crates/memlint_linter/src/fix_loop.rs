@@ -10,7 +10,7 @@
 
 use memlint_diagnostics::fix::{apply_fixes, FixMode};
 use memlint_diagnostics::Diagnostic;
-use memlint_linter::{lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
+use crate::{lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
 
 /// At most this many rounds per file (a fix that keeps re-appearing stops here).
 const MAX_ROUNDS: usize = 10;
@@ -53,12 +53,12 @@ pub struct NotebookFixed {
 
 /// Fixes a notebook's JSON in rounds like [`fix_text_with`]: each round
 /// applies the fixes that lie inside one code cell
-/// ([`memlint_linter::notebook::apply_cell_fixes`]) and re-lints the
+/// ([`crate::notebook::apply_cell_fixes`]) and re-lints the
 /// notebook. A round that leaves a cell with a syntax error it did not have
 /// is refused as a whole. Outputs, metadata and formatting are kept; only
 /// the `source` of a fixed cell changes.
 pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, mode: FixMode) -> FileFix {
-    use memlint_linter::notebook::{apply_cell_fixes, lint_notebook, read_notebook};
+    use crate::notebook::{apply_cell_fixes, lint_notebook, read_notebook};
     let errors = |d: &[Diagnostic]| d.iter().filter(|d| d.code == PARSE_ERROR.code).count();
     let mut current = json.to_string();
     let mut result = lint_notebook(&current, options);
@@ -100,8 +100,7 @@ fn line_of(text: &str, offset: u32) -> usize {
 }
 
 /// Fixes `text` whose diagnostics under `options` are `diagnostics`,
-/// re-checking the file on its own (the tests' entry point).
-#[cfg(test)]
+/// re-checking the file on its own (one file as its own project).
 pub fn fix_text(text: &str, diagnostics: Vec<Diagnostic>, options: &LintOptions, mode: FixMode) -> FileFix {
     fix_text_with(text, diagnostics, &|t: &str| lint_source(t, options), mode)
 }
