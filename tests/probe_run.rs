@@ -275,3 +275,58 @@ fn report_merges_the_nodes_of_a_job_and_rejects_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists(), "nothing half-written");
 }
+
+/// `--json -` is stdout; a device node and a symbolic link to it are
+/// written, never replaced (as root, `/dev/stdout` was replaced by a file).
+#[test]
+fn report_to_stdout_and_special_files_is_written_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(&*BIN).args(["run", "--quiet", "--json", "-", "--", "true"]).current_dir(dir.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("the report on stdout");
+    assert!(v.get("schema_version").is_some(), "{v}");
+    assert!(!dir.path().join("-").exists(), "no file named -");
+    let node = dir.path().join("null");
+    if !Command::new("mknod").arg(&node).args(["c", "1", "3"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("device-node case skipped: mknod needs root");
+        return;
+    }
+    std::os::unix::fs::symlink(&node, dir.path().join("stdout")).unwrap();
+    let out = dir.path().join("stdout");
+    let o = memprobe_run(&["--quiet", "--json", out.to_str().unwrap(), "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&out).unwrap().file_type().is_symlink(), "the link stays a link");
+    assert!(std::fs::metadata(&node).unwrap().file_type().is_char_device(), "the device stays a device");
+}
+
+/// An output path that cannot be written is refused before the job runs.
+#[test]
+fn output_paths_are_checked_before_the_job_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let missing = dir.path().join("missing/x.json");
+    let o = memprobe_run(&["--json", missing.to_str().unwrap(), "--", "touch", marker.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(!marker.exists(), "the job did not run");
+}
+
+/// A report that cannot be written after the job (its directory went
+/// away) goes to the temporary directory, is named, and the exit status
+/// is still the job's.
+#[test]
+fn a_failed_write_after_the_job_keeps_its_status_and_says_where_the_report_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let json = out_dir.join("run.json");
+    let job = format!("rm -rf '{}'; exit 3", out_dir.display());
+    let o = memprobe_run(&["--quiet", "--json", json.to_str().unwrap(), "--", "sh", "-c", &job]);
+    assert_eq!(o.status.code(), Some(3), "the job's status: {}", stderr(&o));
+    let err = stderr(&o);
+    let rescued = err.split("the JSON report is in ").nth(1).and_then(|r| r.split(" instead").next()).expect(&err);
+    let v = read_json(Path::new(rescued));
+    assert!(v.get("schema_version").is_some());
+    let _ = std::fs::remove_file(rescued);
+}

@@ -372,8 +372,28 @@ fn fail(e: anyhow::Error) -> ExitCode {
     ExitCode::from(if usage { 2 } else { 1 })
 }
 
+/// Every file the command will write, with its flag.
+fn outputs(cmd: &Cmd) -> Vec<(&'static str, &PathBuf)> {
+    let list: Vec<(&'static str, &Option<PathBuf>)> = match cmd {
+        Cmd::Bench(a) => vec![("--json", &a.json), ("--markdown", &a.markdown)],
+        Cmd::Run(a) => vec![("--json", &a.json), ("--markdown", &a.markdown), ("--svg", &a.svg)],
+        Cmd::Ab(a) => vec![("--json", &a.json), ("--markdown", &a.markdown)],
+        Cmd::Report(a) => vec![("--output", &a.output)],
+        Cmd::Compare(_) => vec![],
+    };
+    list.into_iter().filter_map(|(flag, p)| p.as_ref().map(|p| (flag, p))).collect()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Output paths are checked before any work: a job of hours must not
+    // end with a report that cannot be written.
+    for (flag, path) in outputs(&cli.command) {
+        if let Err(e) = safe_io::check_output(path) {
+            eprintln!("memprobe: error: {flag} {}: cannot write there: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
     match cli.command {
         Cmd::Run(args) => run_cmd(args).unwrap_or_else(fail),
         Cmd::Ab(args) => ab_cmd(args).unwrap_or_else(fail),
@@ -484,13 +504,15 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     // A closed pipe (memprobe ... | head) is not an error worth a message.
     let _ = out.write_all(table.as_bytes());
+    let mut saved = true;
     if let Some(p) = &a.json {
-        let s = JsonExporter.render(&report)?;
-        write_atomic(p, s.as_bytes()).with_context(|| format!("writing JSON report {}", p.display()))?;
+        saved &= save_report(p, &JsonExporter.render(&report)?, "JSON report");
     }
     if let Some(p) = &a.markdown {
-        let s = MarkdownExporter.render(&report)?;
-        write_atomic(p, s.as_bytes()).with_context(|| format!("writing markdown report {}", p.display()))?;
+        saved &= save_report(p, &MarkdownExporter.render(&report)?, "markdown report");
+    }
+    if !saved {
+        return Ok(ExitCode::FAILURE);
     }
     if !report.complete {
         eprintln!("memprobe: interrupted: partial report written");
@@ -501,6 +523,21 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
 
 fn write_report(path: &std::path::Path, text: &str, what: &str) -> anyhow::Result<()> {
     write_atomic(path, text.as_bytes()).with_context(|| format!("writing {what} {}", path.display()))
+}
+
+/// Writes a report after the work is done; when that fails (the disk
+/// filled, the directory went away), the report is written to the
+/// temporary directory instead and both places are named. `false` when
+/// the report did not reach `path`.
+fn save_report(path: &std::path::Path, text: &str, what: &str) -> bool {
+    let Err(e) = write_atomic(path, text.as_bytes()) else { return true };
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("txt");
+    let rescue = std::env::temp_dir().join(format!("memprobe-{}-{}.{ext}", what.replace(' ', "-"), std::process::id()));
+    match safe_io::write_output(&rescue, text.as_bytes()) {
+        Ok(()) => eprintln!("memprobe: error: {e}; the {what} is in {} instead", rescue.display()),
+        Err(e2) => eprintln!("memprobe: error: {e}; writing it to {} failed too ({e2}): the {what} is lost", rescue.display()),
+    }
+    false
 }
 
 fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -516,15 +553,17 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.quiet {
         eprint!("{}", memprobe_report::export::run::render_run(&report, false));
     }
+    // The job has run: whatever happens to the files, the exit status is
+    // the job's, and a report that cannot go where asked goes elsewhere.
     if let Some(p) = &a.json {
-        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+        save_report(p, &serde_json::to_string_pretty(&report)?, "JSON report");
     }
     if let Some(p) = &a.markdown {
-        write_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report")?;
+        save_report(p, &memprobe_report::export::run::render_run(&report, true), "markdown report");
     }
     if let Some(p) = &a.svg {
         let svg = memprobe_report::export::svg::run_svg(std::slice::from_ref(&report))?;
-        write_report(p, &svg, "SVG timeline")?;
+        save_report(p, &svg, "SVG timeline");
     }
     Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
 }
@@ -556,11 +595,15 @@ fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
     let report = memprobe_host::ab::ab(&opts, &mut progress)?;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(memprobe_report::export::run::render_ab(&report, false).as_bytes());
+    let mut saved = true;
     if let Some(p) = &a.json {
-        write_report(p, &serde_json::to_string_pretty(&report)?, "JSON report")?;
+        saved &= save_report(p, &serde_json::to_string_pretty(&report)?, "JSON report");
     }
     if let Some(p) = &a.markdown {
-        write_report(p, &memprobe_report::export::run::render_ab(&report, true), "markdown report")?;
+        saved &= save_report(p, &memprobe_report::export::run::render_ab(&report, true), "markdown report");
+    }
+    if !saved {
+        return Ok(ExitCode::FAILURE);
     }
     if !report.complete {
         eprintln!("memprobe: interrupted: partial report written");

@@ -34,4 +34,4 @@ mod write;
 pub use error::ReportError;
 pub use schema::*;
 pub use summary::summarize;
-pub use write::write_atomic;
+pub use write::{check_output, write_atomic};

@@ -1,35 +1,29 @@
-use std::io::Write;
 use std::path::Path;
 
 use crate::ReportError;
 
-/// Writes `contents` to `path` atomically: a temporary file in the same
-/// directory (same filesystem, so rename is atomic) is written, flushed, synced
-/// and renamed over the destination.
+/// Writes `contents` to `path` through the file-system boundary shared
+/// with memlint ([`safe_io::write_output`]): `-` is standard output, a
+/// character device or FIFO is written in place (never replaced), a
+/// regular file is replaced atomically (temporary file in the same
+/// directory, synced, renamed) keeping its mode and owner, a symbolic
+/// link's target is written, a read-only file is refused.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
-    let err = |source| ReportError::Write { path: path.to_path_buf(), source };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".memprobe-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(err)?;
-    // tempfile creates 0600; a report is an ordinary file: keep the mode of the
-    // file being replaced, else rw-r--r--.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode)).map_err(err)?;
+    safe_io::write_output(path, contents).map_err(|e| ReportError::Write { path: path.to_path_buf(), source: io_error(e) })
+}
+
+/// Checks before any work that a report can be written to `path`
+/// ([`safe_io::check_output`]): its directory exists and takes a new file,
+/// and what is there is not a directory or a read-only file.
+pub fn check_output(path: &Path) -> Result<(), ReportError> {
+    safe_io::check_output(path).map_err(|e| ReportError::Write { path: path.to_path_buf(), source: io_error(e) })
+}
+
+fn io_error(e: safe_io::WriteError) -> std::io::Error {
+    match e {
+        safe_io::WriteError::Io(io) => io,
+        other => std::io::Error::other(other.to_string()),
     }
-    tmp.write_all(contents).map_err(err)?;
-    tmp.flush().map_err(err)?;
-    tmp.as_file().sync_all().map_err(err)?;
-    tmp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -274,7 +274,7 @@ pub fn check_output(path: &Path) -> Result<(), WriteError> {
                 return Err(WriteError::NoDirectory(dir));
             }
             // The only sure test that the directory takes a new file.
-            tempfile::Builder::new().prefix(".memlint-check-").tempfile_in(&dir)?;
+            tempfile::Builder::new().prefix(".write-check-").tempfile_in(&dir)?;
             Ok(())
         }
     }
@@ -347,7 +347,7 @@ fn replace(target: &Path, existing: Option<&Metadata>, bytes: &[u8], original: O
     if !dir.is_dir() {
         return Err(WriteError::NoDirectory(dir));
     }
-    let mut tmp = tempfile::Builder::new().prefix(".memlint-").suffix(".tmp").tempfile_in(&dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".partial-").suffix(".tmp").tempfile_in(&dir)?;
     tmp.write_all(bytes)?;
     tmp.flush()?;
     match existing {
