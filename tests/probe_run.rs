@@ -330,3 +330,26 @@ fn a_failed_write_after_the_job_keeps_its_status_and_says_where_the_report_is() 
     assert!(v.get("schema_version").is_some());
     let _ = std::fs::remove_file(rescued);
 }
+
+/// A NEW run that was killed (the OOM killer sends SIGKILL) or failed is a
+/// regression, though it looks faster and smaller than BASE.
+#[test]
+fn compare_calls_a_crashed_run_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new, failed) = (dir.path().join("base.json"), dir.path().join("new.json"), dir.path().join("failed.json"));
+    let py = python();
+    let job = "import time; x = bytearray(64 << 20); time.sleep(0.5)";
+    let o = memprobe_run(&["--quiet", "--json", base.to_str().unwrap(), "--", &py, "-c", job]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = memprobe_run(&["--quiet", "--json", new.to_str().unwrap(), "--", &py, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]);
+    assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
+    let o = memprobe_run(&["--quiet", "--json", failed.to_str().unwrap(), "--", &py, "-c", "raise SystemExit(1)"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for (report, how) in [(&new, "killed by SIGKILL"), (&failed, "exited 1")] {
+        let o = Command::new(&*BIN).args(["compare"]).arg(&base).arg(report).output().unwrap();
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(out.contains(&format!("NEW {how}: a failed run is a regression")), "{out}");
+        assert!(out.contains("REGRESSION in run"), "{out}");
+    }
+}

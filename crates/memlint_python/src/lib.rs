@@ -75,7 +75,7 @@ pub fn parse(source: &str) -> ParsedPython {
             0,
             SyntaxError {
                 span: Span::new(at, at),
-                message: format!("nested too deeply (more than {MAX_NESTING} levels); the file is not checked"),
+                message: format!("nested too deeply (more than {MAX_NESTING} levels of statements and expressions): not checked"),
             },
         );
     }

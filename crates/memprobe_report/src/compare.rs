@@ -69,6 +69,17 @@ fn is_regression(c: &Comparison) -> bool {
     c.verdict == Verdict::Worse
 }
 
+/// How a run ended, in words, when it did not exit 0 (`None` when it did).
+fn failure(e: &crate::run::ExitInfo) -> Option<String> {
+    match (e.code, &e.signal_name, e.signal) {
+        (Some(0), _, _) => None,
+        (Some(c), _, _) => Some(format!("exited {c}")),
+        (None, Some(name), _) => Some(format!("killed by {name}")),
+        (None, None, Some(s)) => Some(format!("killed by signal {s}")),
+        (None, None, None) => Some("did not finish".into()),
+    }
+}
+
 fn bench_values(r: &Report, id: VariantId) -> (Vec<f64>, Vec<f64>, MemoryMetric) {
     let metric = if r.environment.device_kind == "cuda" { MemoryMetric::AllocatorPeakAllocated } else { MemoryMetric::PeakRss };
     let Some(v) = r.variant(id) else { return (Vec::new(), Vec::new(), metric) };
@@ -153,6 +164,12 @@ fn single_run(c: &mut Comparison) -> bool {
 
 fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> CompareResult {
     let mut row = CompareRow { id: "run".into(), label: new.command.join(" "), comparisons: Vec::new(), regression: false, notes: Vec::new() };
+    // A NEW run that crashed, was killed (the OOM killer sends SIGKILL) or
+    // failed is a regression whatever its figures: a crash is fast and small.
+    if let Some(how) = failure(&new.exit) {
+        row.regression = true;
+        row.notes.push(format!("NEW {how}: a failed run is a regression"));
+    }
     let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
     let peak = |r: &RunReport| r.peak_rss_bytes().map(|b| b as f64);
     row.regression |= single_run(&mut t);
@@ -202,6 +219,16 @@ fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &Compa
             notes: Vec::new(),
         };
         row.regression = row.comparisons.iter().any(is_regression);
+        let failed: Vec<String> = new.side(side).filter_map(|r| failure(&r.exit)).collect();
+        if !failed.is_empty() {
+            row.regression = true;
+            row.notes.push(format!(
+                "NEW: {} of {} runs failed ({}): a failed run is a regression",
+                failed.len(),
+                new.side(side).count(),
+                failed.join(", ")
+            ));
+        }
         rows.push(row);
     }
     finish("ab", format!("A `{}` / B `{}`", new.a.join(" "), new.b.join(" ")), rows, Vec::new(), o)
