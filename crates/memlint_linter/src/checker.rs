@@ -30,8 +30,11 @@ pub struct Checker<'c> {
 /// the file's size), kept for one file's walk.
 #[derive(Default)]
 pub struct FileMemo {
-    answers: std::cell::RefCell<rustc_hash::FxHashMap<(&'static str, String), Option<Rc<dyn std::any::Any>>>>,
+    answers: std::cell::RefCell<rustc_hash::FxHashMap<(&'static str, String), Answer>>,
 }
+
+/// One memoized answer (`None`: there is none).
+type Answer = Option<Rc<dyn std::any::Any>>;
 
 impl FileMemo {
     /// The answer of `compute` for the question `(what, key)`, computed
