@@ -199,8 +199,9 @@ fn bad_commands_and_options_fail_clearly() {
     assert!(stderr(&o).contains("not a duration"), "{}", stderr(&o));
     let o = memprobe_run(&[]);
     assert_eq!(o.status.code(), Some(2));
+    // Refused before the command runs (usage error).
     let o = memprobe_run(&["--json", "/nonexistent-dir/r.json", "--", "true"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("/nonexistent-dir/r.json"), "{}", stderr(&o));
 }
 
