@@ -70,3 +70,20 @@ fn bad_separators_and_failing_commands_are_errors() {
     let o = ab(&["--runs", "2", "--ignore-failure", "--", "true", "---", "sh", "-c", "exit 4"]);
     assert!(o.status.success());
 }
+
+/// With `--ignore-failure`, a side whose runs failed gets no verdict (a
+/// crash is fast and small), and the table says why.
+#[test]
+fn failed_runs_get_no_verdict_and_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let py = python();
+    let json = dir.path().join("ab.json");
+    let slow = sleeper(0.4);
+    let o = ab(&["--runs", "4", "--ignore-failure", "--json", json.to_str().unwrap(), "--", &py, "-c", &slow, "---", "sh", "-c", "exit 1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(!table.contains("faster"), "{table}");
+    assert!(table.contains("B: 4 of 4 runs failed (exit code 1)"), "{table}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(comparison(&r, "wall time")["verdict"], "inconclusive");
+}

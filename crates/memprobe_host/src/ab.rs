@@ -135,6 +135,34 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
     if !ga.is_empty() || !gb.is_empty() {
         comparisons.push(compare(Metric::Memory, "peak GPU memory (NVML, tree)", &ga, &gb, &opts.memory));
     }
+    // With --ignore-failure, figures of failed runs measure a crash, not
+    // the command: the verdicts are withdrawn and the failures named.
+    let mut failed_sides = Vec::new();
+    for side in ["a", "b"] {
+        let ran: Vec<&AbRun> = results.iter().filter(|r| r.side == side).collect();
+        let failed: Vec<String> = ran
+            .iter()
+            .filter(|r| r.exit.code != Some(0))
+            .map(|r| match (r.exit.code, &r.exit.signal_name) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("killed by {s}"),
+                _ => "unknown status".into(),
+            })
+            .collect();
+        if !failed.is_empty() {
+            let mut kinds = failed.clone();
+            kinds.dedup();
+            failed_sides.push(format!("{}: {} of {} runs failed ({})", side.to_uppercase(), failed.len(), ran.len(), kinds.join(", ")));
+        }
+    }
+    if !failed_sides.is_empty() {
+        let why = format!("{}; the verdict is withheld: failed runs are not comparable", failed_sides.join("; "));
+        for c in &mut comparisons {
+            c.verdict = memprobe_report::verdict::Verdict::Inconclusive;
+            c.warnings.push(why.clone());
+        }
+        notes.push(failed_sides.join("; "));
+    }
     notes.push(format!(
         "each run is one process tree started fresh; runs alternate A B A B so drift of the machine hits both; {} warm-up run(s) per side not counted",
         opts.warmup
