@@ -354,3 +354,26 @@ fn compare_calls_a_crashed_run_a_regression() {
         assert!(out.contains("REGRESSION in run"), "{out}");
     }
 }
+
+/// Reports of different machines (CPU model, instruction sets) are not
+/// compared unless asked: the difference would not be the code's.
+#[test]
+fn compare_refuses_reports_of_different_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let o = memprobe_run(&["--quiet", "--json", base.to_str().unwrap(), "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut v = read_json(&base);
+    assert!(v["host"]["cpu_flags"].is_array(), "the instruction sets are recorded: {}", v["host"]);
+    v["host"]["cpu_model"] = "Another CPU".into();
+    v["host"]["cpu_flags"] = serde_json::json!(["avx2", "avx512_bf16"]);
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, serde_json::to_string(&v).unwrap()).unwrap();
+    let o = Command::new(&*BIN).arg("compare").arg(&base).arg(&other).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CPU: BASE") && stderr(&o).contains("Another CPU"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--allow-different-hosts"), "{}", stderr(&o));
+    let o = Command::new(&*BIN).arg("compare").arg(&base).arg(&other).arg("--allow-different-hosts").output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("measured differently (allowed): CPU"), "{out}");
+}

@@ -339,6 +339,12 @@ struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: CompareFormat,
+    /// Compare reports measured on different machines (CPU model and
+    /// instruction sets, GPU, driver, torch) or with different settings
+    /// (batch, steps, warm-up, threads); refused otherwise (exit 2), since
+    /// the difference would not be the code's.
+    #[arg(long)]
+    allow_different_hosts: bool,
 }
 
 struct Progress {
@@ -631,6 +637,7 @@ fn compare_cmd(a: CompareArgs) -> ExitCode {
     let o = CompareOptions {
         time: VerdictConfig { confidence: a.confidence, threshold: a.max_time_regression, ..VerdictConfig::time() },
         memory: VerdictConfig { confidence: a.confidence, threshold: a.max_memory_regression, ..VerdictConfig::memory() },
+        allow_different_hosts: a.allow_different_hosts,
     };
     let result = match compare_reports(&base, &new, &o) {
         Ok(r) => r,

@@ -94,6 +94,7 @@ pub fn probe(device: DeviceChoice) -> Environment {
         cudnn_version: None,
         torch_version: ffi::torch_version(),
         cpu_model: cpu,
+        cpu_flags: memprobe_report::host::cpu_flags(),
         cpu_logical_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         torch_threads: i64::from(tch::get_num_threads()),
         os: os_name(),

@@ -133,6 +133,7 @@ pub fn host_info(driver_version: Option<String>) -> HostInfo {
     HostInfo {
         hostname,
         cpu_model,
+        cpu_flags: memprobe_report::host::cpu_flags(),
         cpu_logical_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         memory_total_bytes,
         os,

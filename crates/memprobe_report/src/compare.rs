@@ -20,12 +20,53 @@ pub struct CompareOptions {
     pub time: VerdictConfig,
     /// Memory verdicts (threshold = `--max-memory-regression`).
     pub memory: VerdictConfig,
+    /// Compare reports of different machines or settings anyway
+    /// (`--allow-different-hosts`); the differences become notes.
+    #[serde(default)]
+    pub allow_different_hosts: bool,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { time: VerdictConfig::time(), memory: VerdictConfig::memory() }
+        CompareOptions { time: VerdictConfig::time(), memory: VerdictConfig::memory(), allow_different_hosts: false }
     }
+}
+
+/// `what: BASE x, NEW y` when the two differ.
+fn differ<T: PartialEq + std::fmt::Debug>(what: &str, base: &T, new: &T, out: &mut Vec<String>) {
+    if base != new {
+        out.push(format!("{what}: BASE {base:?}, NEW {new:?}"));
+    }
+}
+
+/// The CPU's identity: its model and instruction-set flags (flags only
+/// when both reports recorded them).
+fn cpu_differences(base: (&str, &[String]), new: (&str, &[String]), out: &mut Vec<String>) {
+    differ("CPU", &base.0, &new.0, out);
+    if !base.1.is_empty() && !new.1.is_empty() && base.1 != new.1 {
+        let only = |a: &[String], b: &[String]| a.iter().filter(|f| !b.contains(f)).cloned().collect::<Vec<_>>().join(" ");
+        out.push(format!(
+            "CPU instruction sets: only BASE has [{}], only NEW has [{}]",
+            only(base.1, new.1),
+            only(new.1, base.1)
+        ));
+    }
+}
+
+/// Refuses (or, allowed, notes) reports measured on different machines or
+/// with different settings: their differences are not the code's.
+fn check_same_conditions(differences: Vec<String>, o: &CompareOptions, notes: &mut Vec<String>) -> Result<(), Mismatch> {
+    if differences.is_empty() {
+        return Ok(());
+    }
+    if o.allow_different_hosts {
+        notes.extend(differences.into_iter().map(|d| format!("measured differently (allowed): {d}")));
+        return Ok(());
+    }
+    Err(Mismatch(format!(
+        "the reports were measured differently: {}; compare reports of one machine and one set of settings, or pass --allow-different-hosts",
+        differences.join("; ")
+    )))
 }
 
 /// One matched row.
@@ -94,21 +135,28 @@ fn bench_values(r: &Report, id: VariantId) -> (Vec<f64>, Vec<f64>, MemoryMetric)
 
 fn compare_bench(base: &Report, new: &Report, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
     let (bw, nw) = (&base.workload, &new.workload);
-    if (bw.name.as_str(), bw.size.as_str(), bw.batch_size) != (nw.name.as_str(), nw.size.as_str(), nw.batch_size) {
+    if (bw.name.as_str(), bw.size.as_str()) != (nw.name.as_str(), nw.size.as_str()) {
         return Err(Mismatch(format!(
             "different workloads: BASE is {} ({}, batch {}), NEW is {} ({}, batch {})",
             bw.name, bw.size, bw.batch_size, nw.name, nw.size, nw.batch_size
         )));
     }
     let (be, ne) = (&base.environment, &new.environment);
-    if be.device_kind != ne.device_kind || be.device_name != ne.device_name {
-        return Err(Mismatch(format!(
-            "different devices: BASE ran on {} ({}), NEW on {} ({})",
-            be.device_kind, be.device_name, ne.device_kind, ne.device_name
-        )));
+    let mut differences = Vec::new();
+    differ("device", &format!("{} ({})", be.device_kind, be.device_name), &format!("{} ({})", ne.device_kind, ne.device_name), &mut differences);
+    cpu_differences((&be.cpu_model, &be.cpu_flags), (&ne.cpu_model, &ne.cpu_flags), &mut differences);
+    differ("torch", &be.torch_version, &ne.torch_version, &mut differences);
+    if be.device_kind == "cuda" || ne.device_kind == "cuda" {
+        differ("NVIDIA driver", &be.driver_version, &ne.driver_version, &mut differences);
+        differ("torch's CUDA", &be.torch_cuda_version, &ne.torch_cuda_version, &mut differences);
     }
+    differ("batch size", &bw.batch_size, &nw.batch_size, &mut differences);
+    differ("measured steps", &base.settings.measured_steps, &new.settings.measured_steps, &mut differences);
+    differ("warm-up steps", &base.settings.warmup_steps, &new.settings.warmup_steps, &mut differences);
+    differ("intra-op threads", &be.torch_threads, &ne.torch_threads, &mut differences);
     let mut rows = Vec::new();
     let mut notes = Vec::new();
+    check_same_conditions(differences, o, &mut notes)?;
     for bv in &base.variants {
         let Some(nv) = new.variant(bv.info.id) else {
             notes.push(format!("{}: only in BASE", bv.info.id));
@@ -162,7 +210,17 @@ fn single_run(c: &mut Comparison) -> bool {
     false
 }
 
-fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> CompareResult {
+fn host_differences(base: &crate::run::HostInfo, new: &crate::run::HostInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    cpu_differences((&base.cpu_model, &base.cpu_flags), (&new.cpu_model, &new.cpu_flags), &mut out);
+    differ("logical CPUs", &base.cpu_logical_cores, &new.cpu_logical_cores, &mut out);
+    differ("NVIDIA driver", &base.driver_version, &new.driver_version, &mut out);
+    out
+}
+
+fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
+    let mut notes = Vec::new();
+    check_same_conditions(host_differences(&base.host, &new.host), o, &mut notes)?;
     let mut row = CompareRow { id: "run".into(), label: new.command.join(" "), comparisons: Vec::new(), regression: false, notes: Vec::new() };
     // A NEW run that crashed, was killed (the OOM killer sends SIGKILL) or
     // failed is a regression whatever its figures: a crash is fast and small.
@@ -188,17 +246,18 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Compare
         row.regression |= single_run(&mut m);
         row.comparisons.push(m);
     }
-    let mut notes = Vec::new();
     if base.command != new.command {
         notes.push(format!("the commands differ: BASE `{}`, NEW `{}`", base.command.join(" "), new.command.join(" ")));
     }
     if base.exit.code != Some(0) || new.exit.code != Some(0) {
         notes.push(format!("exit status: BASE {}, NEW {}", base.exit.shell_status(), new.exit.shell_status()));
     }
-    finish("run", format!("`{}` on {}", new.command.join(" "), new.host.hostname), vec![row], notes, o)
+    Ok(finish("run", format!("`{}` on {}", new.command.join(" "), new.host.hostname), vec![row], notes, o))
 }
 
-fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &CompareOptions) -> CompareResult {
+fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
+    let mut notes = Vec::new();
+    check_same_conditions(host_differences(&base.host, &new.host), o, &mut notes)?;
     let mut rows = Vec::new();
     for side in ["a", "b"] {
         let vals = |r: &crate::run::AbReport, f: &dyn Fn(&crate::run::AbRun) -> f64| -> Vec<f64> { r.side(side).map(f).collect() };
@@ -231,7 +290,7 @@ fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &Compa
         }
         rows.push(row);
     }
-    finish("ab", format!("A `{}` / B `{}`", new.a.join(" "), new.b.join(" ")), rows, Vec::new(), o)
+    Ok(finish("ab", format!("A `{}` / B `{}`", new.a.join(" "), new.b.join(" ")), rows, notes, o))
 }
 
 fn finish(kind: &str, subject: String, rows: Vec<CompareRow>, notes: Vec<String>, o: &CompareOptions) -> CompareResult {
@@ -243,8 +302,8 @@ fn finish(kind: &str, subject: String, rows: Vec<CompareRow>, notes: Vec<String>
 pub fn compare_reports(base: &AnyReport, new: &AnyReport, o: &CompareOptions) -> Result<CompareResult, Mismatch> {
     match (base, new) {
         (AnyReport::Bench(b), AnyReport::Bench(n)) => compare_bench(b, n, o),
-        (AnyReport::Run(b), AnyReport::Run(n)) => Ok(compare_run(b, n, o)),
-        (AnyReport::Ab(b), AnyReport::Ab(n)) => Ok(compare_ab(b, n, o)),
+        (AnyReport::Run(b), AnyReport::Run(n)) => compare_run(b, n, o),
+        (AnyReport::Ab(b), AnyReport::Ab(n)) => compare_ab(b, n, o),
         (b, n) => Err(Mismatch(format!("BASE is a {} report, NEW is a {} report", b.kind(), n.kind()))),
     }
 }

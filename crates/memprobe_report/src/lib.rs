@@ -24,6 +24,7 @@
 pub mod compare;
 mod error;
 pub mod export;
+pub mod host;
 pub mod run;
 mod schema;
 pub mod stats;

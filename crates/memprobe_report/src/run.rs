@@ -14,6 +14,10 @@ pub struct HostInfo {
     pub hostname: String,
     /// CPU model name from /proc/cpuinfo.
     pub cpu_model: String,
+    /// The CPU's instruction-set extensions that decide which kernels run
+    /// ([`crate::host::RECORDED_FLAGS`]); empty in older reports.
+    #[serde(default)]
+    pub cpu_flags: Vec<String>,
     /// Logical CPUs.
     pub cpu_logical_cores: usize,
     /// Physical memory, bytes.

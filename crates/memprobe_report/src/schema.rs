@@ -86,6 +86,11 @@ pub struct Environment {
     pub torch_version: String,
     /// CPU model name from /proc/cpuinfo.
     pub cpu_model: String,
+    /// The CPU's instruction-set extensions that decide which kernels run
+    /// ([`crate::host::RECORDED_FLAGS`]); empty in reports from before they
+    /// were recorded.
+    #[serde(default)]
+    pub cpu_flags: Vec<String>,
     /// Logical CPUs available to the process.
     pub cpu_logical_cores: usize,
     /// Intra-op threads libtorch uses in the workers.

@@ -73,6 +73,7 @@ fn fixture() -> Report {
             cudnn_version: None,
             torch_version: "2.11.0".into(),
             cpu_model: "Test CPU".into(),
+            cpu_flags: vec!["avx2".into()],
             cpu_logical_cores: 2,
             torch_threads: 2,
             os: "linux 6.1".into(),

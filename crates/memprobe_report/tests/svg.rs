@@ -73,6 +73,7 @@ fn run_timeline_renders_with_a_series_per_node() {
             host: HostInfo {
                 hostname: host.into(),
                 cpu_model: "cpu".into(),
+                cpu_flags: Vec::new(),
                 cpu_logical_cores: 2,
                 memory_total_bytes: None,
                 os: "linux".into(),

@@ -240,7 +240,7 @@ pub(crate) fn header_lines(r: &Report) -> Vec<String> {
     let w = &r.workload;
     let mut lines = vec![
         format!(
-            "device: {} ({}) | driver: {} | CUDA: {} | torch: {} | CPU: {} ({} logical cores, {} torch threads)",
+            "device: {} ({}) | driver: {} | CUDA: {} | torch: {} | CPU: {} ({} logical cores, {} torch threads{})",
             e.device_name,
             e.device_kind,
             e.driver_version.as_deref().unwrap_or("none"),
@@ -253,7 +253,8 @@ pub(crate) fn header_lines(r: &Report) -> Vec<String> {
             e.torch_version,
             e.cpu_model,
             e.cpu_logical_cores,
-            e.torch_threads
+            e.torch_threads,
+            if e.cpu_flags.is_empty() { String::new() } else { format!("; {}", e.cpu_flags.join(" ")) }
         ),
         format!(
             "workload: {} [{}] {} | batch {} | input {:?} | {} params | loss {} | {} | train FLOPs/step: {}",
