@@ -377,3 +377,49 @@ fn compare_refuses_reports_of_different_machines() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("measured differently (allowed): CPU"), "{out}");
 }
+
+/// Forked workers share their parent's pages: the tree's footprint (PSS)
+/// counts them once, RSS once per process. The report's peak tree PSS lies
+/// within 10% of the smaps_rollup sum the job takes of itself.
+#[test]
+fn forked_workers_share_pages_and_pss_counts_them_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let measured = dir.path().join("pss");
+    let job = script(
+        dir.path(),
+        "fork.py",
+        r#"
+import os, sys, time
+buf = bytearray(200 << 20)
+for i in range(0, len(buf), 4096):
+    buf[i] = 1
+workers = []
+for _ in range(2):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(2.0)
+        os._exit(0)
+    workers.append(pid)
+time.sleep(0.8)
+def pss(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("Pss:"))
+open(sys.argv[1], "w").write(str(sum(pss(p) for p in [os.getpid()] + workers)))
+for pid in workers:
+    os.waitpid(pid, 0)
+"#,
+    );
+    let json = dir.path().join("run.json");
+    let o = memprobe_run(&["--quiet", "--json", json.to_str().unwrap(), "--", "/usr/bin/python3", job.to_str().unwrap(), measured.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = read_json(&json);
+    let peak = |s: &Value| s["bytes"].as_array().unwrap().iter().filter_map(Value::as_u64).max().unwrap_or(0) as f64;
+    let pss = peak(&v["tree_pss"]);
+    let rss = peak(&v["tree_rss"]);
+    let truth: f64 = std::fs::read_to_string(&measured).unwrap().trim().parse().unwrap();
+    assert!((pss - truth).abs() / truth < 0.10, "tree PSS {:.0} MiB vs smaps_rollup sum {:.0} MiB", pss / MIB, truth / MIB);
+    assert!(rss > 2.0 * pss, "RSS counts the shared pages once per process: RSS {:.0} MiB, PSS {:.0} MiB", rss / MIB, pss / MIB);
+    let table = Command::new(&*BIN).args(["report", "--format", "markdown"]).arg(&json).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("host PSS, whole tree"), "{table}");
+}

@@ -112,6 +112,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
                 repeat: repeat - opts.warmup,
                 wall_s: r.duration_s,
                 peak_rss_bytes: r.peak_rss_bytes().unwrap_or(0),
+                peak_pss_bytes: r.peak_pss_bytes(),
                 peak_gpu_bytes: peak_gpu(&r),
                 exit: r.exit.clone(),
             });
@@ -120,16 +121,28 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
     let vals = |side: &str, f: &dyn Fn(&AbRun) -> Option<f64>| -> Vec<f64> {
         results.iter().filter(|r| r.side == side).filter_map(f).collect()
     };
+    // Memory is the tree's footprint (PSS) when every run has it, else RSS.
+    let pss = results.iter().all(|r| r.peak_pss_bytes.is_some());
+    let memory = |r: &AbRun| Some(if pss { r.peak_pss_bytes.unwrap_or(0) } else { r.peak_rss_bytes } as f64);
     let mut comparisons = vec![
         compare(Metric::Time, "wall time", &vals("a", &|r| Some(r.wall_s)), &vals("b", &|r| Some(r.wall_s)), &opts.time),
         compare(
+            Metric::Memory,
+            if pss { "peak PSS (tree)" } else { "peak RSS (tree)" },
+            &vals("a", &memory),
+            &vals("b", &memory),
+            &opts.memory,
+        ),
+    ];
+    if pss {
+        comparisons.push(compare(
             Metric::Memory,
             "peak RSS (tree)",
             &vals("a", &|r| Some(r.peak_rss_bytes as f64)),
             &vals("b", &|r| Some(r.peak_rss_bytes as f64)),
             &opts.memory,
-        ),
-    ];
+        ));
+    }
     let ga = vals("a", &|r| r.peak_gpu_bytes.map(|b| b as f64));
     let gb = vals("b", &|r| r.peak_gpu_bytes.map(|b| b as f64));
     if !ga.is_empty() || !gb.is_empty() {

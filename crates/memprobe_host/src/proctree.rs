@@ -15,6 +15,14 @@ pub struct ProcMem {
     pub rss_bytes: u64,
     /// VmHWM (peak RSS so far), bytes.
     pub hwm_bytes: Option<u64>,
+    /// Proportional set size (`Pss` of /proc/PID/smaps_rollup): a page
+    /// shared by n processes counts 1/n in each, so the sum over a tree is
+    /// its real footprint (a forked DataLoader worker's pages shared with
+    /// its parent count once). `None` where the kernel does not give it.
+    pub pss_bytes: Option<u64>,
+    /// Unique set size (private clean + private dirty): what freeing this
+    /// process alone would return.
+    pub uss_bytes: Option<u64>,
 }
 
 /// `root` and every live descendant. Uses the kernel's per-task `children`
@@ -86,7 +94,34 @@ pub fn proc_mem(pid: u32) -> Option<ProcMem> {
             ppid = v.trim().parse().unwrap_or(0);
         }
     }
-    Some(ProcMem { pid, ppid, rss_bytes: rss?, hwm_bytes: hwm })
+    let (pss_bytes, uss_bytes) = smaps_rollup(pid);
+    Some(ProcMem { pid, ppid, rss_bytes: rss?, hwm_bytes: hwm, pss_bytes, uss_bytes })
+}
+
+/// `(Pss, Private_Clean + Private_Dirty)` of /proc/PID/smaps_rollup.
+pub fn smaps_rollup(pid: u32) -> (Option<u64>, Option<u64>) {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else { return (None, None) };
+    parse_smaps_rollup(&text)
+}
+
+/// The PSS and USS of a smaps_rollup text.
+pub fn parse_smaps_rollup(text: &str) -> (Option<u64>, Option<u64>) {
+    let mut pss = None;
+    let (mut clean, mut dirty) = (None, None);
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("Pss:") {
+            pss = kib(v);
+        } else if let Some(v) = line.strip_prefix("Private_Clean:") {
+            clean = kib(v);
+        } else if let Some(v) = line.strip_prefix("Private_Dirty:") {
+            dirty = kib(v);
+        }
+    }
+    let uss = match (clean, dirty) {
+        (Some(c), Some(d)) => Some(c + d),
+        _ => None,
+    };
+    (pss, uss)
 }
 
 fn kib(v: &str) -> Option<u64> {
@@ -120,6 +155,14 @@ mod tests {
         assert!(!cmdline(me, 200).is_empty());
         assert_eq!(descendants(me)[0], me);
         assert!(proc_mem(u32::MAX - 1).is_none());
+        assert!(m.pss_bytes.is_some_and(|p| p > 0 && p <= m.rss_bytes), "{m:?}");
+    }
+
+    #[test]
+    fn pss_and_uss_of_a_smaps_rollup() {
+        let text = "00400000-7ffd [rollup]\nRss:  300 kB\nPss:  120 kB\nShared_Clean: 100 kB\nPrivate_Clean: 20 kB\nPrivate_Dirty: 80 kB\n";
+        assert_eq!(parse_smaps_rollup(text), (Some(120 * 1024), Some(100 * 1024)));
+        assert_eq!(parse_smaps_rollup(""), (None, None));
     }
 
     #[test]

@@ -313,6 +313,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     let root = child.id();
 
     let mut tree_rss = MemorySeries::default();
+    let mut tree_pss = MemorySeries::default();
     let mut procs: Vec<ProcessSeries> = Vec::new();
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut torch = TorchCollector::default();
@@ -341,9 +342,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         let t = start.elapsed().as_secs_f64();
         let pids = proctree::descendants(root);
         let mut total = 0u64;
+        let mut total_pss = 0u64;
+        let mut pss_complete = true;
         for &pid in &pids {
             let Some(m) = proctree::proc_mem(pid) else { continue };
             total += m.rss_bytes;
+            match m.pss_bytes {
+                Some(p) => total_pss += p,
+                None => pss_complete = false,
+            }
             let i = *index.entry(pid).or_insert_with(|| {
                 procs.push(ProcessSeries {
                     pid,
@@ -351,6 +358,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
                     command: proctree::cmdline(pid, 160),
                     rss: MemorySeries::default(),
                     hwm_bytes: None,
+                    pss: MemorySeries::default(),
+                    uss: MemorySeries::default(),
                 });
                 procs.len() - 1
             });
@@ -362,9 +371,19 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             }
             p.rss.push(t, m.rss_bytes);
             p.hwm_bytes = m.hwm_bytes.or(p.hwm_bytes);
+            if let Some(v) = m.pss_bytes {
+                p.pss.push(t, v);
+            }
+            if let Some(v) = m.uss_bytes {
+                p.uss.push(t, v);
+            }
         }
         if !pids.is_empty() && total > 0 {
             tree_rss.push(t, total);
+            // A tree sum only when every live process gave its PSS.
+            if pss_complete && total_pss > 0 {
+                tree_pss.push(t, total_pss);
+            }
         }
         if let Some(g) = gpu.as_mut() {
             g.sample(t, &pids);
@@ -407,9 +426,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         signal_name: status.signal().map(signal_name),
     };
     let mut notes = vec![
-        "host RSS is VmRSS from /proc/PID/status per process, summed over the live processes of the tree at each sample; shared pages count once per process".to_string(),
+        "host memory is PSS from /proc/PID/smaps_rollup per process (a page shared by n processes counts 1/n in each), summed over the live processes of the tree at each sample: the tree's footprint; RSS (VmRSS, /proc/PID/status) is the second figure, where shared pages count once per process".to_string(),
         "per-process peaks also read the kernel's high-water mark (VmHWM), which catches a peak between two samples".to_string(),
     ];
+    if tree_pss.bytes.is_empty() && !tree_rss.bytes.is_empty() {
+        notes.push("PSS could not be read (/proc/PID/smaps_rollup: kernel before 4.14, or not permitted): memory figures are RSS, where shared pages count once per process".into());
+    }
     if tree_rss.bytes.len() < 3 {
         notes.push(format!("the command ran {duration_s:.3} s: only {} sample(s); lower --interval for short commands", tree_rss.bytes.len()));
     }
@@ -431,12 +453,13 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         exit,
         forwarded_signals: forwarded,
         tree_rss,
+        tree_pss,
         processes: procs,
         gpus: gpu.map(GpuSampler::finish).unwrap_or_default(),
         gpu_note,
         torch: torch_view,
         sampler: SamplerCost {
-            what: "/proc/PID/status of every process of the tree, NVML when present, the --torch pipe".into(),
+            what: "/proc/PID/status and smaps_rollup of every process of the tree, NVML when present, the --torch pipe".into(),
             interval_ms: opts.interval.as_secs_f64() * 1000.0,
             samples,
             mean_sample_us: if samples > 0 { sample_time.as_secs_f64() * 1e6 / samples as f64 } else { 0.0 },

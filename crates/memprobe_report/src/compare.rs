@@ -229,11 +229,14 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<
         row.notes.push(format!("NEW {how}: a failed run is a regression"));
     }
     let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
-    let peak = |r: &RunReport| r.peak_rss_bytes().map(|b| b as f64);
+    // The tree's footprint (PSS) when both reports have it, else RSS.
+    let both_pss = base.peak_pss_bytes().is_some() && new.peak_pss_bytes().is_some();
+    let (what, peak): (&str, fn(&RunReport) -> Option<u64>) =
+        if both_pss { ("peak PSS (tree)", RunReport::peak_pss_bytes) } else { ("peak RSS (tree)", RunReport::peak_rss_bytes) };
     row.regression |= single_run(&mut t);
     row.comparisons.push(t);
     if let (Some(b), Some(n)) = (peak(base), peak(new)) {
-        let mut m = compare(Metric::Memory, "peak RSS (tree)", &[b], &[n], &o.memory);
+        let mut m = compare(Metric::Memory, what, &[b as f64], &[n as f64], &o.memory);
         row.regression |= single_run(&mut m);
         row.comparisons.push(m);
     }
@@ -266,13 +269,17 @@ fn compare_ab(base: &crate::run::AbReport, new: &crate::run::AbReport, o: &Compa
             label: (if side == "a" { &new.a } else { &new.b }).join(" "),
             comparisons: vec![
                 compare(Metric::Time, "wall time", &vals(base, &|r| r.wall_s), &vals(new, &|r| r.wall_s), &o.time),
-                compare(
-                    Metric::Memory,
-                    "peak RSS (tree)",
-                    &vals(base, &|r| r.peak_rss_bytes as f64),
-                    &vals(new, &|r| r.peak_rss_bytes as f64),
-                    &o.memory,
-                ),
+                {
+                    let pss = base.results.iter().chain(&new.results).all(|r| r.peak_pss_bytes.is_some());
+                    let memory = |r: &crate::run::AbRun| if pss { r.peak_pss_bytes.unwrap_or(0) as f64 } else { r.peak_rss_bytes as f64 };
+                    compare(
+                        Metric::Memory,
+                        if pss { "peak PSS (tree)" } else { "peak RSS (tree)" },
+                        &vals(base, &memory),
+                        &vals(new, &memory),
+                        &o.memory,
+                    )
+                },
             ],
             regression: false,
             notes: Vec::new(),

@@ -117,6 +117,14 @@ pub struct ProcessSeries {
     /// The kernel's RSS high-water mark (VmHWM) at the last sample: catches a
     /// peak that fell between two samples.
     pub hwm_bytes: Option<u64>,
+    /// Proportional set size over time (/proc/PID/smaps_rollup): shared
+    /// pages divided among the processes sharing them. Empty in older
+    /// reports and where the kernel does not give it.
+    #[serde(default)]
+    pub pss: MemorySeries,
+    /// Unique set size (private pages) over time.
+    #[serde(default)]
+    pub uss: MemorySeries,
 }
 
 /// One GPU of the node, sampled through NVML.
@@ -219,8 +227,13 @@ pub struct RunReport {
     pub exit: ExitInfo,
     /// Signals memprobe received and forwarded to the command.
     pub forwarded_signals: Vec<String>,
-    /// Host RSS summed over every live process of the tree.
+    /// Host RSS summed over every live process of the tree (a page shared
+    /// by n processes counts n times).
     pub tree_rss: MemorySeries,
+    /// Host PSS summed over every live process of the tree: the tree's real
+    /// footprint, each shared page counted once. Empty in older reports.
+    #[serde(default)]
+    pub tree_pss: MemorySeries,
     /// Every process seen in the tree, in order of appearance.
     pub processes: Vec<ProcessSeries>,
     /// Every GPU of the node (empty without NVML).
@@ -246,6 +259,22 @@ impl RunReport {
         match (sampled, hwm) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
+        }
+    }
+
+    /// Peak host PSS of the tree (the largest sampled sum): its memory
+    /// footprint with shared pages counted once. `None` when PSS was not
+    /// sampled (an older report, a kernel without smaps_rollup).
+    pub fn peak_pss_bytes(&self) -> Option<u64> {
+        self.tree_pss.summary().map(|s| s.peak_bytes)
+    }
+
+    /// The headline memory figure and its name: peak tree PSS when it was
+    /// sampled, else peak tree RSS.
+    pub fn peak_memory(&self) -> Option<(u64, &'static str)> {
+        match self.peak_pss_bytes() {
+            Some(p) => Some((p, "peak PSS (tree)")),
+            None => self.peak_rss_bytes().map(|r| (r, "peak RSS (tree)")),
         }
     }
 }
@@ -306,6 +335,9 @@ pub struct AbRun {
     pub wall_s: f64,
     /// Peak host RSS of the tree ([`RunReport::peak_rss_bytes`]).
     pub peak_rss_bytes: u64,
+    /// Peak host PSS of the tree ([`RunReport::peak_pss_bytes`]), when sampled.
+    #[serde(default)]
+    pub peak_pss_bytes: Option<u64>,
     /// Peak of the tree's summed NVML process memory over all GPUs, when measured.
     pub peak_gpu_bytes: Option<u64>,
     /// How it ended.
@@ -374,7 +406,15 @@ mod tests {
         let mut s = MemorySeries::default();
         s.push(0.0, 100);
         s.push(0.01, 120);
-        let p = |hwm| ProcessSeries { pid: 1, ppid: 0, command: "x".into(), rss: s.clone(), hwm_bytes: hwm };
+        let p = |hwm| ProcessSeries {
+            pid: 1,
+            ppid: 0,
+            command: "x".into(),
+            rss: s.clone(),
+            hwm_bytes: hwm,
+            pss: MemorySeries::default(),
+            uss: MemorySeries::default(),
+        };
         let mut r: RunReport = serde_json::from_str(include_str!("../tests/golden/run-minimal.json")).unwrap();
         r.tree_rss = s.clone();
         r.processes = vec![p(Some(500))];

@@ -65,7 +65,20 @@ pub fn render_run(r: &RunReport, markdown: bool) -> String {
     }
     let mut t = table(markdown);
     t.set_header(vec!["memory", "peak", "mean", "time to peak", "note"]);
-    row(&mut t, format!("host RSS, whole tree ({})", processes(r.processes.len())), &r.tree_rss, String::new());
+    if !r.tree_pss.bytes.is_empty() {
+        row(
+            &mut t,
+            format!("host PSS, whole tree ({}): its footprint", processes(r.processes.len())),
+            &r.tree_pss,
+            "shared pages counted once".into(),
+        );
+    }
+    row(
+        &mut t,
+        format!("host RSS, whole tree ({})", processes(r.processes.len())),
+        &r.tree_rss,
+        if r.tree_pss.bytes.is_empty() { String::new() } else { "shared pages counted per process".into() },
+    );
     for g in &r.gpus {
         let energy = g.energy_j.map(|e| format!("energy {e:.1} J")).unwrap_or_default();
         if !g.tree_process.bytes.is_empty() {
@@ -91,7 +104,9 @@ pub fn render_run(r: &RunReport, markdown: bool) -> String {
     }
     for p in &r.processes {
         let hwm = p.hwm_bytes.map(|h| format!("VmHWM {}", fmt_mib(h))).unwrap_or_default();
-        row(&mut t, format!("PID {} {}", p.pid, p.command), &p.rss, hwm);
+        let pss = p.pss.summary().map(|s| format!("peak PSS {}", fmt_mib(s.peak_bytes)));
+        let note = [Some(hwm).filter(|h| !h.is_empty()), pss].into_iter().flatten().collect::<Vec<_>>().join(", ");
+        row(&mut t, format!("PID {} {} · RSS", p.pid, p.command), &p.rss, note);
     }
     out.push_str(&t.to_string());
     out.push('\n');
