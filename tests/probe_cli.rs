@@ -186,6 +186,9 @@ fn bad_input_exits_2_with_a_clear_message() {
         (vec!["bench", "--device", "cpu", "--workload", "resnet999"], "resnet999"),
         (vec!["bench", "--device", "cpu", "--model", "/nonexistent/m.pt", "--input-shape", "4,16"], "/nonexistent/m.pt"),
         (vec!["bench", "--device", "cpu", "--freeze", "99"], "--freeze 99"),
+        // Zero threads crashed the worker with a C++ backtrace.
+        (vec!["bench", "--device", "cpu", "--threads", "0"], "--threads"),
+        (vec!["bench", "--device", "cpu", "--json", "/nonexistent-dir/b.json"], "does not exist"),
     ];
     for (args, needle) in cases {
         let o = memprobe(&args);

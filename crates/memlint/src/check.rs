@@ -12,6 +12,7 @@ use memlint_diagnostics::render::{
     JunitRenderer, Renderer, SarifRenderer,
 };
 use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFile, Span};
+use memlint_linter::fix_loop::{fix_text_with, FileFix};
 use memlint_linter::notebook::{is_notebook_path, lint_notebook};
 use memlint_linter::{
     frontend::Parsed, is_test_path, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
@@ -21,7 +22,6 @@ use rayon::prelude::*;
 
 use crate::args::{CheckArgs, FailOn, OutputFormat};
 use crate::baseline::{self, Baseline};
-use memlint_linter::fix_loop::{fix_text_with, FileFix};
 use crate::config::{Config, Discovery};
 use crate::project::ProjectFacts;
 use crate::walk::{collect, Candidate};

@@ -173,8 +173,8 @@ struct BenchArgs {
     /// Seed for weights and synthetic data.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// libtorch intra-op threads in workers (default: libtorch's choice).
-    #[arg(long)]
+    /// libtorch intra-op threads in workers, at least 1 (default: libtorch's choice).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
     threads: Option<i32>,
     /// NVML sampling period in milliseconds (CUDA).
     #[arg(long, default_value_t = 10)]

@@ -71,6 +71,20 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// Whether the process exists, is not a zombie and has not begun to exit
+/// (the kernel sets `PF_EXITING` before it releases the memory).
+pub fn is_alive(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // Fields after the command's closing parenthesis: state, ppid, pgrp,
+    // session, tty_nr, tpgid, flags, ...
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next().unwrap_or("X");
+    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+    state != "Z" && state != "X" && flags & PF_EXITING == 0
+}
+
 fn read_ppid(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // comm may contain spaces and parentheses: fields after the last ')'.

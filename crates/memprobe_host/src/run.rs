@@ -141,6 +141,46 @@ pub fn host_info(driver_version: Option<String>) -> HostInfo {
     }
 }
 
+/// The kernel's count of OOM kills that could have hit this process tree,
+/// and where it was read: `oom_kill` of this cgroup's memory.events
+/// (cgroup v2), else of memory.oom_control (v1), else the system-wide one
+/// of /proc/vmstat.
+fn oom_kills() -> Option<(u64, &'static str)> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let (v2, v1) = parse_cgroup_paths(&cgroups);
+    let candidates = [
+        (v2.map(|p| format!("/sys/fs/cgroup{p}/memory.events")), "the cgroup's memory.events"),
+        (v1.map(|p| format!("/sys/fs/cgroup/memory{p}/memory.oom_control")), "the cgroup's memory.oom_control"),
+        (Some("/proc/vmstat".to_string()), "/proc/vmstat"),
+    ];
+    candidates.into_iter().find_map(|(path, source)| {
+        let text = std::fs::read_to_string(path?).ok()?;
+        oom_kill_count(&text).map(|n| (n, source))
+    })
+}
+
+/// The cgroup v2 path and the v1 memory controller's path of a
+/// /proc/PID/cgroup text.
+fn parse_cgroup_paths(text: &str) -> (Option<&str>, Option<&str>) {
+    let mut v2 = None;
+    let mut v1 = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next()) else { continue };
+        if id == "0" && controllers.is_empty() {
+            v2 = Some(path);
+        } else if controllers.split(',').any(|c| c == "memory") {
+            v1 = Some(path);
+        }
+    }
+    (v2, v1)
+}
+
+/// The `oom_kill N` line of memory.events, memory.oom_control or /proc/vmstat.
+fn oom_kill_count(text: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok()))
+}
+
 #[allow(unsafe_code)] // clock_gettime with a zeroed out-struct.
 fn thread_cpu_seconds() -> f64 {
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
@@ -309,6 +349,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     let signals = SignalGuard::install();
     let created_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let start = Instant::now();
+    let oom_before = oom_kills();
     let mut child = cmd.spawn().map_err(|e| HostError::Command(format!("cannot start {program}: {e}")))?;
     let root = child.id();
 
@@ -344,11 +385,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         let mut total = 0u64;
         let mut total_pss = 0u64;
         let mut pss_complete = true;
+        let mut counted = Vec::with_capacity(pids.len());
         for &pid in &pids {
             let Some(m) = proctree::proc_mem(pid) else { continue };
             total += m.rss_bytes;
             match m.pss_bytes {
-                Some(p) => total_pss += p,
+                Some(p) => {
+                    total_pss += p;
+                    counted.push(pid);
+                }
                 None => pss_complete = false,
             }
             let i = *index.entry(pid).or_insert_with(|| {
@@ -380,8 +425,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         }
         if !pids.is_empty() && total > 0 {
             tree_rss.push(t, total);
-            // A tree sum only when every live process gave its PSS.
-            if pss_complete && total_pss > 0 {
+            // A tree sum only when every live process gave its PSS, and
+            // none of them exited while the others were read: an exit
+            // hands its share of the shared pages to the survivors, so one
+            // read before and another after it would count those pages
+            // twice.
+            if pss_complete && total_pss > 0 && counted.iter().all(|&pid| proctree::is_alive(pid)) {
                 tree_pss.push(t, total_pss);
             }
         }
@@ -429,6 +478,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         "host memory is PSS from /proc/PID/smaps_rollup per process (a page shared by n processes counts 1/n in each), summed over the live processes of the tree at each sample: the tree's footprint; RSS (VmRSS, /proc/PID/status) is the second figure, where shared pages count once per process".to_string(),
         "per-process peaks also read the kernel's high-water mark (VmHWM), which catches a peak between two samples".to_string(),
     ];
+    if status.signal() == Some(libc::SIGKILL) {
+        if let (Some((before, source)), Some((after, _))) = (oom_before, oom_kills()) {
+            if after > before {
+                notes.push(format!(
+                    "killed by SIGKILL while the kernel's OOM killer acted ({source} oom_kill {before} -> {after}): most likely out of memory"
+                ));
+            }
+        }
+    }
     if tree_pss.bytes.is_empty() && !tree_rss.bytes.is_empty() {
         notes.push("PSS could not be read (/proc/PID/smaps_rollup: kernel before 4.14, or not permitted): memory figures are RSS, where shared pages count once per process".into());
     }
@@ -467,4 +525,20 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         },
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oom_kill_counters_and_cgroup_paths() {
+        assert_eq!(oom_kill_count("low 0\nhigh 0\nmax 3\noom 2\noom_kill 2\noom_group_kill 0\n"), Some(2));
+        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n"), Some(7));
+        assert_eq!(oom_kill_count("pgfault 10\n"), None);
+        let v1 = "4:memory:/job/42\n1:cpu:/\n0::/\n";
+        assert_eq!(parse_cgroup_paths(v1), (Some("/"), Some("/job/42")));
+        assert_eq!(parse_cgroup_paths("0::/user.slice/x.scope\n"), (Some("/user.slice/x.scope"), None));
+        assert!(oom_kills().is_some(), "/proc/vmstat has the counter on Linux 4.13 and later");
+    }
 }
