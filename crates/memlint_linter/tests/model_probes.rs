@@ -1,0 +1,91 @@
+//! The semantic model's probes: small programs whose right answer is known,
+//! asserted through the rules that read the model. Those the model answers
+//! wrong today are `#[ignore]`d with the step of the model v3 work
+//! (../shared/design/MODEL-V3.md, step numbers as there) that makes them
+//! right; that step removes the `#[ignore]`. `cargo test -- --ignored`
+//! shows where the model stands.
+
+use memlint_linter::{lint_source, LintOptions, RuleSet, Selector};
+
+/// The lines (1-based) where `code` is reported in `source`, all rules on.
+fn lines(source: &str, code: &str) -> Vec<usize> {
+    let all = Selector::parse("ALL").expect("ALL");
+    let options = LintOptions { rules: RuleSet::from_selection(Some(&[all]), &[], &[]), is_test_file: false };
+    let index = memlint_diagnostics::LineIndex::new(source);
+    lint_source(source, &options).iter().filter(|d| d.code == code).map(|d| index.location(d.span.start).0).collect()
+}
+
+// Right today: guards for the steps that rework the model.
+
+#[test]
+fn in_place_on_a_requires_grad_leaf_is_reported() {
+    let src = "import torch\nw = torch.zeros(3, requires_grad=True)\nw.add_(1)\n";
+    assert_eq!(lines(src, "ML101"), [3]);
+}
+
+#[test]
+fn in_place_under_no_grad_is_not_reported() {
+    let src = "import torch\nw = torch.zeros(3, requires_grad=True)\nwith torch.no_grad():\n    w.add_(1)\n";
+    assert!(lines(src, "ML101").is_empty());
+}
+
+#[test]
+fn the_optimizer_name_does_not_decide_ml106_when_it_is_optimizer() {
+    let src = "import torch\n\ndef train(model, loader):\n    scaler = torch.amp.GradScaler(\"cuda\")\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x in loader:\n        scaler.scale(model(x).sum()).backward()\n        optimizer.step()\n        optimizer.zero_grad()\n";
+    assert_eq!(lines(src, "ML106"), [8], "optimizer.step() bypasses the scaler");
+}
+
+// Wrong today: each names the step that fixes it.
+
+#[test]
+#[ignore = "model v3 step 6 (bindings and places): rebinding a prefix does not kill what hangs below it"]
+fn rebinding_a_prefix_forgets_what_hung_below_it() {
+    let src = "import torch\n\nclass Box:\n    pass\n\nobj = Box()\nobj.t = torch.zeros(3, requires_grad=True)\nobj = Box()\nobj.t.add_(1)\n";
+    assert!(lines(src, "ML101").is_empty(), "obj.t is a new object's attribute");
+}
+
+#[test]
+#[ignore = "model v3 step 6 (bindings and places): aliases are not followed"]
+fn an_alias_of_a_leaf_is_the_leaf() {
+    let src = "import torch\nx = torch.zeros(3, requires_grad=True)\ny = x\ny.add_(1)\n";
+    assert_eq!(lines(src, "ML101"), [4]);
+}
+
+#[test]
+#[ignore = "model v3 step 8 (branch joins): both arms of an if run in one state, the last arm wins"]
+fn train_or_eval_in_two_arms_does_not_depend_on_their_order() {
+    let a = "import torch\n\ndef run(model, x, training):\n    if training:\n        model.train()\n    else:\n        model.eval()\n    return model(x)\n";
+    let b = "import torch\n\ndef run(model, x, training):\n    if not training:\n        model.eval()\n    else:\n        model.train()\n    return model(x)\n";
+    assert_eq!(lines(a, "ML201"), lines(b, "ML201"));
+}
+
+#[test]
+#[ignore = "model v3 step 7 (deferred checks): function checks run at the header, before the body's facts exist"]
+fn ml106_does_not_depend_on_the_optimizer_name() {
+    let src = |name: &str| {
+        format!("import torch\n\n\ndef step(model, x):\n    scaler = torch.amp.GradScaler(\"cuda\")\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    {name} = torch.optim.SGD(model.parameters(), lr=0.1)\n    {name}.step()\n")
+    };
+    assert_eq!(lines(&src("optimizer"), "ML106"), [9], "reported today");
+    assert_eq!(lines(&src("sgd"), "ML106"), [9], "the same code with another name");
+}
+
+#[test]
+#[ignore = "model v3 step 6 (bindings and places): comprehension targets bind nothing"]
+fn a_comprehension_over_parameters_binds_its_target() {
+    let src = "import torch\nfrom torch import nn\nm = nn.Linear(2, 2)\n[q.add_(1) for q in m.parameters()]\n";
+    assert_eq!(lines(src, "ML101"), [4]);
+}
+
+#[test]
+#[ignore = "model v3 step 6 (bindings and places): an enclosing function's locals are invisible in a nested def"]
+fn a_nested_function_sees_the_enclosing_leaf() {
+    let src = "import torch\n\ndef outer():\n    w = torch.zeros(3, requires_grad=True)\n\n    def inner():\n        w.add_(1)\n\n    inner()\n";
+    assert_eq!(lines(src, "ML101"), [7]);
+}
+
+#[test]
+#[ignore = "model v3 step 9 (live-graph fact): `.data` after backward() freed the graph is reported"]
+fn data_after_backward_freed_the_graph_is_not_reported() {
+    let src = "import torch\n\n\ndef train(net, target, opt, loader, tau):\n    for x in loader:\n        loss = net(x).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        for p, tp in zip(net.parameters(), target.parameters()):\n            tp.data.copy_(tau * p.data + (1 - tau) * tp.data)\n";
+    assert!(lines(src, "ML103").is_empty(), "a target-network update after the step: no graph is live");
+}
