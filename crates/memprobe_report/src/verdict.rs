@@ -132,8 +132,14 @@ pub struct Comparison {
     /// Relative change, new / base - 1 (Hodges-Lehmann estimate: the median
     /// of all pairwise ratios).
     pub change: Option<f64>,
-    /// Confidence interval of the relative change, (low, high).
+    /// Confidence interval of the relative change, (low, high); never
+    /// below -100% (a time or a size cannot fall below zero).
     pub interval: Option<(f64, f64)>,
+    /// The confidence the interval actually has: lower than `confidence`
+    /// when there are too few runs for it (3 vs 3 runs reach at most 90%).
+    /// Absent in older reports, where it was `confidence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_confidence: Option<f64>,
     /// Two-sided p-value of the test.
     pub p_value: Option<f64>,
     /// The test used.
@@ -179,7 +185,8 @@ impl Comparison {
         if let Some(c) = self.change {
             s.push_str(&format!(" ({}", pct(c)));
             if let Some((lo, hi)) = self.interval {
-                s.push_str(&format!(", {:.0}% CI [{}, {}]", self.confidence * 100.0, pct(lo), pct(hi)));
+                let level = self.interval_confidence.unwrap_or(self.confidence);
+                s.push_str(&format!(", {:.0}% CI [{}, {}]", level * 100.0, pct(lo), pct(hi)));
             }
             if let Some(p) = self.p_value {
                 s.push_str(&format!(", p={}", fmt_p(p)));
@@ -330,6 +337,7 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
         new: n,
         change: None,
         interval: None,
+        interval_confidence: None,
         p_value: None,
         test: TEST_NAME.into(),
         confidence: cfg.confidence,
@@ -357,7 +365,8 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
         }
     }
     pairs.sort_by(f64::total_cmp);
-    let to_change = |d: f64| if logs { d.exp() - 1.0 } else { d };
+    // Times and sizes are not negative: no change is below -100%.
+    let to_change = |d: f64| if logs { d.exp() - 1.0 } else { d.max(-1.0) };
     let hl = crate::stats::quantile_sorted(&pairs, 0.5);
     c.change = Some(to_change(hl));
     if bs.n < 2 || ns.n < 2 {
@@ -388,6 +397,9 @@ pub fn compare(metric: Metric, what: &str, base: &[f64], new: &[f64], cfg: &Verd
     // With few runs even a complete separation is not significant: the
     // smallest two-sided p of the exact test is 2 / C(m + n, m).
     let smallest_p = 2.0 / binomial(bs.n + ns.n, bs.n);
+    // The widest interval (the extreme pairs, k = 0) covers with
+    // probability 1 - 2 / C(m + n, m), which may be below the asked level.
+    c.interval_confidence = Some(if k == 0 { (1.0 - smallest_p).min(cfg.confidence) } else { cfg.confidence });
     if smallest_p >= 1.0 - cfg.confidence {
         c.warnings.push(format!(
             "{} vs {} runs cannot reach {:.0}% confidence with this test (smallest possible p = {:.2}): use at least 4 runs per side",
@@ -467,5 +479,23 @@ mod tests {
         let c = compare(Metric::Memory, "m", &[5.0; 4], &[5.0; 4], &VerdictConfig::memory());
         assert_eq!(c.verdict, Verdict::NoSignificantDifference);
         assert!(c.describe().starts_with("no significant difference (+0.0%"), "{}", c.describe());
+    }
+
+    #[test]
+    fn three_runs_a_side_label_the_interval_with_the_confidence_it_has() {
+        let c = compare(Metric::Time, "t", &[1.0, 1.1, 1.2], &[2.0, 2.1, 2.2], &VerdictConfig::time());
+        assert_eq!(c.interval_confidence, Some(0.9), "1 - 2 / C(6, 3)");
+        assert!(c.describe().contains("90% CI"), "{}", c.describe());
+        let c = compare(Metric::Time, "t", &[1.0, 1.1, 1.2, 1.3, 1.0], &[2.0, 2.1, 2.2, 2.0, 2.1], &VerdictConfig::time());
+        assert_eq!(c.interval_confidence, Some(0.95));
+    }
+
+    #[test]
+    fn no_change_is_below_minus_100_percent() {
+        // A zero on one side takes the differences path.
+        let c = compare(Metric::Memory, "m", &[100.0, 300.0, 200.0, 250.0], &[0.0, 1.0, 0.0, 2.0], &VerdictConfig::memory());
+        let (lo, _) = c.interval.expect("interval");
+        assert!(lo >= -1.0, "{lo}");
+        assert!(c.change.expect("change") >= -1.0);
     }
 }
