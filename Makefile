@@ -10,7 +10,7 @@ SHELL := /bin/bash
 demo:
 	. scripts/torch-env.sh && cargo build --release -p memlint -p memprobe -p memprobe_worker
 	./target/release/memlint check examples/ --exit-zero
-	./target/release/memprobe bench --device cpu --workload mlp --amp bf16 --accum 4 --batch-size 1024 --runs 2 --warmup 1 --steps 3
+	./target/release/memprobe bench --device cpu --workload mlp --amp bf16 --accum 4 --batch-size 1024 --runs 4 --warmup 1 --steps 3
 
 ## Run the whole test suite (and check that the generated rule docs are fresh),
 ## then the wheel test: build the memlint wheel, install it into a fresh venv, run it,

@@ -161,8 +161,9 @@ struct BenchArgs {
     /// Every optimization (bf16 autocast, accum 4, freeze 1 unless given).
     #[arg(long)]
     all: bool,
-    /// Repeats per variant (fresh worker process each, interleaved).
-    #[arg(long, default_value_t = 3)]
+    /// Repeats per variant (fresh worker process each, interleaved); 4 is
+    /// the fewest with which the test can reach 95% confidence.
+    #[arg(long, default_value_t = 4)]
     runs: u32,
     /// Warm-up steps per run (not measured).
     #[arg(long, default_value_t = 2)]

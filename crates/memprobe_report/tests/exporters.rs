@@ -182,3 +182,15 @@ fn table_snapshot() {
     assert!(t.contains("use --runs 4 or more for verdicts"), "{t}");
     golden("report.txt", &t);
 }
+
+#[test]
+fn the_terminal_table_warns_about_spread_as_the_markdown_does() {
+    let mut r = fixture();
+    let spread = "the new runs spread too much to conclude reliably (CV 18% > 10%): more runs or a quieter machine";
+    let accum = r.variants.iter_mut().find(|v| v.info.id == VariantId::Accum(4)).unwrap();
+    accum.summary.as_mut().unwrap().time_verdict.as_mut().unwrap().warnings.push(spread.into());
+    let table = TableExporter { width: None }.render(&r).unwrap();
+    assert!(table.contains(&format!("warning (accum 4, step time): {spread}")), "{table}");
+    let markdown = MarkdownExporter.render(&r).unwrap();
+    assert!(markdown.contains(spread));
+}

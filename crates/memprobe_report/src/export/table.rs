@@ -47,6 +47,16 @@ impl Exporter for TableExporter {
             out.push_str(l);
             out.push('\n');
         }
+        // What the markdown lists per variant, the terminal says too (too
+        // few runs is said once, above).
+        for v in &r.variants {
+            let Some(s) = &v.summary else { continue };
+            for c in s.time_verdict.iter().chain(&s.memory_verdict) {
+                for w in c.warnings.iter().filter(|w| !w.contains("cannot reach")) {
+                    out.push_str(&format!("  warning ({}, {}): {w}\n", v.info.label, c.what));
+                }
+            }
+        }
         for l in source_lines(r) {
             out.push_str("  ");
             out.push_str(&l);
