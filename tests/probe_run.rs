@@ -422,4 +422,27 @@ for pid in workers:
     let table = Command::new(&*BIN).args(["report", "--format", "markdown"]).arg(&json).output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.contains("host PSS, whole tree"), "{table}");
+    // The JSON's summary holds what the table shows.
+    assert_eq!(v["summary"]["peak_pss_bytes"].as_f64(), Some(pss));
+    let rows = v["summary"]["rows"].as_array().unwrap();
+    assert!(rows[0]["what"].as_str().unwrap().starts_with("host PSS, whole tree"), "{rows:?}");
+    assert_eq!(rows[0]["peak_bytes"].as_f64(), Some(pss));
+}
+
+/// Short-lived helper processes (a shell loop, a pyenv shim) are one row,
+/// and a command with line breaks stays on one line.
+#[test]
+fn short_lived_processes_are_one_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let job = "for i in $(seq 20); do sleep 0.01; done\nexec /usr/bin/python3 -c 'import time\nx = bytearray(50 << 20)\ntime.sleep(1)'";
+    let o = memprobe_run(&["--interval", "5ms", "--json", json.to_str().unwrap(), "--", "sh", "-c", job]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = stderr(&o);
+    let rows = table.lines().filter(|l| l.starts_with('│')).count();
+    assert!(rows <= 8, "{table}");
+    assert!(table.contains("short-lived"), "{table}");
+    let v = read_json(&json);
+    assert!(v["processes"].as_array().unwrap().len() > 15, "each process is in the JSON");
+    assert!(table.lines().next().unwrap().contains("time.sleep(1)"), "the command on one line: {table}");
 }

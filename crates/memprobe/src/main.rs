@@ -558,7 +558,7 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     if !a.quiet {
-        eprint!("{}", memprobe_report::export::run::render_run(&report, false));
+        eprint!("{}", memprobe_report::export::run::render_run_stderr(&report));
     }
     // The job has run: whatever happens to the files, the exit status is
     // the job's, and a report that cannot go where asked goes elsewhere.

@@ -15,14 +15,6 @@ pub struct ProcMem {
     pub rss_bytes: u64,
     /// VmHWM (peak RSS so far), bytes.
     pub hwm_bytes: Option<u64>,
-    /// Proportional set size (`Pss` of /proc/PID/smaps_rollup): a page
-    /// shared by n processes counts 1/n in each, so the sum over a tree is
-    /// its real footprint (a forked DataLoader worker's pages shared with
-    /// its parent count once). `None` where the kernel does not give it.
-    pub pss_bytes: Option<u64>,
-    /// Unique set size (private clean + private dirty): what freeing this
-    /// process alone would return.
-    pub uss_bytes: Option<u64>,
 }
 
 /// `root` and every live descendant. Uses the kernel's per-task `children`
@@ -108,11 +100,16 @@ pub fn proc_mem(pid: u32) -> Option<ProcMem> {
             ppid = v.trim().parse().unwrap_or(0);
         }
     }
-    let (pss_bytes, uss_bytes) = smaps_rollup(pid);
-    Some(ProcMem { pid, ppid, rss_bytes: rss?, hwm_bytes: hwm, pss_bytes, uss_bytes })
+    Some(ProcMem { pid, ppid, rss_bytes: rss?, hwm_bytes: hwm })
 }
 
-/// `(Pss, Private_Clean + Private_Dirty)` of /proc/PID/smaps_rollup.
+/// `(Pss, Private_Clean + Private_Dirty)` of /proc/PID/smaps_rollup: the
+/// proportional set size (a page shared by n processes counts 1/n in each,
+/// so the sum over a tree is its real footprint: a forked DataLoader
+/// worker's pages shared with its parent count once) and the unique set
+/// size (what freeing this process alone would return). `None` where the
+/// kernel does not give them. Costlier than /proc/PID/status: the kernel
+/// walks the page tables.
 pub fn smaps_rollup(pid: u32) -> (Option<u64>, Option<u64>) {
     let Ok(text) = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else { return (None, None) };
     parse_smaps_rollup(&text)
@@ -169,7 +166,7 @@ mod tests {
         assert!(!cmdline(me, 200).is_empty());
         assert_eq!(descendants(me)[0], me);
         assert!(proc_mem(u32::MAX - 1).is_none());
-        assert!(m.pss_bytes.is_some_and(|p| p > 0 && p <= m.rss_bytes), "{m:?}");
+        assert!(smaps_rollup(me).0.is_some_and(|p| p > 0 && p <= m.rss_bytes), "{m:?}");
     }
 
     #[test]

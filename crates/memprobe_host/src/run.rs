@@ -141,6 +141,10 @@ pub fn host_info(driver_version: Option<String>) -> HostInfo {
     }
 }
 
+/// How many times as long as one read of every process's PSS the sampler
+/// waits before the next (about 5% of a core at most).
+const PSS_COST_FACTOR: u32 = 20;
+
 /// The kernel's count of OOM kills that could have hit this process tree,
 /// and where it was read: `oom_kill` of this cgroup's memory.events
 /// (cgroup v2), else of memory.oom_control (v1), else the system-wide one
@@ -355,6 +359,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
 
     let mut tree_rss = MemorySeries::default();
     let mut tree_pss = MemorySeries::default();
+    let mut next_pss = Instant::now();
     let mut procs: Vec<ProcessSeries> = Vec::new();
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut torch = TorchCollector::default();
@@ -386,15 +391,24 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         let mut total_pss = 0u64;
         let mut pss_complete = true;
         let mut counted = Vec::with_capacity(pids.len());
+        // PSS costs a page-table walk per process: it is read at most every
+        // PSS_COST_FACTOR times as long as its last read took (and never
+        // more often than the interval), so it stays a small share of a
+        // core on a large job; RSS is read every tick.
+        let read_pss = Instant::now() >= next_pss;
+        let pss_started = Instant::now();
         for &pid in &pids {
             let Some(m) = proctree::proc_mem(pid) else { continue };
             total += m.rss_bytes;
-            match m.pss_bytes {
-                Some(p) => {
-                    total_pss += p;
-                    counted.push(pid);
+            let (pss, uss) = if read_pss { proctree::smaps_rollup(pid) } else { (None, None) };
+            if read_pss {
+                match pss {
+                    Some(p) => {
+                        total_pss += p;
+                        counted.push(pid);
+                    }
+                    None => pss_complete = false,
                 }
-                None => pss_complete = false,
             }
             let i = *index.entry(pid).or_insert_with(|| {
                 procs.push(ProcessSeries {
@@ -416,12 +430,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             }
             p.rss.push(t, m.rss_bytes);
             p.hwm_bytes = m.hwm_bytes.or(p.hwm_bytes);
-            if let Some(v) = m.pss_bytes {
+            if let Some(v) = pss {
                 p.pss.push(t, v);
             }
-            if let Some(v) = m.uss_bytes {
+            if let Some(v) = uss {
                 p.uss.push(t, v);
             }
+        }
+        if read_pss {
+            next_pss = Instant::now() + (pss_started.elapsed() * PSS_COST_FACTOR).max(opts.interval);
         }
         if !pids.is_empty() && total > 0 {
             tree_rss.push(t, total);
@@ -430,7 +447,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             // hands its share of the shared pages to the survivors, so one
             // read before and another after it would count those pages
             // twice.
-            if pss_complete && total_pss > 0 && counted.iter().all(|&pid| proctree::is_alive(pid)) {
+            if read_pss && pss_complete && total_pss > 0 && counted.iter().all(|&pid| proctree::is_alive(pid)) {
                 tree_pss.push(t, total_pss);
             }
         }
@@ -475,7 +492,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         signal_name: status.signal().map(signal_name),
     };
     let mut notes = vec![
-        "host memory is PSS from /proc/PID/smaps_rollup per process (a page shared by n processes counts 1/n in each), summed over the live processes of the tree at each sample: the tree's footprint; RSS (VmRSS, /proc/PID/status) is the second figure, where shared pages count once per process".to_string(),
+        "host memory is PSS from /proc/PID/smaps_rollup per process (a page shared by n processes counts 1/n in each), summed over the live processes of the tree: the tree's footprint, read at most every 20 times as long as one read takes (a page-table walk), and dropped when a process exits during the read; RSS (VmRSS, /proc/PID/status, every sample) is the second figure, where shared pages count once per process".to_string(),
         "per-process peaks also read the kernel's high-water mark (VmHWM), which catches a peak between two samples".to_string(),
     ];
     if status.signal() == Some(libc::SIGKILL) {
@@ -499,7 +516,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             notes.push("--torch: no Python process loaded the hook (not a Python command, or PYTHONPATH reset by the command)".into());
         }
     }
-    Ok(RunReport {
+    let mut report = RunReport {
         schema_version: SCHEMA_VERSION,
         kind: "run".into(),
         tool: ToolInfo { name: "memprobe".into(), version: env!("CARGO_PKG_VERSION").into() },
@@ -524,7 +541,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             cpu_fraction: if duration_s > 0.0 { cpu / duration_s } else { 0.0 },
         },
         notes,
-    })
+        summary: None,
+    };
+    report.summarize();
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -246,6 +246,10 @@ pub struct RunReport {
     pub sampler: SamplerCost,
     /// Remarks.
     pub notes: Vec<String>,
+    /// What the summary table shows, as figures ([`RunReport::summarize`]).
+    /// Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RunSummary>,
 }
 
 impl RunReport {
@@ -260,6 +264,17 @@ impl RunReport {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Fills [`RunReport::summary`] from the series.
+    pub fn summarize(&mut self) {
+        self.summary = Some(RunSummary {
+            duration_s: self.duration_s,
+            exit_status: self.exit.shell_status(),
+            peak_pss_bytes: self.peak_pss_bytes(),
+            peak_rss_bytes: self.peak_rss_bytes(),
+            rows: crate::export::run::run_rows(self),
+        });
     }
 
     /// Peak host PSS of the tree (the largest sampled sum): its memory
@@ -277,6 +292,37 @@ impl RunReport {
             None => self.peak_rss_bytes().map(|r| (r, "peak RSS (tree)")),
         }
     }
+}
+
+/// One row of the `run` summary table, as figures (`None`: not measured).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// What the row measures.
+    pub what: String,
+    /// Largest sample, bytes.
+    pub peak_bytes: Option<u64>,
+    /// Time-weighted mean, bytes.
+    pub mean_bytes: Option<f64>,
+    /// Seconds from the start to the first largest sample.
+    pub time_to_peak_s: Option<f64>,
+    /// The row's remark.
+    pub note: String,
+}
+
+/// The figures the `run` summary shows, so that a script does not have to
+/// recompute them from the series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Wall time, seconds.
+    pub duration_s: f64,
+    /// The status memprobe exits with.
+    pub exit_status: i32,
+    /// Peak tree PSS (the headline figure), when sampled.
+    pub peak_pss_bytes: Option<u64>,
+    /// Peak tree RSS (with the largest single VmHWM).
+    pub peak_rss_bytes: Option<u64>,
+    /// Every row of the table.
+    pub rows: Vec<SummaryRow>,
 }
 
 /// Which kind of report a file holds.

@@ -100,6 +100,7 @@ fn run_timeline_renders_with_a_series_per_node() {
             torch: None,
             sampler: SamplerCost { what: "x".into(), interval_ms: 50.0, samples: 100, mean_sample_us: 10.0, cpu_fraction: 0.01 },
             notes: vec![],
+            summary: None,
         }
     };
     let one = run_svg(&[report("node0", 1)]).unwrap();

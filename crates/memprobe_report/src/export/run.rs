@@ -26,22 +26,132 @@ fn table(markdown: bool) -> Table {
     t
 }
 
-fn row(t: &mut Table, what: String, s: &MemorySeries, extra: String) {
-    match s.summary() {
-        Some(x) => t.add_row(vec![
-            what,
-            fmt_mib(x.peak_bytes),
-            mib_f(x.mean_bytes),
-            format!("{:.2} s", x.time_to_peak_s),
-            extra,
+fn row(t: &mut Table, r: &crate::run::SummaryRow) {
+    match r.peak_bytes {
+        Some(peak) => t.add_row(vec![
+            r.what.clone(),
+            fmt_mib(peak),
+            r.mean_bytes.map(mib_f).unwrap_or_else(|| "-".into()),
+            r.time_to_peak_s.map(|t| format!("{t:.2} s")).unwrap_or_else(|| "-".into()),
+            r.note.clone(),
         ]),
-        None => t.add_row(vec![what, "-".into(), "-".into(), "-".into(), extra]),
+        None => t.add_row(vec![r.what.clone(), "-".into(), "-".into(), "-".into(), r.note.clone()]),
     };
+}
+
+/// A process that lived for less than this share of the run, and never
+/// held more than [`SHORT_LIVED_SHARE`] of the tree's peak, is counted in
+/// one row with the others like it (a launcher, a shell, a pyenv shim's
+/// helpers); the JSON keeps each.
+const SHORT_LIVED_TIME: f64 = 0.05;
+const SHORT_LIVED_SHARE: f64 = 0.05;
+
+/// The longest command shown in a row of the table (the JSON has it whole).
+const COMMAND_WIDTH: usize = 60;
+
+/// A command on one line, at most `max` characters.
+fn one_line(command: &str, max: usize) -> String {
+    let flat: String = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
+fn summary_row(what: String, s: &MemorySeries, note: String) -> crate::run::SummaryRow {
+    let x = s.summary();
+    crate::run::SummaryRow {
+        what,
+        peak_bytes: x.map(|x| x.peak_bytes),
+        mean_bytes: x.map(|x| x.mean_bytes),
+        time_to_peak_s: x.map(|x| x.time_to_peak_s),
+        note,
+    }
+}
+
+/// Every row of the `run` table, as figures: the JSON `summary` holds the
+/// same rows.
+pub fn run_rows(r: &RunReport) -> Vec<crate::run::SummaryRow> {
+    let mut rows = Vec::new();
+    if !r.tree_pss.bytes.is_empty() {
+        rows.push(summary_row(
+            format!("host PSS, whole tree ({}): its footprint", processes(r.processes.len())),
+            &r.tree_pss,
+            "shared pages counted once".into(),
+        ));
+    }
+    rows.push(summary_row(
+        format!("host RSS, whole tree ({})", processes(r.processes.len())),
+        &r.tree_rss,
+        if r.tree_pss.bytes.is_empty() { String::new() } else { "shared pages counted per process".into() },
+    ));
+    for g in &r.gpus {
+        let energy = g.energy_j.map(|e| format!("energy {e:.1} J")).unwrap_or_default();
+        if !g.tree_process.bytes.is_empty() {
+            rows.push(summary_row(format!("GPU {} {} · NVML, the tree's processes", g.index, g.name), &g.tree_process, energy.clone()));
+        }
+        rows.push(summary_row(format!("GPU {} {} · NVML device used (all processes)", g.index, g.name), &g.device_used, energy));
+    }
+    if let Some(tv) = &r.torch {
+        for d in &tv.devices {
+            rows.push(summary_row(
+                format!("PID {} cuda:{} · torch allocated", d.pid, d.device),
+                &d.allocated,
+                format!("max {}", fmt_mib(d.peak_allocated_bytes)),
+            ));
+            rows.push(summary_row(
+                format!("PID {} cuda:{} · torch reserved", d.pid, d.device),
+                &d.reserved,
+                format!("max {}", fmt_mib(d.peak_reserved_bytes)),
+            ));
+        }
+    }
+    let tree_peak = r.tree_rss.summary().map_or(0, |s| s.peak_bytes) as f64;
+    let (mut short, mut short_peak) = (0usize, 0u64);
+    for p in &r.processes {
+        let peak = p.rss.summary().map_or(0, |s| s.peak_bytes).max(p.hwm_bytes.unwrap_or(0));
+        let lived = match (p.rss.t_s.first(), p.rss.t_s.last()) {
+            (Some(a), Some(b)) => b - a + r.interval_ms / 1000.0,
+            _ => 0.0,
+        };
+        if lived < SHORT_LIVED_TIME * r.duration_s && (peak as f64) <= SHORT_LIVED_SHARE * tree_peak {
+            short += 1;
+            short_peak = short_peak.max(peak);
+            continue;
+        }
+        let hwm = p.hwm_bytes.map(|h| format!("VmHWM {}", fmt_mib(h))).unwrap_or_default();
+        let pss = p.pss.summary().map(|s| format!("peak PSS {}", fmt_mib(s.peak_bytes)));
+        let note = [Some(hwm).filter(|h| !h.is_empty()), pss].into_iter().flatten().collect::<Vec<_>>().join(", ");
+        // A command line with line breaks (`python -c "..."`) stays on one row.
+        rows.push(summary_row(format!("PID {} {} · RSS", p.pid, one_line(&p.command, COMMAND_WIDTH)), &p.rss, note));
+    }
+    if short > 0 {
+        rows.push(crate::run::SummaryRow {
+            what: format!("{} short-lived (under {:.0}% of the run, small)", processes(short), SHORT_LIVED_TIME * 100.0),
+            peak_bytes: Some(short_peak),
+            mean_bytes: None,
+            time_to_peak_s: None,
+            note: "the largest one's peak RSS; each is in the JSON".into(),
+        });
+    }
+    rows
 }
 
 /// The summary of a `run` report: peak and mean memory per device and per
 /// process, time to peak, duration, energy, the sampler's own cost.
 pub fn render_run(r: &RunReport, markdown: bool) -> String {
+    render_run_on(r, markdown, false)
+}
+
+/// [`render_run`] for the terminal summary that `run` prints on stderr: the
+/// table fits stderr's terminal (not stdout's, which the job may have
+/// redirected), or is not wrapped when stderr is not a terminal.
+pub fn render_run_stderr(r: &RunReport) -> String {
+    render_run_on(r, false, true)
+}
+
+fn render_run_on(r: &RunReport, markdown: bool, on_stderr: bool) -> String {
     let mut out = String::new();
     let status = match (&r.exit.code, &r.exit.signal_name) {
         (Some(c), _) => format!("exit code {c}"),
@@ -57,56 +167,19 @@ pub fn render_run(r: &RunReport, markdown: bool) -> String {
     } else {
         out.push_str(&format!(
             "memprobe run: {}\n{} · {:.2} s · {status} · sampled every {} ms\n",
-            r.command.join(" "),
+            one_line(&r.command.join(" "), 200),
             r.host.hostname,
             r.duration_s,
             r.interval_ms
         ));
     }
     let mut t = table(markdown);
+    if on_stderr {
+        t.use_stderr();
+    }
     t.set_header(vec!["memory", "peak", "mean", "time to peak", "note"]);
-    if !r.tree_pss.bytes.is_empty() {
-        row(
-            &mut t,
-            format!("host PSS, whole tree ({}): its footprint", processes(r.processes.len())),
-            &r.tree_pss,
-            "shared pages counted once".into(),
-        );
-    }
-    row(
-        &mut t,
-        format!("host RSS, whole tree ({})", processes(r.processes.len())),
-        &r.tree_rss,
-        if r.tree_pss.bytes.is_empty() { String::new() } else { "shared pages counted per process".into() },
-    );
-    for g in &r.gpus {
-        let energy = g.energy_j.map(|e| format!("energy {e:.1} J")).unwrap_or_default();
-        if !g.tree_process.bytes.is_empty() {
-            row(&mut t, format!("GPU {} {} · NVML, the tree's processes", g.index, g.name), &g.tree_process, energy.clone());
-        }
-        row(&mut t, format!("GPU {} {} · NVML device used (all processes)", g.index, g.name), &g.device_used, energy);
-    }
-    if let Some(tv) = &r.torch {
-        for d in &tv.devices {
-            row(
-                &mut t,
-                format!("PID {} cuda:{} · torch allocated", d.pid, d.device),
-                &d.allocated,
-                format!("max {}", fmt_mib(d.peak_allocated_bytes)),
-            );
-            row(
-                &mut t,
-                format!("PID {} cuda:{} · torch reserved", d.pid, d.device),
-                &d.reserved,
-                format!("max {}", fmt_mib(d.peak_reserved_bytes)),
-            );
-        }
-    }
-    for p in &r.processes {
-        let hwm = p.hwm_bytes.map(|h| format!("VmHWM {}", fmt_mib(h))).unwrap_or_default();
-        let pss = p.pss.summary().map(|s| format!("peak PSS {}", fmt_mib(s.peak_bytes)));
-        let note = [Some(hwm).filter(|h| !h.is_empty()), pss].into_iter().flatten().collect::<Vec<_>>().join(", ");
-        row(&mut t, format!("PID {} {} · RSS", p.pid, p.command), &p.rss, note);
+    for r in &run_rows(r) {
+        row(&mut t, r);
     }
     out.push_str(&t.to_string());
     out.push('\n');
