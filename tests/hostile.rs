@@ -363,3 +363,34 @@ fn a_compact_notebook_of_many_cells_takes_linear_time() {
     let found = findings(&o);
     assert_eq!(found.iter().filter(|f| f.1 == "ML101").count(), 100, "{}", stderr(&o));
 }
+
+/// `-` is standard input (read once, within the size limit), named by
+/// `--stdin-filename`; `--fix` cannot write it back, `--diff` shows the fixes.
+#[test]
+fn standard_input_is_checked_as_named() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str], input: &str| {
+        let mut child = Command::new(memlint_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("memlint starts");
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
+        child.wait_with_output().expect("output")
+    };
+    let o = run(&["check", "-", "--stdin-filename", "src/train.py", "--format", "json"], LEAF);
+    let found = findings(&o);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].0.as_str(), found[0].1.as_str(), found[0].2), ("src/train.py", "ML101", 3));
+    let o = run(&["check", "-", "--format", "json", "--max-file-size", "10"], LEAF);
+    assert!(findings(&o)[0].3.contains("larger than the limit"), "{}", stdout(&o));
+    let o = run(&["check", "-", "--fix"], LEAF);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("use `--diff`"), "{}", stderr(&o));
+    let o = run(&["check", "-", "--diff", "--unsafe-fixes"], "import torch\nscaler = torch.cuda.amp.GradScaler()\n");
+    assert!(stdout(&o).contains("+scaler = torch.amp.GradScaler(\"cuda\")"), "{}", stdout(&o));
+}

@@ -125,6 +125,11 @@ pub struct CheckArgs {
     /// checked before any file is.
     #[arg(long, short, value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+    /// The name to check standard input (`-`) as: its configuration, its
+    /// kind (`.ipynb` is a notebook), whether it is a test file, and the
+    /// path findings show. It need not exist.
+    #[arg(long, value_name = "PATH")]
+    pub stdin_filename: Option<PathBuf>,
     /// Files larger than this are not read: each is reported as ML000.
     /// Bytes, or with a unit: 512K, 64M, 1G.
     #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_size)]

@@ -54,7 +54,7 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
 
     let discovery = Discovery::default();
     let facts = ProjectFacts::default();
-    let candidates = collect(&args.paths)?;
+    let candidates = collect(&args.paths, args.stdin_filename.as_deref(), args.max_file_size)?;
 
     // Resolve each file's configuration first, so a broken config stops the
     // run before any output is written.
@@ -156,6 +156,12 @@ fn renderer(args: &CheckArgs, jobs: &[Job]) -> Box<dyn Renderer> {
 pub fn run(args: &CheckArgs) -> Result<u8> {
     if args.unsafe_fixes && !args.fix && !args.diff {
         anyhow::bail!("`--unsafe-fixes` needs `--fix` or `--diff`");
+    }
+    if args.fix && args.paths.iter().any(|p| p.as_os_str() == "-") {
+        anyhow::bail!("`--fix` cannot write standard input back: use `--diff` to see the fixes");
+    }
+    if args.stdin_filename.is_some() && !args.paths.iter().any(|p| p.as_os_str() == "-") {
+        anyhow::bail!("`--stdin-filename` names standard input: give `-` among the paths");
     }
     let cwd = std::env::current_dir().context("cannot determine the current directory")?;
     // Output paths are checked before any work: a report that cannot be
@@ -449,9 +455,10 @@ fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     }
 }
 
-/// Whether `--fix` may rewrite the file: `.py` and `.pyi` only.
+/// Whether `--fix` may rewrite the file: `.py` and `.pyi` only, and
+/// standard input with no `--stdin-filename` (`-`, Python).
 fn is_python_source(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "py" || e == "pyi")
+    path.extension().is_some_and(|e| e == "py" || e == "pyi") || path.as_os_str() == "-"
 }
 
 /// Files `--fix` rewrites: Python sources and notebooks.
@@ -472,6 +479,14 @@ struct Checked {
 /// Checks one file (and fixes it in memory when `fix` is given); `None`
 /// when it has no diagnostics (its text is then dropped without indexing
 /// its lines).
+/// The candidate's text: standard input as read, else the file's.
+fn read_candidate(c: &Candidate, limit: u64) -> Result<(String, bool), String> {
+    match &c.stdin {
+        Some(bytes) => decode(bytes.as_ref().clone()).map_err(|e| format!("cannot check standard input: {e}")),
+        None => read_source(&c.path, limit),
+    }
+}
+
 /// The file's text (and whether it had a UTF-8 BOM), or why it cannot be
 /// checked: only regular files of at most `limit` bytes are read.
 fn read_source(path: &Path, limit: u64) -> Result<(String, bool), String> {
@@ -525,7 +540,7 @@ fn summarize_file(
     if job.candidate.error.is_some() {
         return None;
     }
-    let (text, bom) = read_source(path, limit).ok()?;
+    let (text, bom) = read_candidate(&job.candidate, limit).ok()?;
     let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
     let one = summarize_source(&text, &file, is_test_path(path));
     let keep = !one.nothing_to_report
@@ -561,7 +576,7 @@ fn check_file(
     let (text, parsed) = match (kept, &job.candidate.error) {
         (_, Some(error)) => (Err(error.clone()), None),
         (Some(k), None) => (Ok((k.text, k.bom)), Some(k.parsed)),
-        (None, None) => (read_source(path, limit), None),
+        (None, None) => (read_candidate(&job.candidate, limit), None),
     };
     let (text, bom, diagnostics, fixed) = match text {
         Ok((text, bom)) if is_notebook_path(path) => return check_notebook(job, display, &text, bom, fix),

@@ -17,6 +17,9 @@ pub struct Candidate {
     /// Why the path could not be walked (an unreadable directory): it is
     /// reported as `ML000` with this message instead of being checked.
     pub error: Option<String>,
+    /// For `-`: the text read from standard input (`path` is then the
+    /// `--stdin-filename`, or `-`).
+    pub stdin: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// The path an error of the walk is about, and the error without it.
@@ -60,17 +63,37 @@ fn is_checked_file(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "py" || e == "pyi" || e.eq_ignore_ascii_case("ipynb"))
 }
 
-/// Expands the command-line paths into the files to check, sorted.
-pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
+/// Expands the command-line paths into the files to check, sorted. `-`
+/// is standard input, checked as `stdin_name` (read once, at most `limit`
+/// bytes; a larger input is reported as `ML000`).
+pub fn collect(paths: &[PathBuf], stdin_name: Option<&Path>, limit: u64) -> Result<Vec<Candidate>> {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
+    let stdin_args = paths.iter().filter(|p| p.as_os_str() == "-").count();
+    if stdin_args > 1 {
+        bail!("`-` (standard input) is named {stdin_args} times");
+    }
     for p in paths {
+        if p.as_os_str() == "-" {
+            let mut text = Vec::new();
+            let read = std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin().lock(), limit + 1), &mut text);
+            let error = match read {
+                Err(e) => Some(format!("cannot read standard input: {e}")),
+                Ok(_) if text.len() as u64 > limit => {
+                    Some(format!("cannot check standard input: larger than the limit of {limit} bytes (raise it with `--max-file-size`)"))
+                }
+                Ok(_) => None,
+            };
+            let path = stdin_name.map_or_else(|| PathBuf::from("-"), Path::to_path_buf);
+            files.push(Candidate { path, explicit: true, error, stdin: Some(std::sync::Arc::new(text)) });
+            continue;
+        }
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => dirs.push(p.clone()),
-            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None }),
+            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None, stdin: None }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("path `{}` does not exist", p.display()),
             // Unreadable but present: reported per file as ML000.
-            Err(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None }),
+            Err(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None, stdin: None }),
         }
     }
     if let Some((first, rest)) = dirs.split_first() {
@@ -85,7 +108,7 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
             Box::new(move |entry| {
                 let candidate = match entry {
                     Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) && is_checked_file(entry.path()) => {
-                        Some(Candidate { path: entry.into_path(), explicit: false, error: None })
+                        Some(Candidate { path: entry.into_path(), explicit: false, error: None, stdin: None })
                     }
                     Ok(_) => None,
                     // A directory that cannot be listed is reported (its
@@ -94,6 +117,7 @@ pub fn collect(paths: &[PathBuf]) -> Result<Vec<Candidate>> {
                         path: path.to_path_buf(),
                         explicit: false,
                         error: Some(format!("cannot read directory: {}", io_message(err))),
+                        stdin: None,
                     }),
                 };
                 if let (Some(c), Ok(mut f)) = (candidate, found.lock()) {
