@@ -617,7 +617,11 @@ pub fn apply_cell_fixes(
     // Each touched cell's new source.
     let mut new_sources: Vec<(u32, String)> = Vec::new();
     for cell in &nb.code_cells {
-        let edits: Vec<&(Span, String)> = taken.iter().filter(|(s, _)| s.start >= cell.span.start && s.end <= cell.span.end).collect();
+        // Each edit belongs to the one cell `cell_of` chose for it: an
+        // insertion where one cell ends and the next begins is not in both
+        // (it used to be, and ran past the first cell's text).
+        let edits: Vec<&(Span, String)> =
+            taken.iter().filter(|(s, _)| cell_of(*s).is_some_and(|c| c.cell == cell.cell)).collect();
         if edits.is_empty() {
             continue;
         }
