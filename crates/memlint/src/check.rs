@@ -455,6 +455,12 @@ fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     }
 }
 
+/// The language whose frontend parses the file (standard input with no
+/// name, and notebooks' cells, are Python).
+fn language_of(path: &Path) -> memlint_linter::Language {
+    memlint_linter::frontend::frontend_for(path).map_or(memlint_linter::Language::Python, |f| f.language())
+}
+
 /// Whether `--fix` may rewrite the file: `.py` and `.pyi` only, and
 /// standard input with no `--stdin-filename` (`-`, Python).
 fn is_python_source(path: &Path) -> bool {
@@ -541,7 +547,12 @@ fn summarize_file(
         return None;
     }
     let (text, bom) = read_candidate(&job.candidate, limit).ok()?;
-    let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
+    let file = FileContext {
+        language: language_of(path),
+        module: job.module.clone(),
+        project_roots: roots.clone(),
+        ..FileContext::default()
+    };
     let one = summarize_source(&text, &file, is_test_path(path));
     let keep = !one.nothing_to_report
         && budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(text.len())).is_ok();
@@ -583,6 +594,7 @@ fn check_file(
         Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext {
+                language: language_of(path),
                 module: job.module.clone(),
                 index: index.clone(),
                 torch_minimum: job.torch_minimum,

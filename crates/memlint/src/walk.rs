@@ -58,9 +58,9 @@ fn skip_dir(entry: &DirEntry) -> bool {
         || entry.path().join("pyvenv.cfg").is_file()
 }
 
-/// Python modules, stubs and Jupyter notebooks.
+/// Files a frontend reads (Python modules and stubs) and Jupyter notebooks.
 fn is_checked_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "py" || e == "pyi" || e.eq_ignore_ascii_case("ipynb"))
+    memlint_linter::frontend::frontend_for(path).is_some() || memlint_linter::notebook::is_notebook_path(path)
 }
 
 /// Expands the command-line paths into the files to check, sorted. `-`

@@ -44,6 +44,12 @@ pub trait Frontend: Sync {
     fn comment_prefix(&self) -> &'static str;
     /// Parses source text, recovering from errors.
     fn parse(&self, source: &str) -> Parsed;
+    /// Whether a path of this language is a test module (unit tests are not
+    /// training code: the training-program rules stay quiet there).
+    fn is_test_path(&self, path: &Path) -> bool;
+    /// The import roots that make a file PyTorch code: `torch` (Python),
+    /// `tch` (Rust). A file importing none of them has nothing to check.
+    fn torch_roots(&self) -> &'static [&'static str];
 }
 
 /// The Python frontend (`ruff_python_parser`).
@@ -61,6 +67,18 @@ impl Frontend for PythonFrontend {
 
     fn comment_prefix(&self) -> &'static str {
         "#"
+    }
+
+    fn is_test_path(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.starts_with("test_")
+            || name.ends_with("_test.py")
+            || name == "conftest.py"
+            || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+    }
+
+    fn torch_roots(&self) -> &'static [&'static str] {
+        &["torch"]
     }
 
     fn parse(&self, source: &str) -> Parsed {
@@ -85,6 +103,16 @@ pub fn frontend_for(path: &Path) -> Option<&'static dyn Frontend> {
     FRONTENDS.iter().copied().find(|f| f.extensions().iter().any(|e| e.eq_ignore_ascii_case(ext)))
 }
 
+/// The frontend of a language (every language of the IR has one).
+pub fn frontend_of(language: Language) -> &'static dyn Frontend {
+    FRONTENDS.iter().copied().find(|f| f.language() == language).unwrap_or(&PYTHON)
+}
+
+/// Every file extension a frontend reads (without the dot).
+pub fn source_extensions() -> impl Iterator<Item = &'static str> {
+    FRONTENDS.iter().flat_map(|f| f.extensions().iter().copied())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +123,19 @@ mod tests {
         assert_eq!(frontend_for(Path::new("stubs.PYI")).map(|f| f.comment_prefix()), Some("#"));
         assert!(frontend_for(Path::new("main.rs")).is_none());
         assert!(frontend_for(Path::new("README")).is_none());
+    }
+
+    #[test]
+    fn the_seam_answers_per_language() {
+        assert_eq!(frontend_of(Language::Python).comment_prefix(), "#");
+        assert_eq!(source_extensions().collect::<Vec<_>>(), ["py", "pyi"]);
+        assert!(PYTHON.is_test_path(Path::new("pkg/tests/train.py")));
+        assert!(PYTHON.is_test_path(Path::new("test_model.py")));
+        assert!(!PYTHON.is_test_path(Path::new("train.py")));
+        assert_eq!(PYTHON.torch_roots(), ["torch"]);
+        let parsed = PYTHON.parse("import torchvision\n");
+        assert!(!memlint_semantic::imports_any(&parsed.module, PYTHON.torch_roots()), "torchvision is not torch");
+        let parsed = PYTHON.parse("def f():\n    from torch.nn import functional\n");
+        assert!(memlint_semantic::imports_any(&parsed.module, PYTHON.torch_roots()));
     }
 }

@@ -38,6 +38,7 @@ mod checker;
 
 pub use checker::Checker;
 pub use registry::{all_rules, rule_by_code, Rule, RuleMeta, PARSE_ERROR};
+pub use memlint_semantic::ir::Language;
 pub use memlint_semantic::{ModuleInfo, ProjectIndex};
 pub use selection::{RuleSet, Selector, SelectorError};
 
@@ -56,14 +57,15 @@ pub struct LintOptions {
     pub is_test_file: bool,
 }
 
-/// Whether a path looks like a test module: `test_*.py`, `*_test.py`,
-/// `conftest.py`, or anything under a `tests`/`test` directory.
+/// Whether a path is a test module, by the rules of its language's
+/// frontend (Python: `test_*.py`, `*_test.py`, `conftest.py`, or anything
+/// under a `tests`/`test` directory). A notebook is judged as Python.
 pub fn is_test_path(path: &std::path::Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    name.starts_with("test_")
-        || name.ends_with("_test.py")
-        || name == "conftest.py"
-        || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+    use frontend::Frontend;
+    match frontend::frontend_for(path) {
+        Some(f) => f.is_test_path(path),
+        None => frontend::PYTHON.is_test_path(path),
+    }
 }
 
 /// What a file's findings may rest on beyond its own text: where it sits
@@ -71,6 +73,8 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
 /// version the project declares.
 #[derive(Debug, Clone, Default)]
 pub struct FileContext {
+    /// The file's language: which frontend parses it.
+    pub language: Language,
     /// The file's module path.
     pub module: ModuleInfo,
     /// The run's project index.
@@ -85,8 +89,7 @@ pub struct FileContext {
 /// The first phase of a project-wide lint: what one file contributes to
 /// the project index. Runs independently per file (in parallel).
 pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) -> Summarized {
-    use frontend::Frontend;
-    let mut parsed = frontend::PYTHON.parse(source);
+    let mut parsed = frontend::frontend_of(file.language).parse(source);
     let (summary, facts) = memlint_semantic::summarize_with_facts(
         &parsed.module,
         ContextOptions {
@@ -132,15 +135,13 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
 /// Lints one file of a project: the second phase, after every file's
 /// [`summarize_source`] was joined into the [`ProjectIndex`].
 pub fn lint_file(source: &str, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
-    use frontend::Frontend;
-    lint_parsed(source, &frontend::PYTHON.parse(source), options, file)
+    lint_parsed(source, &frontend::frontend_of(file.language).parse(source), options, file)
 }
 
 /// [`lint_file`] for a file the first phase already parsed: `parsed` must
 /// come from `source` ([`Summarized::parsed`]).
 pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOptions, file: &FileContext) -> Vec<Diagnostic> {
-    use frontend::Frontend;
-    let frontend: &dyn Frontend = &frontend::PYTHON;
+    let frontend = frontend::frontend_of(parsed.module.language);
     let mut diagnostics = Vec::new();
     if let Some(first) = parsed.errors.first() {
         if options.rules.contains(PARSE_ERROR.code) {
@@ -165,7 +166,7 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
         .collect();
     // Every rule is about PyTorch: a file that never imports it has nothing
     // to walk (the rules would all return at their `torch_imported` check).
-    if !rules.is_empty() && memlint_semantic::imports_torch(&parsed.module) {
+    if !rules.is_empty() && memlint_semantic::imports_any(&parsed.module, frontend.torch_roots()) {
         let mut visitor = checker::RuleVisitor::new(&rules, source, &parsed.module, &mut diagnostics);
         let cx_options = ContextOptions {
             is_test_file: options.is_test_file,
@@ -178,7 +179,7 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
         };
         Context::walk(&parsed.module, cx_options, &mut visitor);
     }
-    let suppressions = suppression::Suppressions::from_comments(source, &parsed.comments);
+    let suppressions = suppression::Suppressions::from_comments(source, &parsed.comments, frontend.comment_prefix());
     diagnostics.retain(|d| !suppressions.is_suppressed(d));
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);

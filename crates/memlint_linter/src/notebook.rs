@@ -563,7 +563,7 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
 
     // `ignore-file` in any cell covers the whole notebook, and line
     // suppressions in a cell checked alone apply to the findings of the module.
-    let suppressions = Suppressions::from_comments(&nb.python, &comments);
+    let suppressions = Suppressions::from_comments(&nb.python, &comments, "#");
     diagnostics.retain(|d| !suppressions.is_suppressed(d));
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);

@@ -46,9 +46,10 @@ fn looks_like_code(s: &str) -> bool {
     letters > 0 && letters < s.len() && s[letters..].chars().all(|c| c.is_ascii_digit())
 }
 
-/// Parses one comment (`# ...`): `(is_file_level, codes)`.
-fn parse_comment(text: &str) -> Option<(bool, Codes)> {
-    let body = text.trim_start_matches('#').trim();
+/// Parses one comment (`# ...`, or after another language's `prefix`):
+/// `(is_file_level, codes)`.
+fn parse_comment(text: &str, prefix: &str) -> Option<(bool, Codes)> {
+    let body = text.trim_start_matches(prefix).trim();
     if let Some(rest) = body.strip_prefix("memlint:") {
         let rest = rest.trim();
         let (file_level, rest) = if let Some(r) = rest.strip_prefix("ignore-file") {
@@ -71,7 +72,7 @@ fn parse_comment(text: &str) -> Option<(bool, Codes)> {
     let after = body[pos + 4..].trim_start();
     match after.strip_prefix(':') {
         Some(list) => {
-            let codes: Vec<String> = parse_code_list(list.split('#').next().unwrap_or(""))
+            let codes: Vec<String> = parse_code_list(list.split(prefix).next().unwrap_or(""))
                 .into_iter()
                 .take_while(|c| looks_like_code(c))
                 .collect();
@@ -86,13 +87,14 @@ fn parse_comment(text: &str) -> Option<(bool, Codes)> {
 }
 
 impl Suppressions {
-    /// Collects the suppressions from the file's comments.
-    pub fn from_comments(source: &str, comments: &[Span]) -> Suppressions {
+    /// Collects the suppressions from the file's comments, written after
+    /// the language's line-comment `prefix` (`#`, `//`).
+    pub fn from_comments(source: &str, comments: &[Span], prefix: &str) -> Suppressions {
         let mut s = Suppressions::default();
         let mut line_level = Vec::new();
         for c in comments {
             let Some(text) = source.get(c.start as usize..c.end as usize) else { continue };
-            match parse_comment(text) {
+            match parse_comment(text, prefix) {
                 Some((true, codes)) => s.file.push(codes),
                 Some((false, codes)) => line_level.push((c.start, codes)),
                 None => {}
@@ -124,14 +126,24 @@ impl Suppressions {
 mod tests {
     use super::*;
 
+    fn parse_comment_py(text: &str) -> Option<(bool, Codes)> {
+        parse_comment(text, "#")
+    }
+
+    #[test]
+    fn another_languages_comment_prefix() {
+        assert_eq!(parse_comment("// memlint: ignore[ML202]", "//"), Some((false, Codes::Some(vec!["ML202".into()]))));
+        assert_eq!(parse_comment("// noqa: ML201 // why", "//"), Some((false, Codes::Some(vec!["ML201".into()]))));
+    }
+
     #[test]
     fn parses_forms() {
-        assert_eq!(parse_comment("# memlint: ignore[ML201, ML2]"), Some((false, Codes::Some(vec!["ML201".into(), "ML2".into()]))));
-        assert_eq!(parse_comment("# memlint: ignore"), Some((false, Codes::All)));
-        assert_eq!(parse_comment("# memlint: ignore-file[ML2]"), Some((true, Codes::Some(vec!["ML2".into()]))));
-        assert_eq!(parse_comment("# noqa: ML201,ML202 explanation"), Some((false, Codes::Some(vec!["ML201".into(), "ML202".into()]))));
-        assert_eq!(parse_comment("# noqa"), Some((false, Codes::All)));
-        assert_eq!(parse_comment("# a plain comment"), None);
+        assert_eq!(parse_comment_py("# memlint: ignore[ML201, ML2]"), Some((false, Codes::Some(vec!["ML201".into(), "ML2".into()]))));
+        assert_eq!(parse_comment_py("# memlint: ignore"), Some((false, Codes::All)));
+        assert_eq!(parse_comment_py("# memlint: ignore-file[ML2]"), Some((true, Codes::Some(vec!["ML2".into()]))));
+        assert_eq!(parse_comment_py("# noqa: ML201,ML202 explanation"), Some((false, Codes::Some(vec!["ML201".into(), "ML202".into()]))));
+        assert_eq!(parse_comment_py("# noqa"), Some((false, Codes::All)));
+        assert_eq!(parse_comment_py("# a plain comment"), None);
     }
 
     #[test]

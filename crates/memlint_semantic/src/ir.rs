@@ -10,9 +10,10 @@ use memlint_diagnostics::Span;
 pub type Ident = compact_str::CompactString;
 
 /// Source language of a module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Language {
     /// Python using PyTorch.
+    #[default]
     Python,
     /// Rust using the `tch` crate.
     Rust,

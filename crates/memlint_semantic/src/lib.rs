@@ -41,15 +41,21 @@ pub use views::{Part, ViewOf};
 /// nested blocks and functions included. Every rule is about PyTorch, so a
 /// file without such an import needs no walk at all.
 pub fn imports_torch(module: &ir::Module) -> bool {
-    fn any(body: &[ir::Stmt]) -> bool {
+    imports_any(module, &["torch"])
+}
+
+/// Whether the module imports one of `roots` (or a module below one),
+/// anywhere in it.
+pub fn imports_any(module: &ir::Module, roots: &[&str]) -> bool {
+    fn any(body: &[ir::Stmt], roots: &[&str]) -> bool {
         body.iter().any(|s| match &s.kind {
-            ir::StmtKind::Import(bindings) => {
-                bindings.iter().any(|b| b.qualified == "torch" || b.qualified.starts_with("torch."))
-            }
-            ir::StmtKind::Function(f) => any(&f.body),
-            ir::StmtKind::Class { body, .. } => any(body),
-            _ => s.child_blocks().any(any),
+            ir::StmtKind::Import(bindings) => bindings.iter().any(|b| {
+                roots.iter().any(|r| b.qualified.strip_prefix(r).is_some_and(|rest| rest.is_empty() || rest.starts_with('.')))
+            }),
+            ir::StmtKind::Function(f) => any(&f.body, roots),
+            ir::StmtKind::Class { body, .. } => any(body, roots),
+            _ => s.child_blocks().any(|b| any(b, roots)),
         })
     }
-    any(&module.body)
+    any(&module.body, roots)
 }
