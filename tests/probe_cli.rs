@@ -491,3 +491,18 @@ fn compare_flags_a_doctored_slowdown_passes_noise_and_rejects_other_schemas() {
     assert_eq!(compare(&p, &[]).status.code(), Some(2));
     assert_eq!(compare(Path::new("/nonexistent/x.json"), &[]).status.code(), Some(2));
 }
+
+/// A file saved with `torch.save` (a state_dict, a pickled module) is named
+/// as such, with what to do, instead of "corrupted".
+#[test]
+fn a_state_dict_is_named_as_one() {
+    let py = std::env::var("MEMPROBE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let dir = tempfile::tempdir().unwrap();
+    let sd = dir.path().join("weights.pt");
+    let script = format!("import torch; torch.save(torch.nn.Linear(16, 4).state_dict(), {:?})", sd.to_str().unwrap());
+    let made = std::process::Command::new(&py).args(["-W", "ignore", "-c", &script]).status();
+    assert!(made.is_ok_and(|s| s.success()), "{py} with torch saves a state_dict (run after `. scripts/torch-env.sh`)");
+    let o = memprobe(&["bench", "--device", "cpu", "--model", sd.to_str().unwrap(), "--input-shape", "4,16"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("saved with torch.save") && stderr(&o).contains("torch.jit.script"), "{}", stderr(&o));
+}

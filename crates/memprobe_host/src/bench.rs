@@ -89,6 +89,14 @@ pub fn prepare(opts: BenchOptions) -> Result<Prepared, EngineError> {
         if !path.is_file() {
             return Err(EngineError::Model { path: path.clone(), message: "no such file".into() });
         }
+        if saved_with_torch_save(path) {
+            return Err(EngineError::Model {
+                path: path.clone(),
+                message: "this file was saved with torch.save (a state_dict or a pickled model), not as a TorchScript \
+                          archive: save the model with torch.jit.script(model).save(path) (or torch.jit.trace) and pass that"
+                    .into(),
+            });
+        }
     }
     let described = describe(
         &opts.worker_exe,
@@ -105,6 +113,35 @@ pub fn prepare(opts: BenchOptions) -> Result<Prepared, EngineError> {
         workload_info: described.workload,
         environment: described.environment,
     })
+}
+
+/// Whether `path` holds what `torch.save` writes (a zip archive with a
+/// `data.pkl` and no TorchScript code, or a legacy pickle) rather than a
+/// TorchScript archive (`constants.pkl`, `code/`), which libtorch would
+/// only call corrupted. Judged by the archive's central directory at the
+/// end of the file (its last 4 MiB), so a large model is not read whole.
+fn saved_with_torch_save(path: &std::path::Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    let mut head = [0u8; 4];
+    if f.read_exact(&mut head).is_err() {
+        return false;
+    }
+    // A legacy torch.save file is a pickle (protocol 2 and later start with 0x80).
+    if head[0] == 0x80 {
+        return true;
+    }
+    if &head != b"PK\x03\x04" {
+        return false;
+    }
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let tail = len.min(4 << 20);
+    let mut buf = Vec::with_capacity(tail as usize);
+    if f.seek(SeekFrom::Start(len - tail)).is_err() || f.take(tail).read_to_end(&mut buf).is_err() {
+        return false;
+    }
+    let has = |needle: &[u8]| buf.windows(needle.len()).any(|w| w == needle);
+    has(b"data.pkl") && !has(b"constants.pkl") && !has(b"/code/")
 }
 
 fn plan_for(opts: &BenchOptions, device: DeviceChoice, spec: &VariantSpec, task: WorkerTask, repeat: u32) -> WorkerPlan {
