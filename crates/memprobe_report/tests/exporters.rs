@@ -194,3 +194,13 @@ fn the_terminal_table_warns_about_spread_as_the_markdown_does() {
     let markdown = MarkdownExporter.render(&r).unwrap();
     assert!(markdown.contains(spread));
 }
+
+#[test]
+fn the_terminal_table_says_when_a_check_ran_batch_norm_in_eval_mode() {
+    let mut r = fixture();
+    let accum = r.variants.iter_mut().find(|v| v.info.id == VariantId::Accum(4)).unwrap();
+    accum.correctness[0].detail =
+        "gradient accumulated over 4 micro-batches vs one full batch, same weights/data (batch norm in eval mode so samples are independent)".into();
+    let table = TableExporter { width: None }.render(&r).unwrap();
+    assert!(table.contains("check (accum 4): gradient accumulated") && table.contains("in training mode the two differ"), "{table}");
+}

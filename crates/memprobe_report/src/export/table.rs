@@ -50,6 +50,12 @@ impl Exporter for TableExporter {
         // What the markdown lists per variant, the terminal says too (too
         // few runs is said once, above).
         for v in &r.variants {
+            for c in v.correctness.iter().filter(|c| c.detail.contains("batch norm")) {
+                out.push_str(&format!(
+                    "  check ({}): {}: in training mode the two differ (each micro-batch normalizes with its own batch statistics)\n",
+                    v.info.label, c.detail
+                ));
+            }
             let Some(s) = &v.summary else { continue };
             for c in s.time_verdict.iter().chain(&s.memory_verdict) {
                 for w in c.warnings.iter().filter(|w| !w.contains("cannot reach")) {
