@@ -177,9 +177,11 @@ fn markdown_snapshot() {
 fn table_snapshot() {
     let t = TableExporter { width: Some(200) }.render(&fixture()).unwrap();
     assert!(t.contains("device: Test CPU (cpu) | driver: none | CUDA: torch built with 13.0, no driver | torch: 2.11.0"));
-    assert!(t.contains("-105.0 MiB (-26%)"), "{t}");
+    assert!(t.contains("[c1] accum 4: grad Δrel 3.2e-7 ok (tol 1e-5)"), "{t}");
     assert!(t.contains("[3] inplace: crashed (signal: 6 (SIGABRT))"), "{t}");
     assert!(t.contains("use --runs 4 or more for verdicts"), "{t}");
+    // The terminal output fits 100 columns, whatever width is asked for.
+    assert!(t.lines().all(|l| l.chars().count() <= 100), "{t}");
     golden("report.txt", &t);
 }
 
@@ -190,7 +192,8 @@ fn the_terminal_table_warns_about_spread_as_the_markdown_does() {
     let accum = r.variants.iter_mut().find(|v| v.info.id == VariantId::Accum(4)).unwrap();
     accum.summary.as_mut().unwrap().time_verdict.as_mut().unwrap().warnings.push(spread.into());
     let table = TableExporter { width: None }.render(&r).unwrap();
-    assert!(table.contains(&format!("warning (accum 4, step time): {spread}")), "{table}");
+    assert!(table.contains("warning (accum 4, step time): the new runs spread too much"), "{table}");
+    assert!(table.contains("more runs or a quieter machine"), "{table}");
     let markdown = MarkdownExporter.render(&r).unwrap();
     assert!(markdown.contains(spread));
 }
@@ -202,5 +205,5 @@ fn the_terminal_table_says_when_a_check_ran_batch_norm_in_eval_mode() {
     accum.correctness[0].detail =
         "gradient accumulated over 4 micro-batches vs one full batch, same weights/data (batch norm in eval mode so samples are independent)".into();
     let table = TableExporter { width: None }.render(&r).unwrap();
-    assert!(table.contains("check (accum 4): gradient accumulated") && table.contains("in training mode the two differ"), "{table}");
+    assert!(table.contains("check (accum 4): gradient accumulated") && table.contains("in training mode the two"), "{table}");
 }
