@@ -51,13 +51,51 @@ impl ExitInfo {
 }
 
 /// A series of memory samples: time since the command started, bytes.
+///
+/// A series keeps at most [`MAX_POINTS`] points: past that, it is thinned
+/// (each point then stands for 2, 4, 8 ... consecutive samples and holds
+/// the largest of them, at its time), so a day-long job gives a report of
+/// bounded size. Peaks and their times stay exact; the count and the
+/// time-weighted mean of all samples are kept in [`Thinned`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemorySeries {
     /// Seconds since the command started.
     pub t_s: Vec<f64>,
     /// Bytes at each time.
     pub bytes: Vec<u64>,
+    /// Present once the series was thinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinned: Option<Thinned>,
+    /// Running figures over every sample (not serialized).
+    #[serde(skip)]
+    running: Running,
 }
+
+/// How a thinned series was thinned, and the exact figures of its samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thinned {
+    /// Consecutive samples per point (the point holds their largest).
+    pub samples_per_point: u32,
+    /// Samples taken in all.
+    pub samples: u64,
+    /// Time-weighted mean of every sample (each holds until the next).
+    pub mean_bytes: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Running {
+    samples: u64,
+    first_t: f64,
+    last_t: f64,
+    last_bytes: u64,
+    integral: f64,
+    sum: f64,
+    /// Samples folded into the last point so far.
+    in_point: u32,
+}
+
+/// The most points a series keeps (see [`MemorySeries`]).
+pub const MAX_POINTS: usize = 10_000;
 
 /// Peak, mean and time to peak of a series.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,8 +113,60 @@ pub struct SeriesSummary {
 impl MemorySeries {
     /// Appends a sample.
     pub fn push(&mut self, t_s: f64, bytes: u64) {
-        self.t_s.push(t_s);
-        self.bytes.push(bytes);
+        let r = &mut self.running;
+        if r.samples == 0 {
+            r.first_t = t_s;
+        } else {
+            r.integral += r.last_bytes as f64 * (t_s - r.last_t);
+        }
+        r.samples += 1;
+        r.sum += bytes as f64;
+        r.last_t = t_s;
+        r.last_bytes = bytes;
+        let per_point = self.thinned.map_or(1, |t| t.samples_per_point);
+        if per_point > 1 && r.in_point > 0 && r.in_point < per_point {
+            // Into the last point: it keeps the largest sample of its run.
+            r.in_point += 1;
+            if let (Some(b), Some(t)) = (self.bytes.last_mut(), self.t_s.last_mut()) {
+                if bytes > *b {
+                    *b = bytes;
+                    *t = t_s;
+                }
+            }
+        } else {
+            r.in_point = 1;
+            self.t_s.push(t_s);
+            self.bytes.push(bytes);
+            if self.bytes.len() > MAX_POINTS {
+                self.thin();
+            }
+        }
+        if let Some(th) = &mut self.thinned {
+            let r = &self.running;
+            th.samples = r.samples;
+            let span = r.last_t - r.first_t;
+            th.mean_bytes = if span > 0.0 { r.integral / span } else { r.sum / r.samples as f64 };
+        }
+    }
+
+    /// Halves the points: each pair becomes its larger sample.
+    fn thin(&mut self) {
+        let n = self.bytes.len().min(self.t_s.len());
+        let (mut t, mut b) = (Vec::with_capacity(n / 2 + 1), Vec::with_capacity(n / 2 + 1));
+        let mut i = 0;
+        while i < n {
+            let j = if i + 1 < n && self.bytes[i + 1] > self.bytes[i] { i + 1 } else { i };
+            t.push(self.t_s[j]);
+            b.push(self.bytes[j]);
+            i += 2;
+        }
+        // A last point that stood alone keeps counting samples into it.
+        let last_pair_full = n % 2 == 0;
+        self.t_s = t;
+        self.bytes = b;
+        let per_point = self.thinned.map_or(1, |t| t.samples_per_point) * 2;
+        self.running.in_point = if last_pair_full { per_point } else { self.running.in_point };
+        self.thinned = Some(Thinned { samples_per_point: per_point, samples: self.running.samples, mean_bytes: 0.0 });
     }
 
     /// Peak, mean, time to peak; `None` without samples.
@@ -92,6 +182,14 @@ impl MemorySeries {
                 peak = self.bytes[i];
                 at = self.t_s[i];
             }
+        }
+        if let Some(th) = &self.thinned {
+            return Some(SeriesSummary {
+                peak_bytes: peak,
+                time_to_peak_s: at,
+                mean_bytes: th.mean_bytes,
+                samples: usize::try_from(th.samples).unwrap_or(usize::MAX),
+            });
         }
         let span = self.t_s[n - 1] - self.t_s[0];
         let mean = if n == 1 || span <= 0.0 {
@@ -445,6 +543,32 @@ mod tests {
         // 100 for 1 s, 300 for 2 s, over 3 s
         assert!((x.mean_bytes - 700.0 / 3.0).abs() < 1e-9);
         assert!(MemorySeries::default().summary().is_none());
+    }
+
+    #[test]
+    fn a_long_series_is_thinned_with_its_peak_and_mean_exact() {
+        let mut s = MemorySeries::default();
+        let n = 1_000_000u64;
+        let (mut integral, mut last) = (0.0, 0u64);
+        for i in 0..n {
+            let b = if i == 777_777 { 5_000 } else { 1_000 + (i % 100) };
+            if i > 0 {
+                integral += last as f64 * 0.01;
+            }
+            last = b;
+            s.push(i as f64 * 0.01, b);
+        }
+        assert!(s.bytes.len() <= MAX_POINTS, "{} points", s.bytes.len());
+        let x = s.summary().unwrap();
+        assert_eq!(x.peak_bytes, 5_000);
+        assert!((x.time_to_peak_s - 7_777.77).abs() < 1e-6, "{}", x.time_to_peak_s);
+        assert_eq!(x.samples, n as usize);
+        let exact = integral / ((n - 1) as f64 * 0.01);
+        assert!((x.mean_bytes - exact).abs() < 1e-6 * exact, "{} vs {exact}", x.mean_bytes);
+        // The report keeps what the summary needs.
+        let back: MemorySeries = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.summary().unwrap(), x);
+        assert!(back.thinned.unwrap().samples_per_point >= 128);
     }
 
     #[test]
