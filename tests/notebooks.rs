@@ -277,3 +277,27 @@ fn file_annotating_formats_point_into_the_notebook_json() {
     let o = memlint(&fixtures(), &["check", "training.ipynb", "--format", "grouped"]);
     assert!(stdout(&o).contains("  cell 5:8:9  ML202 [warning]"), "{}", stdout(&o));
 }
+
+/// An exercise notebook's blanks (`d_loss = `, `criterion = # TODO`) are one
+/// ML000 for the notebook, naming every cell that does not parse, and the
+/// other cells are still checked.
+#[test]
+fn cells_that_do_not_parse_are_one_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let cells: Vec<serde_json::Value> = [
+        "import torch\nfrom torch import nn\n",
+        "d_loss = \n",
+        "criterion = # TODO\n",
+        "x = torch.zeros(3, requires_grad=True)\nx.add_(1)\n",
+        "optimizer = \n",
+    ]
+    .iter()
+    .map(|s| serde_json::json!({"cell_type": "code", "source": s, "metadata": {}, "outputs": [], "execution_count": null}))
+    .collect();
+    let nb = serde_json::json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
+    std::fs::write(dir.path().join("exercise.ipynb"), nb.to_string()).unwrap();
+    let o = memlint(dir.path(), &["check", "exercise.ipynb", "--format", "json"]);
+    assert_eq!(located(&o), ["exercise.ipynb 2:1:10 ML000", "exercise.ipynb 4:2:3 ML101"]);
+    let message = json(&o)["diagnostics"][0]["message"].as_str().unwrap().to_string();
+    assert!(message.ends_with("3 cells do not parse: cells 2, 3, 5"), "{message}");
+}

@@ -34,8 +34,10 @@
 //!   cell magic (`%%bash`, `%%html`, `%%sql`, `%%script`, `%%python`, ...)
 //!   is not Python in this namespace and the cell is skipped.
 //! - Cells are compiled one at a time at run time, so each code cell is
-//!   parsed on its own for syntax errors: a cell that does not parse is one
-//!   `ML000` located in it, is left out of the joined module (an unclosed
+//!   parsed on its own for syntax errors: the cells that do not parse give
+//!   one `ML000` for the notebook, located in the first of them and naming
+//!   them all (an exercise notebook's blanks must not bury the findings of
+//!   the other cells); each is left out of the joined module (an unclosed
 //!   bracket must not swallow the cells after it), and is checked alone
 //!   after the cells above it, so its recovered parts are still checked with
 //!   the names defined before it.
@@ -509,6 +511,8 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
     let mut comments = Vec::new();
     // Cells checked on their own: broken ones and standalone modules.
     let mut alone: Vec<&CodeCell> = Vec::new();
+    // The cells that do not parse: (cell number, error span, message).
+    let mut broken: Vec<(u32, Span, String)> = Vec::new();
     for cell in nb.code_cells.iter().filter(|c| c.role != CellRole::Skipped) {
         let range = cell.span.start as usize..cell.span.end as usize;
         let Some(source) = nb.python.get(range) else { continue };
@@ -527,14 +531,28 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
                 if more > 0 {
                     message.push_str(&format!(" (and {more} more)"));
                 }
-                diagnostics.push(PARSE_ERROR.diagnostic(span, message).with_help(
-                    "fix the syntax error; findings for the rest of this cell come from what the parser recovered",
-                ));
+                broken.push((cell.cell, span, message));
             }
             alone.push(cell);
         } else if cell.role == CellRole::Standalone {
             alone.push(cell);
         }
+    }
+
+    // One finding for all the cells that do not parse, at the first: an
+    // exercise notebook's blanks (`loss = `, `criterion = # TODO`) must
+    // not bury the findings of the cells that do.
+    if let Some((_, span, first)) = broken.first() {
+        let (message, help) = if broken.len() == 1 {
+            (first.clone(), "fix the syntax error; findings for the rest of this cell come from what the parser recovered")
+        } else {
+            let cells: Vec<String> = broken.iter().map(|(c, _, _)| c.to_string()).collect();
+            (
+                format!("{first}; {} cells do not parse: cells {}", broken.len(), cells.join(", ")),
+                "fix the syntax errors; the other cells are checked, and these cells' recovered parts too",
+            )
+        };
+        diagnostics.push(PARSE_ERROR.diagnostic(*span, message).with_help(help));
     }
 
     // The notebook's module: every cell that parses and runs in its namespace.

@@ -94,11 +94,14 @@ macro_rules! declare_rule {
 
 declare_rule! {
     /// ## What it does
-    /// Reports a file that cannot be checked: it does not parse as Python, it
-    /// cannot be read (permissions, not UTF-8, binary), or a `.ipynb` file is
-    /// not a notebook (not JSON, no `cells` list, a cell without `source`,
-    /// wrong types). In a notebook, each code cell that does not parse is
-    /// reported in that cell.
+    /// Reports a file that cannot be checked: it does not parse as Python
+    /// (or nests deeper than 1000 levels), it cannot be read (permissions,
+    /// not UTF-8, binary, not a regular file, over `--max-file-size`), a
+    /// directory cannot be listed, or a `.ipynb` file is not a notebook (not
+    /// JSON, no `cells` list, a cell without `source`, wrong types). In a
+    /// notebook, the code cells that do not parse are one finding, in the
+    /// first of them, naming them all (an exercise notebook's blanks do not
+    /// bury the other findings).
     ///
     /// ## Why is this bad?
     /// Findings in the rest of a file that does not parse come only from the
