@@ -446,3 +446,90 @@ fn short_lived_processes_are_one_row() {
     assert!(v["processes"].as_array().unwrap().len() > 15, "each process is in the JSON");
     assert!(table.lines().next().unwrap().contains("time.sleep(1)"), "the command on one line: {table}");
 }
+
+/// A job that counts the SIGINTs it gets and stops a second after the first.
+fn counting_job(dir: &Path) -> (PathBuf, PathBuf) {
+    let count = dir.join("count");
+    let s = script(
+        dir,
+        "count.py",
+        &format!(
+            "import signal, sys, time\n\
+             n = 0\n\
+             first = None\n\
+             def h(sig, frame):\n    global n, first\n    n += 1\n    first = first or time.time()\n\
+             signal.signal(signal.SIGINT, h)\n\
+             print('ready', flush=True)\n\
+             t = time.time()\n\
+             while time.time() - t < 30 and not (first and time.time() - first > 1.0):\n    time.sleep(0.01)\n\
+             open({:?}, 'w').write(str(n))\n\
+             sys.exit(3)\n",
+            count.to_str().unwrap()
+        ),
+    );
+    (s, count)
+}
+
+/// A SIGINT sent to memprobe's whole process group (`kill -INT -PGID`, a
+/// scheduler's killpg) reaches the command once, not twice.
+#[test]
+fn a_signal_to_the_process_group_reaches_the_command_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (job, count) = counting_job(dir.path());
+    // memprobe leads a process group of its own, as a job in a shell does.
+    let mut child = Command::new("setsid")
+        .arg(&*BIN)
+        .args(["run", "--quiet", "--", &python(), job.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    assert_eq!(&buf, b"ready\n");
+    // setsid execs memprobe in place: its PID is the group's.
+    assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "1", "the command got SIGINT once");
+}
+
+/// `timeout -s INT` signals memprobe and its group: the command gets it once.
+#[test]
+fn timeout_s_int_reaches_the_command_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (job, count) = counting_job(dir.path());
+    let o = Command::new("timeout")
+        .args(["--preserve-status", "-s", "INT", "2"])
+        .arg(&*BIN)
+        .args(["run", "--quiet", "--", &python(), job.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "1", "the command got SIGINT once");
+}
+
+/// The command does not outlive memprobe: killed with it.
+#[test]
+fn the_command_dies_with_memprobe() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let s = script(dir.path(), "sleeper.py", &format!("import os, time\nopen({:?}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n", pidfile.to_str().unwrap()));
+    let mut child = Command::new(&*BIN).args(["run", "--quiet", "--", &python(), s.to_str().unwrap()]).spawn().unwrap();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&pidfile).map(|p| p.is_empty()).unwrap_or(true) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the job did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t0 = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z")
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10), "the job outlived memprobe");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -43,12 +43,16 @@ pub const NOT_FOUND_STATUS: i32 = 127;
 // rather than the terminal, which delivers to the whole foreground group.
 static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static PENDING_FROM_PROCESS: AtomicI32 = AtomicI32::new(0);
+static PENDING_SENDER: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SI_USER (0), SI_QUEUE (-1), SI_TKILL (-6): sent by a process. The
     // terminal's Ctrl-C comes from the kernel (SI_KERNEL > 0).
     #[allow(unsafe_code)] // reading the kernel-provided siginfo in a handler.
     let code = if info.is_null() { 0 } else { unsafe { (*info).si_code } };
+    #[allow(unsafe_code)] // the sender's PID, set by the kernel for SI_USER and SI_QUEUE.
+    let sender = if info.is_null() || code > 0 { 0 } else { unsafe { (*info).si_pid() } };
+    PENDING_SENDER.store(sender, Ordering::SeqCst);
     PENDING_FROM_PROCESS.store(i32::from(code <= 0), Ordering::SeqCst);
     PENDING_SIGNAL.store(sig, Ordering::SeqCst);
 }
@@ -88,6 +92,52 @@ impl Drop for SignalGuard {
             unsafe {
                 libc::sigaction(*sig, prev, std::ptr::null_mut());
             }
+        }
+    }
+}
+
+/// The controlling terminal while memprobe's process group is its
+/// foreground group.
+struct ForegroundTerminal {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl ForegroundTerminal {
+    #[allow(unsafe_code)] // open(2) of /dev/tty and tcgetpgrp(3) on it.
+    fn open() -> Option<ForegroundTerminal> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let fd = unsafe { libc::open(c"/dev/tty".as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let foreground = unsafe { libc::tcgetpgrp(std::os::fd::AsRawFd::as_raw_fd(&fd)) };
+        (foreground == unsafe { libc::getpgrp() }).then_some(ForegroundTerminal { fd })
+    }
+
+    /// Makes the command's group (its PID) the terminal's foreground group,
+    /// and wakes it in case it stopped reading the terminal before that.
+    #[allow(unsafe_code)] // tcsetpgrp(3) and kill(2) on our own child's group.
+    fn hand_to(&self, pgid: u32) -> bool {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.fd);
+        let ok = unsafe { libc::tcsetpgrp(fd, pgid as libc::pid_t) } == 0;
+        if ok {
+            unsafe {
+                libc::kill(-(pgid as libc::pid_t), libc::SIGCONT);
+            }
+        }
+        ok
+    }
+
+    /// Makes memprobe's group the foreground group again (SIGTTOU, which a
+    /// background group gets for this, is ignored meanwhile).
+    #[allow(unsafe_code)] // signal(2) and tcsetpgrp(3).
+    fn take_back(&self) {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.fd);
+        unsafe {
+            let previous = libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            libc::tcsetpgrp(fd, libc::getpgrp());
+            libc::signal(libc::SIGTTOU, previous);
         }
     }
 }
@@ -350,12 +400,42 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         cmd.env("MEMPROBE_TORCH_FIFO", h.fifo_path());
         cmd.env("MEMPROBE_TORCH_INTERVAL", format!("{}", opts.interval.as_secs_f64()));
     }
+    // The command runs in a process group of its own, so a signal sent to
+    // memprobe's group (`timeout -s INT`, `kill -INT -PGID`, a scheduler's
+    // killpg) reaches memprobe alone and is forwarded once; before, it
+    // reached the command twice (directly, then forwarded), which many
+    // trainers read as "abort now". On a terminal where memprobe is in the
+    // foreground, the command's group is made the foreground one, so Ctrl-C
+    // and reads from the terminal reach the command directly.
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        // Out of memprobe's group, the command would outlive a memprobe
+        // killed with its group (`timeout -k`, `kill -9 -PGID`): it is
+        // killed when memprobe dies.
+        let parent = std::process::id() as libc::pid_t;
+        #[allow(unsafe_code)] // prctl(2), getppid(2) and kill(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // memprobe died before the line above: do not run orphaned.
+                if libc::getppid() != parent {
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+    }
+    let terminal = ForegroundTerminal::open();
     let signals = SignalGuard::install();
     let created_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let start = Instant::now();
     let oom_before = oom_kills();
     let mut child = cmd.spawn().map_err(|e| HostError::Command(format!("cannot start {program}: {e}")))?;
     let root = child.id();
+    let handed = terminal.as_ref().is_some_and(|t| t.hand_to(root));
 
     let mut tree_rss = MemorySeries::default();
     let mut tree_pss = MemorySeries::default();
@@ -364,6 +444,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut torch = TorchCollector::default();
     let mut forwarded = Vec::new();
+    let mut last_forwarded: Option<(i32, Instant)> = None;
     let mut samples = 0u64;
     let mut sample_time = Duration::ZERO;
     let cpu0 = thread_cpu_seconds();
@@ -374,14 +455,26 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         let sig = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
         if sig != 0 {
             let from_process = PENDING_FROM_PROCESS.load(Ordering::SeqCst) == 1;
-            if from_process {
+            let sender = PENDING_SENDER.load(Ordering::SeqCst);
+            // SLURM's step daemon signals every process of the step (its
+            // cgroup): the command has it already.
+            let from_slurm = sender > 0
+                && std::fs::read_to_string(format!("/proc/{sender}/comm")).is_ok_and(|c| c.trim() == "slurmstepd");
+            // `timeout` sends its signal to memprobe and to its group, one
+            // right after the other: one signal, forwarded once.
+            let repeat = last_forwarded.is_some_and(|(s, at): (i32, Instant)| s == sig && at.elapsed() < Duration::from_millis(200));
+            if from_slurm {
+                forwarded.push(format!("{} (from slurmstepd, which signals every process of the step: not forwarded)", signal_name(sig)));
+            } else if repeat {
+                forwarded.push(format!("{} (again within 200 ms: not forwarded twice)", signal_name(sig)));
+            } else {
+                last_forwarded = Some((sig, Instant::now()));
                 #[allow(unsafe_code)] // kill(2) on our own child's PID.
                 unsafe {
                     libc::kill(root as libc::pid_t, sig);
                 }
-                forwarded.push(format!("{} (forwarded to PID {root})", signal_name(sig)));
-            } else {
-                forwarded.push(format!("{} (from the terminal, reached the command directly)", signal_name(sig)));
+                let source = if from_process { "" } else { "from the terminal, " };
+                forwarded.push(format!("{} ({source}forwarded to PID {root})", signal_name(sig)));
             }
         }
         let t0 = Instant::now();
@@ -474,6 +567,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     };
     let duration_s = start.elapsed().as_secs_f64();
     let cpu = thread_cpu_seconds() - cpu0;
+    if handed {
+        if let Some(t) = &terminal {
+            t.take_back();
+        }
+    }
     drop(signals);
     // A signal that arrived in the last interval.
     let sig = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
