@@ -407,9 +407,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     // trainers read as "abort now". On a terminal where memprobe is in the
     // foreground, the command's group is made the foreground one, so Ctrl-C
     // and reads from the terminal reach the command directly.
+    // Under SLURM the command stays in memprobe's group: the step daemon
+    // signals the step's processes (each of them, or their group, by its
+    // configuration), so the command gets its signals directly either way,
+    // and memprobe does not forward them (below).
+    let under_slurm = std::env::var_os("SLURM_JOB_ID").is_some() || std::env::var_os("SLURM_STEP_ID").is_some();
     {
         use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
+        if !under_slurm {
+            cmd.process_group(0);
+        }
         // Out of memprobe's group, the command would outlive a memprobe
         // killed with its group (`timeout -k`, `kill -9 -PGID`): it is
         // killed when memprobe dies.
@@ -428,7 +435,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             });
         }
     }
-    let terminal = ForegroundTerminal::open();
+    let terminal = if under_slurm { None } else { ForegroundTerminal::open() };
     let signals = SignalGuard::install();
     let created_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let start = Instant::now();
