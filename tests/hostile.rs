@@ -245,10 +245,16 @@ fn an_unreadable_directory_is_reported() {
     write(dir.path(), "ok.py", "x = 1\n");
     write(dir.path(), "secret/train.py", LEAF);
     std::fs::set_permissions(dir.path().join("secret"), std::fs::Permissions::from_mode(0o000)).expect("chmod");
-    // Root reads every directory: run as nobody.
+    // Root reads every directory: run as nobody, from a copy of the binary
+    // that nobody can reach (the checkout may be under a private home).
+    let bin_dir = tempfile::tempdir().expect("tempdir");
     let mut cmd = if is_root() {
+        std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let copy = bin_dir.path().join("memlint");
+        std::fs::copy(memlint_bin(), &copy).expect("copy the binary");
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(memlint_bin());
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(&copy);
         c
     } else {
         Command::new(memlint_bin())
