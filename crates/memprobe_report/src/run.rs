@@ -161,7 +161,7 @@ impl MemorySeries {
             i += 2;
         }
         // A last point that stood alone keeps counting samples into it.
-        let last_pair_full = n % 2 == 0;
+        let last_pair_full = n.is_multiple_of(2);
         self.t_s = t;
         self.bytes = b;
         let per_point = self.thinned.map_or(1, |t| t.samples_per_point) * 2;
