@@ -4,7 +4,7 @@ mod json;
 mod markdown;
 pub mod run;
 pub mod svg;
-mod table;
+pub(crate) mod table;
 
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;

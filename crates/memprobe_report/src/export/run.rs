@@ -225,29 +225,51 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
         out.push_str("# memprobe ab\n\n");
         out.push_str(&format!("- A: `{}`\n- B: `{}`\n\n", r.a.join(" "), r.b.join(" ")));
     } else {
-        out.push_str(&format!("memprobe ab: {} runs each, alternating A B A B\n  A: {}\n  B: {}\n", r.runs, r.a.join(" "), r.b.join(" ")));
+        out.push_str(&format!(
+            "memprobe ab: {} runs each, alternating A B A B\n  A: {}\n  B: {}\n",
+            r.runs,
+            one_line(&r.a.join(" "), 95),
+            one_line(&r.b.join(" "), 95)
+        ));
     }
     let mut t = table(markdown);
-    t.set_header(vec!["metric", "A median", "A spread (min–max)", "B median", "B spread (min–max)", "B vs A", "verdict"]);
+    if markdown {
+        t.set_header(vec!["metric", "A median", "A spread (min–max)", "B median", "B spread (min–max)", "B vs A", "verdict"]);
+    } else {
+        t.set_header(vec!["metric", "A median", "A min–max", "B median", "B min–max", "B vs A", "verdict"]);
+    }
     for c in &r.comparisons {
         let fmt = |x: f64| match c.metric {
             crate::verdict::Metric::Time => format!("{x:.3} s"),
             crate::verdict::Metric::Memory => mib_f(x),
         };
         let side = |s: &Option<crate::verdict::SideStats>| match s {
-            Some(s) => (fmt(s.median), format!("{}–{} (n={})", fmt(s.min), fmt(s.max), s.n)),
+            Some(s) if markdown => (fmt(s.median), format!("{}–{} (n={})", fmt(s.min), fmt(s.max), s.n)),
+            // The terminal: the unit once, the run count in the title.
+            Some(s) => {
+                let (lo, hi) = (fmt(s.min), fmt(s.max));
+                let unit = hi.rsplit(' ').next().unwrap_or("").to_string();
+                (fmt(s.median), format!("{}–{hi}", lo.trim_end_matches(unit.as_str()).trim_end()))
+            }
             None => ("-".into(), "-".into()),
         };
         let (am, asp) = side(&c.base);
         let (bm, bsp) = side(&c.new);
         let change = c.change.map(|x| format!("{:+.1}%", x * 100.0)).unwrap_or_else(|| "-".into());
-        t.add_row(vec![c.what.clone(), am, asp, bm, bsp, change, c.describe()]);
+        // In the terminal the verdict's interval and p-value go below the
+        // table, so that it fits 100 columns.
+        let verdict = if markdown { c.describe() } else { c.verdict_short().to_string() };
+        t.add_row(vec![c.what.clone(), am, asp, bm, bsp, change, verdict]);
     }
     out.push_str(&t.to_string());
     out.push('\n');
     let bullet = if markdown { "- " } else { "  " };
     if markdown {
         out.push('\n');
+    } else {
+        for c in &r.comparisons {
+            out.push_str(&super::table::wrap(&format!("{}: {}", c.what, c.describe()), super::table::TERMINAL_WIDTH, bullet, "    "));
+        }
     }
     let mut methods: Vec<String> = Vec::new();
     for c in &r.comparisons {
@@ -259,16 +281,24 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
             methods.push(m);
         }
     }
+    // Markdown keeps its lines whole; the terminal wraps them at 100 columns.
+    let line = |text: String| {
+        if markdown {
+            format!("{bullet}{text}\n")
+        } else {
+            super::table::wrap(&text, super::table::TERMINAL_WIDTH, bullet, "    ")
+        }
+    };
     for m in methods {
-        out.push_str(&format!("{bullet}verdict: {m}\n"));
+        out.push_str(&line(format!("verdict: {m}")));
     }
     for c in &r.comparisons {
         for w in &c.warnings {
-            out.push_str(&format!("{bullet}warning ({}): {w}\n", c.what));
+            out.push_str(&line(format!("warning ({}): {w}", c.what)));
         }
     }
     for n in &r.notes {
-        out.push_str(&format!("{bullet}note: {n}\n"));
+        out.push_str(&line(format!("note: {n}")));
     }
     out
 }

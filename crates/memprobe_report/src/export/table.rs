@@ -17,7 +17,7 @@ pub const TERMINAL_WIDTH: usize = 100;
 /// `text` wrapped at word boundaries to `width` columns: the first line
 /// after `first`, the others after `rest` (a word longer than a line stays
 /// whole).
-fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+pub(crate) fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;
