@@ -352,6 +352,8 @@ fn compare_calls_a_crashed_run_a_regression() {
         assert_eq!(o.status.code(), Some(1), "{out}");
         assert!(out.contains(&format!("NEW {how}: a failed run is a regression")), "{out}");
         assert!(out.contains("REGRESSION in run"), "{out}");
+        let table = String::from_utf8_lossy(&o.stdout);
+        assert!(table.lines().all(|l| l.chars().count() <= 100), "the terminal output fits 100 columns: {table}");
     }
 }
 

@@ -323,7 +323,13 @@ impl CompareResult {
         let mut t = Table::new();
         t.load_preset(if markdown { ASCII_MARKDOWN } else { UTF8_FULL_CONDENSED });
         t.set_content_arrangement(if markdown { ContentArrangement::Disabled } else { ContentArrangement::Dynamic });
-        t.set_header(vec!["row", "metric", "BASE (median, n)", "NEW (median, n)", "change", "verdict", ""]);
+        if markdown {
+            t.set_header(vec!["row", "metric", "BASE (median, n)", "NEW (median, n)", "change", "verdict", ""]);
+        } else {
+            // The terminal fits 100 columns: a regression is marked in the
+            // verdict cell, the verdict's details follow the table.
+            t.set_header(vec!["row", "metric", "BASE\nmedian (n)", "NEW\nmedian (n)", "change", "verdict"]);
+        }
         let fmt = |c: &Comparison, s: &Option<crate::verdict::SideStats>| match (s, c.metric) {
             (Some(s), Metric::Time) if c.what.starts_with("step") => format!("{:.2} ms (n={})", s.median, s.n),
             (Some(s), Metric::Time) => format!("{:.3} s (n={})", s.median, s.n),
@@ -332,29 +338,41 @@ impl CompareResult {
         };
         for r in &self.rows {
             if r.comparisons.is_empty() {
-                t.add_row(vec![r.label.clone(), "-".into(), "-".into(), "-".into(), "-".into(), r.notes.join("; "), mark(r.regression)]);
+                let mut row = vec![if markdown { r.label.clone() } else { short(&r.label, 20) }, "-".into(), "-".into(), "-".into(), "-".into()];
+                if markdown {
+                    row.extend([r.notes.join("; "), mark(r.regression)]);
+                } else {
+                    row.push(if r.regression { "REGRESSION".into() } else { "-".into() });
+                }
+                t.add_row(row);
             }
             for c in &r.comparisons {
                 let change = c.change.map(|x| format!("{:+.1}%", x * 100.0)).unwrap_or_else(|| "-".into());
-                t.add_row(vec![
-                    r.label.clone(),
-                    c.what.clone(),
-                    fmt(c, &c.base),
-                    fmt(c, &c.new),
-                    change,
-                    c.describe(),
-                    mark(r.regression && (is_regression(c) || c.warnings.iter().any(|w| w.contains("counted as a regression")))),
-                ]);
+                let regressed = r.regression && (is_regression(c) || c.warnings.iter().any(|w| w.contains("counted as a regression")));
+                if markdown {
+                    t.add_row(vec![r.label.clone(), c.what.clone(), fmt(c, &c.base), fmt(c, &c.new), change, c.describe(), mark(regressed)]);
+                } else {
+                    let verdict = if regressed { format!("{}\nREGRESSION", c.verdict_short()) } else { c.verdict_short().to_string() };
+                    t.add_row(vec![short(&r.label, 20), c.what.clone(), fmt(c, &c.base), fmt(c, &c.new), change, verdict]);
+                }
             }
         }
         let mut out = String::new();
         if markdown {
             out.push_str(&format!("## memprobe compare: {}\n\n", self.subject));
         } else {
-            out.push_str(&format!("memprobe compare ({}): {}\n", self.kind, self.subject));
+            out.push_str(&format!("memprobe compare ({}): {}\n", self.kind, short(&self.subject, 75)));
         }
         out.push_str(&t.to_string());
         out.push('\n');
+        if !markdown {
+            for r in &self.rows {
+                for c in &r.comparisons {
+                    let text = format!("{}, {}: {}", r.label, c.what, c.describe());
+                    out.push_str(&crate::export::table::wrap(&text, crate::export::table::TERMINAL_WIDTH, "  ", "    "));
+                }
+            }
+        }
         let b = if markdown { "\n- " } else { "\n  " };
         if self.regressions.is_empty() {
             out.push_str(&format!(
@@ -383,7 +401,27 @@ impl CompareResult {
             out.push_str(&format!("{b}{n}"));
         }
         out.push('\n');
-        out
+        if markdown {
+            return out;
+        }
+        // The terminal: every line after the table wrapped at 100 columns.
+        let (head, tail) = out.split_at(out.find("\n  ").map_or(out.len(), |i| i + 1));
+        let mut wrapped = head.to_string();
+        for line in tail.lines() {
+            let indent = if line.starts_with("    ") { "    " } else { "  " };
+            wrapped.push_str(&crate::export::table::wrap(line.trim_start(), crate::export::table::TERMINAL_WIDTH, indent, "    "));
+        }
+        wrapped
+    }
+}
+
+/// `text` on one line, at most `max` characters.
+fn short(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        flat
     }
 }
 
