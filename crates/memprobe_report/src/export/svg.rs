@@ -38,7 +38,21 @@ where
     DB::ErrorType: 'static,
 {
     let n = bars.len().max(1);
-    let max = bars.iter().filter_map(|b| b.hi.or(b.value)).fold(0.0f64, f64::max).max(1e-9) * 1.15;
+    let top = bars.iter().filter_map(|b| b.hi.or(b.value)).fold(0.0f64, f64::max).max(1e-9);
+    let bottom = bars.iter().filter_map(|b| b.lo.or(b.value)).fold(f64::INFINITY, f64::min);
+    // Bars of sizes that differ by a few percent over a large common
+    // baseline (every worker's libraries and allocator pool) would look
+    // equal from zero: the axis then starts below the smallest, and the
+    // caption says where.
+    let from = if bottom.is_finite() && bottom > 0.5 * top {
+        let span = (top - bottom).max(top * 0.02);
+        (bottom - span).max(0.0).floor()
+    } else {
+        0.0
+    };
+    let max = top + (top - from) * 0.15;
+    let title = if from > 0.0 { format!("{title} (axis from {from:.0} {x_desc})") } else { title.to_string() };
+    let title = title.as_str();
     // First bar at the top.
     let labels: Vec<String> = bars.iter().rev().map(|b| b.label.clone()).collect();
     let mut chart = ChartBuilder::on(area)
@@ -46,7 +60,7 @@ where
         .margin(10)
         .x_label_area_size(36)
         .y_label_area_size(150)
-        .build_cartesian_2d(0f64..max, (0..n).into_segmented())
+        .build_cartesian_2d(from..max, (0..n).into_segmented())
         .map_err(chart_err)?;
     chart
         .configure_mesh()
@@ -66,7 +80,7 @@ where
         match b.value {
             Some(v) => {
                 let mut rect =
-                    Rectangle::new([(0.0, SegmentValue::Exact(i)), (v, SegmentValue::Exact(i + 1))], color.mix(0.75).filled());
+                    Rectangle::new([(from, SegmentValue::Exact(i)), (v, SegmentValue::Exact(i + 1))], color.mix(0.75).filled());
                 rect.set_margin(5, 5, 0, 0);
                 chart.draw_series(std::iter::once(rect)).map_err(chart_err)?;
                 if let (Some(lo), Some(hi)) = (b.lo, b.hi) {
@@ -83,7 +97,7 @@ where
                 chart
                     .draw_series(std::iter::once(Text::new(
                         text,
-                        (max * 0.02, SegmentValue::CenterOf(i)),
+                        (from + (max - from) * 0.02, SegmentValue::CenterOf(i)),
                         TextStyle::from((FONT, 13).into_font())
                             .color(&RGBColor(110, 110, 110))
                             .pos(Pos::new(HPos::Left, VPos::Center)),
@@ -157,6 +171,9 @@ pub fn run_svg(reports: &[RunReport]) -> Result<String, ReportError> {
     let many = reports.len() > 1;
     for r in reports {
         let node = if many { format!("{}: ", r.host.hostname) } else { String::new() };
+        if !r.tree_pss.bytes.is_empty() {
+            lines.push(Line { label: format!("{node}host PSS, tree: its footprint"), series: r.tree_pss.clone(), dashed: false });
+        }
         lines.push(Line { label: format!("{node}host RSS, tree ({})", super::run::processes(r.processes.len())), series: r.tree_rss.clone(), dashed: false });
         // The largest processes of a big tree get their own line.
         if r.processes.len() > 1 {
@@ -185,7 +202,11 @@ pub fn run_svg(reports: &[RunReport]) -> Result<String, ReportError> {
         }
     }
     let t_max = lines.iter().filter_map(|l| l.series.t_s.last().copied()).fold(0.0f64, f64::max).max(1e-3);
-    let y_max = lines.iter().flat_map(|l| l.series.bytes.iter()).fold(0u64, |a, &b| a.max(b)) as f64 / MIB * 1.1 + 1.0;
+    // Headroom for the legend in the upper left (about 20 px a line of a
+    // 480 px plot), so that it does not cover the data.
+    let legend = (lines.len() as f64 * 20.0 + 16.0) / 480.0;
+    let peak = lines.iter().flat_map(|l| l.series.bytes.iter()).fold(0u64, |a, &b| a.max(b)) as f64 / MIB;
+    let y_max = peak * 1.05 / (1.0 - legend.min(0.6)) + 1.0;
     let title = match reports {
         [one] => format!("memprobe run: {}", shorten(&one.command.join(" "), 80)),
         _ => format!("memprobe run, {} nodes merged: {}", reports.len(), reports.first().map(|r| shorten(&r.command.join(" "), 60)).unwrap_or_default()),
