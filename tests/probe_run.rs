@@ -535,3 +535,22 @@ fn the_command_dies_with_memprobe() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// An `ab` report has a chart too: a panel per metric, A and B side by side.
+#[test]
+fn an_ab_report_renders_as_a_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ab.json");
+    let py = python();
+    let o = Command::new(&*BIN)
+        .args(["ab", "--runs", "2", "--json", json.to_str().unwrap(), "--", &py, "-c", "x = bytearray(20 << 20)", "---", &py, "-c", "x = bytearray(60 << 20)"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = dir.path().join("ab.svg");
+    let o = Command::new(&*BIN).args(["report", "--format", "svg", "-o", svg.to_str().unwrap()]).arg(&json).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("wall time") && text.contains("peak PSS"), "a panel per metric");
+    assert_valid_svg(&text, "ab.png");
+}

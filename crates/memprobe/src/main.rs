@@ -704,9 +704,7 @@ fn report_cmd(a: ReportArgs) -> anyhow::Result<ExitCode> {
             (AnyReport::Run(r), ReportFormat::Svg) => run_svg(std::slice::from_ref(&r))?,
             (AnyReport::Run(r), ReportFormat::Markdown) => render_run(&r, true),
             (AnyReport::Ab(r), ReportFormat::Markdown) => render_ab(&r, true),
-            (AnyReport::Ab(_), ReportFormat::Svg) => {
-                anyhow::bail!("{}: an ab report has no chart; use --format markdown", a.inputs[0].display())
-            }
+            (AnyReport::Ab(r), ReportFormat::Svg) => memprobe_report::export::svg::ab_svg(&r)?,
         }
     };
     match &a.output {

@@ -6,7 +6,7 @@ use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::run::{MemorySeries, RunReport};
+use crate::run::{AbReport, MemorySeries, RunReport};
 use crate::stats::Stats;
 use crate::{MemoryMetric, Report, ReportError, VariantStatus};
 
@@ -153,6 +153,41 @@ pub fn bench_svg(r: &Report) -> Result<String, ReportError> {
         let (left, right) = root.split_horizontally(w / 2);
         bar_panel(&left, "step time, median (whiskers: IQR of steps)", "ms", &time_bars, RGBColor(31, 119, 180))?;
         bar_panel(&right, &format!("{}, median (whiskers: min–max of runs)", metric.label()), "MiB", &mem_bars, RGBColor(255, 127, 14))?;
+        root.present().map_err(chart_err)?;
+    }
+    Ok(svg)
+}
+
+/// An `ab` report as bar charts, one panel per compared metric: the median
+/// of each side, whiskers from its fastest (smallest) to its slowest
+/// (largest) run, and the verdict in the panel's caption.
+pub fn ab_svg(r: &AbReport) -> Result<String, ReportError> {
+    let panels: Vec<&crate::verdict::Comparison> = r.comparisons.iter().take(3).collect();
+    let k = panels.len().max(1) as u32;
+    let (w, h) = (1100u32, 220u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_err)?;
+        let title = format!("memprobe ab: A `{}` vs B `{}`", shorten(&r.a.join(" "), 40), shorten(&r.b.join(" "), 40));
+        let root = root.titled(&title, (FONT, 18)).map_err(chart_err)?;
+        let areas = root.split_evenly((1, k as usize));
+        for (area, c) in areas.iter().zip(&panels) {
+            let (unit, scale) = match c.metric {
+                crate::verdict::Metric::Time => ("s", 1.0),
+                crate::verdict::Metric::Memory => ("MiB", MIB),
+            };
+            let bar = |label: &str, s: &Option<crate::verdict::SideStats>| Bar {
+                label: label.to_string(),
+                value: s.map(|s| s.median / scale),
+                lo: s.map(|s| s.min / scale),
+                hi: s.map(|s| s.max / scale),
+                note: s.is_none().then(|| "no runs".to_string()),
+            };
+            let bars = [bar("A", &c.base), bar("B", &c.new)];
+            let caption = format!("{}: B {}", c.what, c.verdict_text());
+            bar_panel(area, &caption, unit, &bars, RGBColor(31, 119, 180))?;
+        }
         root.present().map_err(chart_err)?;
     }
     Ok(svg)
