@@ -24,6 +24,15 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
+/// Waits until the job under memprobe printed `ready` (its signal handler
+/// is installed).
+fn wait_ready(child: &mut std::process::Child) {
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = [0u8; 6];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    assert_eq!(&buf, b"ready\n");
+}
+
 fn memprobe_run(args: &[&str]) -> Output {
     Command::new(&*BIN).arg("run").args(args).output().expect("run memprobe")
 }
@@ -165,10 +174,7 @@ fn sigint_reaches_the_child_and_the_report_is_complete() {
         .spawn()
         .unwrap();
     // Wait for the child to be ready (its handler installed).
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
-    assert_eq!(&buf, b"ready\n");
+    wait_ready(&mut child);
     let t0 = Instant::now();
     // SIGINT to memprobe only (as `kill -INT`), which must forward it.
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
@@ -486,10 +492,7 @@ fn a_signal_to_the_process_group_reaches_the_command_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut buf = [0u8; 6];
-    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
-    assert_eq!(&buf, b"ready\n");
+    wait_ready(&mut child);
     // setsid execs memprobe in place: its PID is the group's.
     assert!(Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap().success());
     let o = child.wait_with_output().unwrap();

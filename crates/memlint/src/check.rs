@@ -455,11 +455,6 @@ fn decode(bytes: Vec<u8>) -> Result<(String, bool), String> {
     }
 }
 
-/// The language whose frontend parses the file (standard input with no
-/// name, and notebooks' cells, are Python).
-fn language_of(path: &Path) -> memlint_linter::Language {
-    memlint_linter::frontend::frontend_for(path).map_or(memlint_linter::Language::Python, |f| f.language())
-}
 
 /// Whether `--fix` may rewrite the file: `.py` and `.pyi` only, and
 /// standard input with no `--stdin-filename` (`-`, Python).
@@ -548,7 +543,7 @@ fn summarize_file(
     }
     let (text, bom) = read_candidate(&job.candidate, limit).ok()?;
     let file = FileContext {
-        language: language_of(path),
+        language: memlint_linter::frontend::language_of(path),
         module: job.module.clone(),
         project_roots: roots.clone(),
         ..FileContext::default()
@@ -594,7 +589,7 @@ fn check_file(
         Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
             let file = FileContext {
-                language: language_of(path),
+                language: memlint_linter::frontend::language_of(path),
                 module: job.module.clone(),
                 index: index.clone(),
                 torch_minimum: job.torch_minimum,

@@ -439,7 +439,7 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
     let path = Path::new(&path);
     let facts = crate::project::ProjectFacts::default();
     let mut file = FileContext {
-        language: memlint_linter::frontend::frontend_for(path).map_or(memlint_linter::Language::Python, |f| f.language()),
+        language: memlint_linter::frontend::language_of(path),
         module: facts.module_of(path),
         torch_minimum: path.parent().and_then(|d| facts.torch_minimum(d)),
         ..FileContext::default()

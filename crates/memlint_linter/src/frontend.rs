@@ -103,6 +103,12 @@ pub fn frontend_for(path: &Path) -> Option<&'static dyn Frontend> {
     FRONTENDS.iter().copied().find(|f| f.extensions().iter().any(|e| e.eq_ignore_ascii_case(ext)))
 }
 
+/// The language of a path's frontend; Python for what no frontend reads
+/// (a notebook's cells, standard input without a name).
+pub fn language_of(path: &Path) -> Language {
+    frontend_for(path).map_or(Language::Python, |f| f.language())
+}
+
 /// The frontend of a language (every language of the IR has one).
 pub fn frontend_of(language: Language) -> &'static dyn Frontend {
     FRONTENDS.iter().copied().find(|f| f.language() == language).unwrap_or(&PYTHON)

@@ -574,10 +574,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     };
     let duration_s = start.elapsed().as_secs_f64();
     let cpu = thread_cpu_seconds() - cpu0;
-    if handed {
-        if let Some(t) = &terminal {
-            t.take_back();
-        }
+    if let (true, Some(t)) = (handed, &terminal) {
+        t.take_back();
     }
     drop(signals);
     // A signal that arrived in the last interval.

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::export::fmt_mib;
+use crate::export::run::one_line;
 use crate::run::{AnyReport, RunReport};
 use crate::stats::median;
 use crate::verdict::{compare, Comparison, Metric, Verdict, VerdictConfig};
@@ -338,7 +339,7 @@ impl CompareResult {
         };
         for r in &self.rows {
             if r.comparisons.is_empty() {
-                let mut row = vec![if markdown { r.label.clone() } else { short(&r.label, 20) }, "-".into(), "-".into(), "-".into(), "-".into()];
+                let mut row = vec![if markdown { r.label.clone() } else { one_line(&r.label, 20) }, "-".into(), "-".into(), "-".into(), "-".into()];
                 if markdown {
                     row.extend([r.notes.join("; "), mark(r.regression)]);
                 } else {
@@ -353,7 +354,7 @@ impl CompareResult {
                     t.add_row(vec![r.label.clone(), c.what.clone(), fmt(c, &c.base), fmt(c, &c.new), change, c.describe(), mark(regressed)]);
                 } else {
                     let verdict = if regressed { format!("{}\nREGRESSION", c.verdict_short()) } else { c.verdict_short().to_string() };
-                    t.add_row(vec![short(&r.label, 20), c.what.clone(), fmt(c, &c.base), fmt(c, &c.new), change, verdict]);
+                    t.add_row(vec![one_line(&r.label, 20), c.what.clone(), fmt(c, &c.base), fmt(c, &c.new), change, verdict]);
                 }
             }
         }
@@ -361,7 +362,7 @@ impl CompareResult {
         if markdown {
             out.push_str(&format!("## memprobe compare: {}\n\n", self.subject));
         } else {
-            out.push_str(&format!("memprobe compare ({}): {}\n", self.kind, short(&self.subject, 75)));
+            out.push_str(&format!("memprobe compare ({}): {}\n", self.kind, one_line(&self.subject, 75)));
         }
         out.push_str(&t.to_string());
         out.push('\n');
@@ -415,15 +416,6 @@ impl CompareResult {
     }
 }
 
-/// `text` on one line, at most `max` characters.
-fn short(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        flat
-    }
-}
 
 fn mark(regressed: bool) -> String {
     if regressed { "REGRESSION".into() } else { String::new() }

@@ -35,4 +35,4 @@ mod write;
 pub use error::ReportError;
 pub use schema::*;
 pub use summary::summarize;
-pub use write::{check_output, write_atomic};
+pub use write::write_atomic;

@@ -12,13 +12,6 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     safe_io::write_output(path, contents).map_err(|e| ReportError::Write { path: path.to_path_buf(), source: io_error(e) })
 }
 
-/// Checks before any work that a report can be written to `path`
-/// ([`safe_io::check_output`]): its directory exists and takes a new file,
-/// and what is there is not a directory or a read-only file.
-pub fn check_output(path: &Path) -> Result<(), ReportError> {
-    safe_io::check_output(path).map_err(|e| ReportError::Write { path: path.to_path_buf(), source: io_error(e) })
-}
-
 fn io_error(e: safe_io::WriteError) -> std::io::Error {
     match e {
         safe_io::WriteError::Io(io) => io,

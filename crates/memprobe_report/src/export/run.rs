@@ -50,7 +50,7 @@ const SHORT_LIVED_SHARE: f64 = 0.05;
 const COMMAND_WIDTH: usize = 60;
 
 /// A command on one line, at most `max` characters.
-fn one_line(command: &str, max: usize) -> String {
+pub(crate) fn one_line(command: &str, max: usize) -> String {
     let flat: String = command.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
