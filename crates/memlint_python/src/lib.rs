@@ -15,8 +15,8 @@
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
-    BinOp, BoolOpKind, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
-    Ident, Param, Stmt, StmtKind, WithItem, Words,
+    BinOp, BoolOpKind, Class, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
+    Ident, Param, Stmt, StmtKind, Try, WithItem, Words,
 };
 use ruff_python_ast as ast;
 use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
@@ -61,7 +61,7 @@ pub fn parse(source: &str) -> ParsedPython {
     TOO_DEEP.set(None);
     let mut body = match parsed.syntax() {
         ast::Mod::Module(m) => lower_body(&m.body),
-        ast::Mod::Expression(e) => vec![Stmt { span: span(e.range), kind: StmtKind::Expr(lower_expr(&e.body)) }],
+        ast::Mod::Expression(e) => vec![Stmt::new(span(e.range), StmtKind::Expr(lower_expr(&e.body)))],
     };
     let mut errors: Vec<SyntaxError> = errors;
     if let Some(at) = TOO_DEEP.take() {
@@ -79,7 +79,7 @@ pub fn parse(source: &str) -> ParsedPython {
             },
         );
     }
-    ParsedPython { module: Module { language: Language::Python, body, words: WORDS.get() }, errors, comments }
+    ParsedPython { module: Module::new(Language::Python, body, WORDS.get()), errors, comments }
 }
 
 /// The deepest nesting of statements and expressions lowered (a block
@@ -123,7 +123,7 @@ impl Drop for Nesting {
 
 /// What stands for a node past the nesting limit (the file is then not checked).
 fn placeholder(range: TextRange) -> Expr {
-    Expr { span: span(range), kind: ExprKind::Literal(Literal::Other) }
+    Expr::new(span(range), ExprKind::Literal(Literal::Other))
 }
 
 /// Longer string literals are lowered as [`Literal::Other`].
@@ -189,7 +189,7 @@ fn params(p: &ast::Parameters) -> Vec<Param> {
 
 fn lower_stmt(s: &ast::Stmt) -> Stmt {
     let Some(_level) = Nesting::enter(s.range()) else {
-        return Stmt { span: span(s.range()), kind: StmtKind::Expr(placeholder(s.range())) };
+        return Stmt::new(span(s.range()), StmtKind::Expr(placeholder(s.range())));
     };
     let kind = match s {
         ast::Stmt::FunctionDef(f) => {
@@ -209,12 +209,12 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
             WORDS.set(outer.union(function.words));
             StmtKind::Function(Box::new(function))
         }
-        ast::Stmt::ClassDef(c) => StmtKind::Class {
+        ast::Stmt::ClassDef(c) => StmtKind::Class(Box::new(Class {
             name: c.name.id.to_string(),
             bases: c.arguments.as_ref().map(|a| a.args.iter().map(lower_expr).collect()).unwrap_or_default(),
             decorators: c.decorator_list.iter().map(|d| lower_expr(&d.expression)).collect(),
             body: lower_body(&c.body),
-        },
+        })),
         ast::Stmt::Return(r) => StmtKind::Return(r.value.as_deref().map(lower_expr)),
         ast::Stmt::Delete(d) => StmtKind::Delete(d.targets.iter().map(lower_expr).collect()),
         ast::Stmt::Assign(a) => {
@@ -252,14 +252,14 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         ast::Stmt::Match(m) => {
             let mut blocks = Vec::new();
             for case in &m.cases {
-                blocks.push(Stmt { span: span(case.range), kind: StmtKind::Block(lower_body(&case.body)) });
+                blocks.push(Stmt::new(span(case.range), StmtKind::Block(lower_body(&case.body))));
             }
-            let subject = Stmt { span: span(m.subject.range()), kind: StmtKind::Expr(lower_expr(&m.subject)) };
+            let subject = Stmt::new(span(m.subject.range()), StmtKind::Expr(lower_expr(&m.subject)));
             blocks.insert(0, subject);
             StmtKind::Block(blocks)
         }
         ast::Stmt::Raise(r) => StmtKind::Raise(r.exc.iter().chain(r.cause.iter()).map(|e| lower_expr(e)).collect()),
-        ast::Stmt::Try(t) => StmtKind::Try {
+        ast::Stmt::Try(t) => StmtKind::Try(Box::new(Try {
             body: lower_body(&t.body),
             handlers: t
                 .handlers
@@ -276,7 +276,7 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
                 .collect(),
             orelse: lower_body(&t.orelse),
             finalbody: lower_body(&t.finalbody).into_boxed_slice(),
-        },
+        })),
         ast::Stmt::Assert(a) => {
             StmtKind::Other(std::iter::once(&*a.test).chain(a.msg.as_deref()).map(lower_expr).collect())
         }
@@ -323,7 +323,7 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         // A docstring (or any string statement) is never read by a rule:
         // its text is not copied.
         ast::Stmt::Expr(e) if e.value.is_string_literal_expr() => {
-            StmtKind::Expr(Expr { span: span(e.value.range()), kind: ExprKind::Literal(Literal::Other) })
+            StmtKind::Expr(Expr::new(span(e.value.range()), ExprKind::Literal(Literal::Other)))
         }
         ast::Stmt::Expr(e) => StmtKind::Expr(lower_expr(&e.value)),
         ast::Stmt::Global(_)
@@ -333,7 +333,7 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         ast::Stmt::Break(_) => StmtKind::Break,
         ast::Stmt::Continue(_) => StmtKind::Continue,
     };
-    Stmt { span: span(s.range()), kind }
+    Stmt::new(span(s.range()), kind)
 }
 
 fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause]) -> StmtKind {
@@ -344,7 +344,7 @@ fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause
     let orelse = match clauses.split_first() {
         None => vec![],
         Some((first, rest)) => match &first.test {
-            Some(t) => vec![Stmt { span: span(first.range), kind: lower_if(t, &first.body, rest) }],
+            Some(t) => vec![Stmt::new(span(first.range), lower_if(t, &first.body, rest))],
             None => lower_body(&first.body),
         },
     };
@@ -377,7 +377,7 @@ fn lower_expr(e: &ast::Expr) -> Expr {
                 .iter()
                 .map(|k| Keyword { name: k.arg.as_ref().map(|a| Ident::from(a.id.as_str())), value: lower_expr(&k.value) })
                 .collect(),
-            args_span: span(c.arguments.range),
+            args_start: span(c.arguments.range).start,
         },
         ast::Expr::Subscript(s) => ExprKind::Subscript { value: boxed(&s.value), index: boxed(&s.slice) },
         ast::Expr::Slice(s) => ExprKind::Slice {
@@ -451,7 +451,7 @@ fn lower_expr(e: &ast::Expr) -> Expr {
         },
         ast::Expr::FString(_) | ast::Expr::TString(_) | ast::Expr::IpyEscapeCommand(_) => ExprKind::Other(vec![]),
     };
-    Expr { span: span(e.range()), kind }
+    Expr::new(span(e.range()), kind)
 }
 
 fn comprehension(elt: &ast::Expr, key: Option<&ast::Expr>, gens: &[ast::Comprehension]) -> Vec<Expr> {
@@ -470,6 +470,7 @@ fn comprehension(elt: &ast::Expr, key: Option<&ast::Expr>, gens: &[ast::Comprehe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memlint_semantic::ir::{Arm, ExprId};
 
     #[test]
     fn lowers_imports_with_aliases() {
@@ -496,5 +497,94 @@ mod tests {
         assert_eq!(p.comments.len(), 1);
         let c = p.comments[0];
         assert_eq!(&src[c.start as usize..c.end as usize], "# noqa: ML201");
+    }
+
+    /// The statement whose source starts with `prefix` (after indentation).
+    fn find<'m>(m: &'m Module, src: &str, prefix: &str) -> &'m Stmt {
+        let mut found = None;
+        fn walk<'m>(body: &'m [Stmt], src: &str, prefix: &str, found: &mut Option<&'m Stmt>) {
+            for s in body {
+                if src[s.span.start as usize..].starts_with(prefix) && found.is_none() {
+                    *found = Some(s);
+                }
+                for b in s.all_blocks() {
+                    walk(b, src, prefix, found);
+                }
+            }
+        }
+        walk(&m.body, src, prefix, &mut found);
+        found.unwrap_or_else(|| panic!("no statement `{prefix}`"))
+    }
+
+    #[test]
+    fn numbers_nodes_in_source_order_with_their_tree() {
+        let src = "\
+import torch
+def train(loader):
+    for batch in loader:
+        if batch.ok:
+            loss = f(batch)
+        else:
+            loss = g(batch)
+        loss.backward()
+    class Box:
+        x = h(1)
+        def m(self):
+            y = k(2)
+";
+        let m = parse(src).module;
+        let t = &m.tree;
+        let train = find(&m, src, "def train");
+        let for_ = find(&m, src, "for batch");
+        let if_ = find(&m, src, "if batch.ok");
+        let then = find(&m, src, "loss = f");
+        let else_ = find(&m, src, "loss = g");
+        let bw = find(&m, src, "loss.backward");
+        let class_x = find(&m, src, "x = h");
+        let y = find(&m, src, "y = k");
+        let method = find(&m, src, "def m");
+        // Source order, and every id finds its statement.
+        let ids = [train.id, for_.id, if_.id, then.id, else_.id, bw.id, class_x.id, method.id, y.id];
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+        // Dense from 0 in pre-order, and every id finds its statement.
+        let mut all = Vec::new();
+        fn pre<'m>(body: &'m [Stmt], out: &mut Vec<&'m Stmt>) {
+            for s in body {
+                out.push(s);
+                s.all_blocks().for_each(|b| pre(b, out));
+            }
+        }
+        pre(&m.body, &mut all);
+        assert_eq!(all.len(), t.stmt_count());
+        for (i, s) in all.iter().enumerate() {
+            assert_eq!(s.id.index(), i);
+            assert!(std::ptr::eq(m.stmt(s.id).expect("every id is found"), *s));
+        }
+        // Parents, arms, subtrees.
+        assert_eq!(t.parent(if_.id), Some(for_.id));
+        assert_eq!(t.parent(train.id), None);
+        assert_eq!(t.arm(else_.id), Arm::Else);
+        assert!(t.contains(for_.id, else_.id) && !t.contains(if_.id, bw.id));
+        assert_eq!(t.last_in(for_.id), bw.id);
+        // Function, loop, guards.
+        assert_eq!(t.enclosing_function(then.id), Some(train.id));
+        assert_eq!(t.enclosing_function(class_x.id), Some(train.id), "a class body belongs to the function around it");
+        assert_eq!(t.enclosing_function(y.id), Some(method.id));
+        assert_eq!(t.enclosing_loop(else_.id), Some(for_.id));
+        assert_eq!(t.enclosing_loop(y.id), None, "a loop does not reach into a nested definition");
+        assert_eq!(t.guards(then.id).collect::<Vec<_>>(), vec![(if_.id, Arm::Body)]);
+        assert_eq!(t.guards(else_.id).collect::<Vec<_>>(), vec![(if_.id, Arm::Else)]);
+        assert_eq!(t.guards(bw.id).count(), 0);
+        assert_eq!(m.enclosing_function_body(y.id).map(|b| b.len()), Some(1));
+        // Expressions: numbered, each owned by its statement.
+        let StmtKind::Assign { value, .. } = &then.kind else { panic!() };
+        assert_eq!(t.owner(value.id), Some(then.id));
+        let StmtKind::If { test, .. } = &if_.kind else { panic!() };
+        assert!(test.id < value.id);
+        assert_eq!(t.owner(test.id), Some(if_.id));
+        let StmtKind::Expr(call) = &bw.kind else { panic!() };
+        let (recv, _) = call.as_method_call().unwrap();
+        assert_eq!(t.owner(recv.id), Some(bw.id), "after a compound statement");
+        assert_eq!(t.owner(ExprId::DETACHED), None);
     }
 }

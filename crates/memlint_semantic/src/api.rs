@@ -246,22 +246,22 @@ mod tests {
     use crate::ir::{ExprKind, Keyword, Literal};
 
     fn call(kw: Option<(&str, bool)>) -> Expr {
-        let name = |n: &str| Expr { span: Span::new(0, 0), kind: ExprKind::Name(n.into()) };
-        Expr {
-            span: Span::new(0, 0),
-            kind: ExprKind::Call {
+        let name = |n: &str| Expr::new(Span::new(0, 0), ExprKind::Name(n.into()));
+        Expr::new(
+            Span::new(0, 0),
+            ExprKind::Call {
                 func: Box::new(name("f")),
                 args: Box::new([]),
                 keywords: kw
                     .map(|(k, v)| Keyword {
                         name: Some(k.into()),
-                        value: Expr { span: Span::new(0, 0), kind: ExprKind::Literal(Literal::Bool(v)) },
+                        value: Expr::new(Span::new(0, 0), ExprKind::Literal(Literal::Bool(v))),
                     })
                     .into_iter()
                     .collect(),
-                args_span: Span::new(0, 0),
+                args_start: 0,
             },
-        }
+        )
     }
 
     #[test]

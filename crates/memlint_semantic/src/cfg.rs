@@ -12,7 +12,7 @@
 //! a `try` body to each handler (any statement of the body may raise).
 //! Nested function and class bodies are not entered: they run when called.
 
-use crate::ir::{Stmt, StmtKind};
+use crate::ir::{Stmt, StmtId, StmtKind};
 
 /// A node of the graph.
 pub type NodeId = usize;
@@ -21,6 +21,10 @@ pub type NodeId = usize;
 #[derive(Debug)]
 pub struct Cfg<'a> {
     stmts: Vec<&'a Stmt>,
+    /// The node of each statement id from `first` on (`NONE` for the
+    /// statements of nested definitions, which are not nodes).
+    by_id: Vec<u32>,
+    first: usize,
     succ: Vec<Vec<NodeId>>,
     entry: NodeId,
     exit: NodeId,
@@ -84,7 +88,8 @@ impl<'a> Builder<'a> {
                 out
             }
             StmtKind::With { body, .. } | StmtKind::Block(body) => self.body(body, vec![n]),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try(t) => {
+                let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
                 let first_handler_preds = vec![n];
                 let tails = self.body(body, vec![n]);
                 // Any statement of the body may raise: the handlers are
@@ -141,8 +146,21 @@ impl<'a> Cfg<'a> {
         for t in tails {
             b.edge(t, 1);
         }
-        // `stmts[i]` belongs to node `i + 2`.
-        Cfg { stmts: b.stmts, succ: b.succ, entry: 0, exit: 1 }
+        // `stmts[i]` belongs to node `i + 2`. Numbered statements of a body
+        // have ids in one range (source order), indexed from the first.
+        let first = b.stmts.iter().map(|s| s.id).min().map_or(0, StmtId::index);
+        let mut by_id = Vec::new();
+        for (i, s) in b.stmts.iter().enumerate() {
+            if s.id == StmtId::DETACHED {
+                continue;
+            }
+            let at = s.id.index() - first;
+            if by_id.len() <= at {
+                by_id.resize(at + 1, u32::MAX);
+            }
+            by_id[at] = u32::try_from(i + 2).unwrap_or(u32::MAX);
+        }
+        Cfg { stmts: b.stmts, by_id, first, succ: b.succ, entry: 0, exit: 1 }
     }
 
     /// The entry node.
@@ -155,9 +173,11 @@ impl<'a> Cfg<'a> {
         self.exit
     }
 
-    /// The node of a statement of the body (by identity).
-    pub fn node_of(&self, stmt: &Stmt) -> Option<NodeId> {
-        self.stmts.iter().position(|s| std::ptr::eq(*s, stmt)).map(|i| i + 2)
+    /// The node of a statement of the body (`None` for a statement of
+    /// another body or of a nested definition).
+    pub fn node_of(&self, stmt: StmtId) -> Option<NodeId> {
+        let at = stmt.index().checked_sub(self.first)?;
+        self.by_id.get(at).filter(|&&n| n != u32::MAX).map(|&n| n as NodeId)
     }
 
     /// The statement of a node (`None` for entry and exit).
@@ -251,12 +271,17 @@ impl<'a> Cfg<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Expr, ExprKind};
+    use crate::ir::{Expr, ExprKind, Language, Module, Words};
     use memlint_diagnostics::Span;
 
+    /// The body numbered, as a frontend's module would be.
+    fn numbered(body: Vec<Stmt>) -> Vec<Stmt> {
+        Module::new(Language::Python, body, Words::ALL).body
+    }
+
     fn call(name: &str, at: u32) -> Stmt {
-        let e = Expr { span: Span::new(at, at + 1), kind: ExprKind::Name(name.into()) };
-        Stmt { span: Span::new(at, at + 1), kind: StmtKind::Expr(e) }
+        let e = Expr::new(Span::new(at, at + 1), ExprKind::Name(name.into()));
+        Stmt::new(Span::new(at, at + 1), StmtKind::Expr(e))
     }
 
     fn name_of(s: &Stmt) -> Option<&str> {
@@ -273,15 +298,16 @@ mod tests {
     #[test]
     fn both_arms_of_an_if_and_every_path() {
         // zero(); if c: step() else: pass(); backward()
-        let test = Expr { span: Span::new(0, 1), kind: ExprKind::Name("c".into()) };
+        let test = Expr::new(Span::new(0, 1), ExprKind::Name("c".into()));
         let body = vec![
             call("zero", 1),
-            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test: Box::new(test), body: vec![call("step", 3)], orelse: vec![call("other", 4)] } },
+            Stmt::new(Span::new(2, 3), StmtKind::If { test: Box::new(test), body: vec![call("step", 3)], orelse: vec![call("other", 4)] }),
             call("backward", 5),
         ];
+        let body = numbered(body);
         let cfg = Cfg::build(&body);
-        let zero = cfg.node_of(&body[0]).unwrap();
-        let back = cfg.node_of(&body[2]).unwrap();
+        let zero = cfg.node_of(body[0].id).unwrap();
+        let back = cfg.node_of(body[2].id).unwrap();
         assert!(cfg.reaches(zero, back));
         assert!(!cfg.reaches(back, zero));
         // Not every path to backward passes through step (the else arm).
@@ -292,20 +318,20 @@ mod tests {
     #[test]
     fn loops_break_continue_and_back_edges() {
         // for ...: a(); if c: continue; b()   -> b() runs before a() of the next iteration
-        let test = Expr { span: Span::new(0, 1), kind: ExprKind::Name("c".into()) };
-        let cont = Stmt { span: Span::new(9, 10), kind: StmtKind::Continue };
+        let test = Expr::new(Span::new(0, 1), ExprKind::Name("c".into()));
+        let cont = Stmt::new(Span::new(9, 10), StmtKind::Continue);
         let inner = vec![
             call("a", 1),
-            Stmt { span: Span::new(2, 3), kind: StmtKind::If { test: Box::new(test), body: vec![cont], orelse: vec![] } },
+            Stmt::new(Span::new(2, 3), StmtKind::If { test: Box::new(test), body: vec![cont], orelse: vec![] }),
             call("b", 4),
         ];
-        let target = Expr { span: Span::new(0, 1), kind: ExprKind::Name("x".into()) };
-        let iter = Expr { span: Span::new(0, 1), kind: ExprKind::Name("xs".into()) };
-        let body = vec![Stmt { span: Span::new(0, 9), kind: StmtKind::For { target: Box::new(target), iter: Box::new(iter), body: inner, orelse: vec![] } }];
+        let target = Expr::new(Span::new(0, 1), ExprKind::Name("x".into()));
+        let iter = Expr::new(Span::new(0, 1), ExprKind::Name("xs".into()));
+        let body = numbered(vec![Stmt::new(Span::new(0, 9), StmtKind::For { target: Box::new(target), iter: Box::new(iter), body: inner, orelse: vec![] })]);
         let cfg = Cfg::build(&body);
         let StmtKind::For { body: inner, .. } = &body[0].kind else { unreachable!() };
-        let a = cfg.node_of(&inner[0]).unwrap();
-        let b = cfg.node_of(&inner[2]).unwrap();
+        let a = cfg.node_of(inner[0].id).unwrap();
+        let b = cfg.node_of(inner[2].id).unwrap();
         assert!(cfg.reaches(b, a), "back edge");
         // In the loop body's own graph, `continue` skips b().
         let body_cfg = Cfg::build(inner);
@@ -315,20 +341,20 @@ mod tests {
 
     #[test]
     fn return_leaves_and_handlers_are_reachable() {
-        let ret = Stmt { span: Span::new(1, 2), kind: StmtKind::Return(None) };
-        let body = vec![ret, call("dead", 3)];
+        let ret = Stmt::new(Span::new(1, 2), StmtKind::Return(None));
+        let body = numbered(vec![ret, call("dead", 3)]);
         let cfg = Cfg::build(&body);
-        let dead = cfg.node_of(&body[1]).unwrap();
+        let dead = cfg.node_of(body[1].id).unwrap();
         assert!(!cfg.reaches(cfg.entry(), dead));
         let handler = crate::ir::Handler { span: Span::new(5, 6), types: None, name: None, body: vec![call("fallback", 6)] };
-        let t = vec![Stmt {
-            span: Span::new(4, 9),
-            kind: StmtKind::Try { body: vec![call("risky", 5)], handlers: Box::new([handler]), orelse: vec![], finalbody: Box::new([]) },
-        }];
+        let t = numbered(vec![Stmt::new(
+            Span::new(4, 9),
+            StmtKind::Try(Box::new(crate::ir::Try { body: vec![call("risky", 5)], handlers: Box::new([handler]), orelse: vec![], finalbody: Box::new([]) })),
+        )]);
         let cfg = Cfg::build(&t);
-        let StmtKind::Try { body, handlers, .. } = &t[0].kind else { unreachable!() };
-        let risky = cfg.node_of(&body[0]).unwrap();
-        let fb = cfg.node_of(&handlers[0].body[0]).unwrap();
+        let StmtKind::Try(t) = &t[0].kind else { unreachable!() };
+        let risky = cfg.node_of(t.body[0].id).unwrap();
+        let fb = cfg.node_of(t.handlers[0].body[0].id).unwrap();
         assert!(cfg.reaches(risky, fb));
     }
 }

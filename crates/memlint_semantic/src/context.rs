@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::index::{is_setup_name, ModuleInfo, ProjectIndex, Role};
 use crate::ir::{
-    for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Function, Language, Module, Param, Stmt,
+    for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprId, StmtId, ExprKind, Function, Language, Module, Param, Stmt,
     StmtKind, Words,
 };
 use crate::names::{words, QualifiedName};
@@ -102,7 +102,7 @@ struct LoopFrame {
     /// statement, or from the statement to the end of the iteration, binds
     /// it anew. (Old wording: the subset of `resets` assigned unconditionally (at the top level of
     /// the body, not under an `if`/`try`): re-created every iteration.
-    unconditional: HashMap<String, HashSet<memlint_diagnostics::Span>>,
+    unconditional: HashMap<String, HashSet<StmtId>>,
     /// Names that `backward()` is called on (or through) in the body.
     backward_roots: HashSet<String>,
 }
@@ -207,20 +207,22 @@ pub struct Context {
     compat_expr: Cell<usize>,
     /// Receivers of copying or reducing methods among the enclosing
     /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
-    copied_reads: std::cell::RefCell<Vec<memlint_diagnostics::Span>>,
+    copied_reads: std::cell::RefCell<Vec<ExprId>>,
     /// Values written through by the expression or statement being visited:
     /// receivers of in-place methods (`x` in `x.add_(1)`) and bases of item
     /// assignments (`x` in `x[0] = v`, `x[0] += v`).
-    written: std::cell::RefCell<Vec<memlint_diagnostics::Span>>,
+    written: std::cell::RefCell<Vec<ExprId>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
-    /// Spans of the assignment targets of the statement being visited.
-    assign_targets: Vec<memlint_diagnostics::Span>,
+    /// The assignment targets of the statement being visited.
+    assign_targets: Vec<ExprId>,
     /// The statement being visited is a `.data =` swap changing this.
     data_swap: Option<&'static str>,
     /// Span of the statement being visited.
     current_stmt: memlint_diagnostics::Span,
+    /// The statement being visited.
+    current_stmt_id: StmtId,
     /// The plain local an assignment statement being visited binds.
     assign_local: Option<String>,
     /// Depth of branches that run only for another framework
@@ -378,6 +380,7 @@ impl Context {
             assign_targets: Vec::new(),
             data_swap: None,
             current_stmt: memlint_diagnostics::Span::new(0, 0),
+            current_stmt_id: StmtId::DETACHED,
             assign_local: None,
             non_torch_depth: 0,
             interval_depth: 0,
@@ -488,10 +491,10 @@ impl Context {
         self.compat_depth > 0 || self.compat_expr.get() > 0
     }
 
-    /// Whether `span` is a target of the assignment statement being visited
+    /// Whether `expr` is a target of the assignment statement being visited
     /// (`p.data` in `p.data = ...`).
-    pub fn is_assign_target(&self, span: memlint_diagnostics::Span) -> bool {
-        self.assign_targets.contains(&span)
+    pub fn is_assign_target(&self, expr: ExprId) -> bool {
+        self.assign_targets.contains(&expr)
     }
 
     /// When the statement being visited is a `.data =` assignment that
@@ -517,11 +520,11 @@ impl Context {
         is_class.then_some("class")
     }
 
-    /// Whether the value at `span` is only read through a method that copies
+    /// Whether the value `expr` is only read through a method that copies
     /// or reduces it (`.detach()`, `.clone()`, `.item()`, `.norm()`,
     /// `.min()`...): no alias of it survives the expression.
-    pub fn is_copied_read(&self, span: memlint_diagnostics::Span) -> bool {
-        self.copied_reads.borrow().last() == Some(&span)
+    pub fn is_copied_read(&self, expr: ExprId) -> bool {
+        self.copied_reads.borrow().last() == Some(&expr)
     }
 
     /// Whether the statement being visited saves a `.data` into a local that
@@ -530,11 +533,11 @@ impl Context {
         self.assign_local.as_ref().is_some_and(|n| self.frame().data_restores.contains(n))
     }
 
-    /// Whether the value at `span` is written through where it stands: the
+    /// Whether the value `expr` is written through where it stands: the
     /// receiver of an in-place method, the base of an item assignment, an
     /// augmented-assignment or `del` target.
-    pub fn is_written_through(&self, span: memlint_diagnostics::Span) -> bool {
-        self.written.borrow().contains(&span)
+    pub fn is_written_through(&self, expr: ExprId) -> bool {
+        self.written.borrow().contains(&expr)
     }
 
     /// Whether `dotted` has `backward()` called on it in an enclosing loop
@@ -914,8 +917,8 @@ impl Context {
         let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
             return false;
         };
-        let at = self.current_stmt;
-        loops[train..].iter().all(|l| !l.unconditional.get(dotted).is_some_and(|spans| spans.contains(&at)))
+        let at = self.current_stmt_id;
+        loops[train..].iter().all(|l| !l.unconditional.get(dotted).is_some_and(|stmts| stmts.contains(&at)))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.
@@ -1258,12 +1261,12 @@ impl Context {
         }
         let mut parts = owner.split('.');
         let Some(root) = parts.next() else { return false };
-        let mut e = Expr { span: memlint_diagnostics::Span::new(0, 0), kind: ExprKind::Name(root.into()) };
+        let mut e = Expr::new(memlint_diagnostics::Span::new(0, 0), ExprKind::Name(root.into()));
         for p in parts {
-            e = Expr {
-                span: memlint_diagnostics::Span::new(0, 0),
-                kind: ExprKind::Attribute { value: Box::new(e), attr: p.into(), attr_span: memlint_diagnostics::Span::new(0, 0) },
-            };
+            e = Expr::new(
+                memlint_diagnostics::Span::new(0, 0),
+                ExprKind::Attribute { value: Box::new(e), attr: p.into(), attr_span: memlint_diagnostics::Span::new(0, 0) },
+            );
         }
         self.qualified_name(&e).is_none() && self.is_module_path(&e)
     }
@@ -1560,7 +1563,8 @@ impl Context {
         ) {
             for s in body {
                 match &s.kind {
-                    StmtKind::Class { name, bases, body, .. } => {
+                    StmtKind::Class(c) => {
+                        let crate::ir::Class { name, bases, body, .. } = &**c;
                         out.push((name, bases));
                         collect(body, out, imports, functions);
                     }
@@ -1603,8 +1607,8 @@ impl Context {
             for s in body {
                 match &s.kind {
                     StmtKind::Function(f) => out.push(f.name.clone()),
-                    StmtKind::Class { name, .. } => out.push(name.clone()),
-                    StmtKind::If { .. } | StmtKind::Try { .. } | StmtKind::Block(_) => {
+                    StmtKind::Class(c) => out.push(c.name.clone()),
+                    StmtKind::If { .. } | StmtKind::Try(_) | StmtKind::Block(_) => {
                         s.child_blocks().for_each(|b| top_defs(b, out))
                     }
                     _ => {}
@@ -1691,19 +1695,19 @@ impl Context {
                 cx.compat_expr.set(cx.compat_expr.get() + 1);
             }
             let copied = match e.as_method_call() {
-                Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.span),
+                Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.id),
                 _ => None,
             };
             let written = match e.as_method_call() {
-                Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.span),
+                Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.id),
                 _ => None,
             };
             v.visit_expr(e, cx);
-            if let Some(span) = copied {
-                cx.copied_reads.borrow_mut().push(span);
+            if let Some(id) = copied {
+                cx.copied_reads.borrow_mut().push(id);
             }
-            if let Some(span) = written {
-                cx.written.borrow_mut().push(span);
+            if let Some(id) = written {
+                cx.written.borrow_mut().push(id);
             }
             e.for_each_child(|c| rec(c, cx, v));
             if copied.is_some() {
@@ -1744,44 +1748,45 @@ impl Context {
         self.assign_targets.clear();
         self.data_swap = None;
         self.current_stmt = stmt.span;
+        self.current_stmt_id = stmt.id;
         self.assign_local = match &stmt.kind {
             StmtKind::Assign { targets, .. } if targets.len() == 1 => targets[0].as_name().map(str::to_string),
             _ => None,
         };
         if let StmtKind::Assign { targets, value } = &stmt.kind {
-            self.assign_targets.extend(targets.iter().map(|t| t.span));
+            self.assign_targets.extend(targets.iter().map(|t| t.id));
             if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
                 self.data_swap = self.swap_kind(value);
             }
         }
-        if let StmtKind::Class { body, .. } = &stmt.kind {
-            self.class_attrs = Some(class_attr_kinds(body, self));
+        if let StmtKind::Class(c) = &stmt.kind {
+            self.class_attrs = Some(class_attr_kinds(&c.body, self));
         }
         visitor.visit_stmt(stmt, self);
         // `buf[i] = x.data` copies the values into `buf`: no alias survives.
         let copied = match &stmt.kind {
             StmtKind::Assign { targets, value } if targets.iter().all(|t| matches!(t.kind, ExprKind::Subscript { .. })) => {
-                Some(value.span)
+                Some(value.id)
             }
             _ => None,
         };
-        if let Some(span) = copied {
-            self.copied_reads.borrow_mut().push(span);
+        if let Some(id) = copied {
+            self.copied_reads.borrow_mut().push(id);
         }
         // `x[0] = v` / `x[0] += v` write through `x`.
-        let stores: Vec<memlint_diagnostics::Span> = match &stmt.kind {
+        let stores: Vec<ExprId> = match &stmt.kind {
             StmtKind::Assign { targets, .. } => targets
                 .iter()
                 .filter_map(|t| match &t.kind {
-                    ExprKind::Subscript { value, .. } => Some(value.span),
+                    ExprKind::Subscript { value, .. } => Some(value.id),
                     _ => None,
                 })
                 .collect(),
             StmtKind::AugAssign { target, .. } => match &target.kind {
-                ExprKind::Subscript { value, .. } => vec![value.span],
-                _ => vec![target.span],
+                ExprKind::Subscript { value, .. } => vec![value.id],
+                _ => vec![target.id],
             },
-            StmtKind::Delete(targets) => targets.iter().map(|t| t.span).collect(),
+            StmtKind::Delete(targets) => targets.iter().map(|t| t.id).collect(),
             _ => Vec::new(),
         };
         let n_stores = stores.len();
@@ -1848,12 +1853,12 @@ impl Context {
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
                 // The loop variable is new in every iteration, everywhere in the body.
-                let everywhere: HashSet<memlint_diagnostics::Span> = {
-                    let mut spans = HashSet::default();
+                let everywhere: HashSet<StmtId> = {
+                    let mut stmts = HashSet::default();
                     for_each_stmt_in_function(body, &mut |s| {
-                        spans.insert(s.span);
+                        stmts.insert(s.id);
                     });
-                    spans
+                    stmts
                 };
                 for t in &targets {
                     frame.unconditional.insert(t.clone(), everywhere.clone());
@@ -1892,14 +1897,15 @@ impl Context {
                 self.compat_depth -= guard;
             }
             StmtKind::Block(body) => self.walk_body(body, visitor),
-            StmtKind::Try { body, handlers, orelse, finalbody } => {
+            StmtKind::Try(t) => {
+                let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
                 self.walk_body(body, visitor);
                 for h in handlers {
                     // An `except` handler is a fallback: compatibility code.
                     self.compat_depth += 1;
                     self.handlers.push(handler_type_names(h));
                     if let Some(n) = &h.name {
-                        let name = Expr { span: h.span, kind: ExprKind::Name(n.as_str().into()) };
+                        let name = Expr::new(h.span, ExprKind::Name(n.as_str().into()));
                         self.bind(&name, None);
                     }
                     self.walk_body(&h.body, visitor);
@@ -1956,7 +1962,8 @@ impl Context {
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }
-            StmtKind::Class { name, bases, body, .. } => {
+            StmtKind::Class(c) => {
+                let crate::ir::Class { name, bases, body, .. } = &**c;
                 if bases.iter().any(|b| {
                     self.qualified_name(b).is_some_and(|q| q.is_any(&["torch.autograd.Function", "torch.autograd.function.Function"]))
                 }) {
@@ -2537,7 +2544,7 @@ fn assigned_names(body: &[Stmt]) -> HashSet<String> {
 /// or from the statement to the end of the iteration (`continue`
 /// included), passes an assignment of it. `if i % 100 == 0: total = 0` is
 /// not a reset; `if bad: continue` before `outs = []` does not hide one.
-fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<memlint_diagnostics::Span>> {
+fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<StmtId>> {
     let candidates = assigned_names(body);
     let mut out = HashMap::default();
     if candidates.is_empty() {
@@ -2568,12 +2575,12 @@ fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<memlint_diag
     for n in candidates {
         let from_start = cfg.reachable_avoiding(cfg.entry(), &|node| binds(node, &n));
         let to_end = cfg.reaching_avoiding(cfg.exit(), &|node| binds(node, &n));
-        let spans: HashSet<memlint_diagnostics::Span> = cfg
+        let stmts: HashSet<StmtId> = cfg
             .nodes()
             .filter(|&node| !from_start[node] || !to_end[node])
-            .filter_map(|node| cfg.stmt(node).map(|s| s.span))
+            .filter_map(|node| cfg.stmt(node).map(|s| s.id))
             .collect();
-        out.insert(n, spans);
+        out.insert(n, stmts);
     }
     out
 }

@@ -53,7 +53,7 @@ pub fn imports_any(module: &ir::Module, roots: &[&str]) -> bool {
                 roots.iter().any(|r| b.qualified.strip_prefix(r).is_some_and(|rest| rest.is_empty() || rest.starts_with('.')))
             }),
             ir::StmtKind::Function(f) => any(&f.body, roots),
-            ir::StmtKind::Class { body, .. } => any(body, roots),
+            ir::StmtKind::Class(c) => any(&c.body, roots),
             _ => s.child_blocks().any(|b| any(b, roots)),
         })
     }

@@ -147,7 +147,7 @@ impl Visitor for SummaryVisitor {
         }
         match &stmt.kind {
             StmtKind::Function(f) => self.function(f, cx),
-            StmtKind::Class { name, bases, body, .. } => self.class(name, bases, body, cx),
+            StmtKind::Class(c) => self.class(&c.name, &c.bases, &c.body, cx),
             StmtKind::Import(bindings) if cx.function_qualname().is_none() && !cx.in_class_body() => {
                 // Only imports of the project's own names can be re-exports
                 // the index must follow.
@@ -238,7 +238,7 @@ fn mentions_grad_off(body: &[Stmt]) -> bool {
             found
                 || match &s.kind {
                     StmtKind::Function(f) => rec(&f.body),
-                    StmtKind::Class { body, .. } => rec(body),
+                    StmtKind::Class(c) => rec(&c.body),
                     _ => s.child_blocks().any(rec),
                 }
         })

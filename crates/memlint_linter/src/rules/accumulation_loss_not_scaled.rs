@@ -83,7 +83,7 @@ impl Rule for AccumulationLossNotScaled {
         }) else {
             return;
         };
-        let under_guard = |guards: &[&Expr]| guards.iter().any(|g| std::ptr::eq(*g, guard));
+        let under_guard = |guards: &[&Expr]| guards.iter().any(|g| g.id == guard.id);
         // Zeroing every iteration: nothing accumulates (another bug).
         if events.iter().any(|e| e.is_direct() && e.kinds().contains(StepKinds::ZERO) && !under_guard(&e.guards)) {
             return;

@@ -174,12 +174,12 @@ impl Rule for DataAttribute {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
-        if attr != "data" || checker.cx.is_assign_target(expr.span) {
+        if attr != "data" || checker.cx.is_assign_target(expr.id) {
             return;
         }
         // `p.grad.data.norm()`, `w.data.detach()`: a copy or a reduction
         // keeps no alias an in-place change could corrupt.
-        if checker.cx.is_copied_read(expr.span) {
+        if checker.cx.is_copied_read(expr.id) {
             return;
         }
         // `saved = p.data` ... `p.data = saved`: a deliberate swap-and-restore.
@@ -199,7 +199,7 @@ impl Rule for DataAttribute {
             .with_help(format!("use `{name}.detach()` to read the values, or change them inside `with torch.no_grad():`"));
         // A read only: `.detach()` shares the storage but keeps the version
         // counter, so a later in-place change raises instead of corrupting.
-        if !checker.cx.is_written_through(expr.span) {
+        if !checker.cx.is_written_through(expr.id) {
             d = d.with_fix(Fix {
                 applicability: Applicability::Unsafe,
                 message: format!("use `{name}.detach()`"),

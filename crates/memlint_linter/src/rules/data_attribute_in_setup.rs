@@ -94,7 +94,7 @@ impl Rule for DataAttributeInSetup {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
-        if attr != "data" || checker.cx.is_assign_target(expr.span) || checker.cx.current_data_swap().is_some() {
+        if attr != "data" || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
             return;
         }
         if !matches!(data_use(checker, value), Some(DataUse::Setup)) {

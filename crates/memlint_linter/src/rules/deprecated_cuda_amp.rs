@@ -249,7 +249,8 @@ fn device_edits(checker: &Checker<'_>, callee_text: &str, callee: &Expr, call: O
     let (name, device) = rep.text();
     match (rep, call) {
         (Replacement::DeviceFirst(..), Some(call)) => {
-            let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+            let ExprKind::Call { args, keywords, .. } = &call.kind else { return None };
+            let args_span = call.args_span()?;
             if name == "autocast" && !args.is_empty() {
                 return None;
             }
@@ -258,7 +259,8 @@ fn device_edits(checker: &Checker<'_>, callee_text: &str, callee: &Expr, call: O
         }
         (Replacement::DeviceFirst(..), None) => None,
         (Replacement::DeviceKeyword(..), Some(call)) => {
-            let ExprKind::Call { args, keywords, args_span, .. } = &call.kind else { return None };
+            let ExprKind::Call { args, keywords, .. } = &call.kind else { return None };
+            let args_span = call.args_span()?;
             if !args.is_empty() || keywords.iter().any(|k| k.name.is_none()) {
                 return None;
             }
@@ -279,7 +281,7 @@ fn find_imports<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
         match &s.kind {
             StmtKind::Import(_) => out.push(s),
             StmtKind::Function(f) => find_imports(&f.body, out),
-            StmtKind::Class { body, .. } => find_imports(body, out),
+            StmtKind::Class(c) => find_imports(&c.body, out),
             _ => {
                 for b in s.child_blocks() {
                     find_imports(b, out);
@@ -331,7 +333,8 @@ fn collect_uses<'a>(body: &'a [Stmt], names: &[(&str, Replacement)], uses: &mut 
                 }
                 collect_uses(&f.body, names, uses, ok);
             }
-            StmtKind::Class { name, bases, decorators, body } => {
+            StmtKind::Class(c) => {
+                let memlint_semantic::ir::Class { name, bases, decorators, body } = &**c;
                 if names.iter().any(|(l, _)| l == name) {
                     *ok = false;
                 }
@@ -362,7 +365,7 @@ impl Rule for DeprecatedCudaAmp {
         // right-hand sides (`ac = torch.cuda.amp.autocast`).
         let bare: Vec<&Expr> = match &stmt.kind {
             StmtKind::Function(f) => f.decorators.iter().collect(),
-            StmtKind::Class { decorators, .. } => decorators.iter().collect(),
+            StmtKind::Class(c) => c.decorators.iter().collect(),
             StmtKind::Assign { value, .. } => vec![value],
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => vec![e],
             _ => vec![],

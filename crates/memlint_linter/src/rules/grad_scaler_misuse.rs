@@ -115,8 +115,8 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
     let scaler = scaled_bw[0].receiver.clone().unwrap_or_else(|| "scaler".to_string());
     let cfg = Cfg::build(body);
     let after_scaled = |e: &StepEvent<'_>| {
-        cfg.node_of(e.stmt)
-            .is_some_and(|to| scaled_bw.iter().filter_map(|b| cfg.node_of(b.stmt)).any(|from| from != to && cfg.reaches(from, to)))
+        cfg.node_of(e.stmt.id)
+            .is_some_and(|to| scaled_bw.iter().filter_map(|b| cfg.node_of(b.stmt.id)).any(|from| from != to && cfg.reaches(from, to)))
     };
     let scaler_steps: Vec<Option<&str>> =
         events.iter().filter(|e| e.kind == StepKind::ScalerStep).map(|e| e.receiver.as_deref()).collect();
@@ -127,8 +127,7 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
     let module = checker.module();
     let memo = checker.file_memo();
     let wrapped = |opt: &str| {
-        let span = body.first().map(|s| s.span).unwrap_or_default();
-        let function = memlint_semantic::ir::enclosing_function_body(&module.body, span);
+        let function = body.first().and_then(|s| module.enclosing_function_body(s.id));
         function.is_some_and(|b| bound_by_wrapper(b, opt, cx))
             // The module's answer is the same for every loop of the file.
             || memo
@@ -138,11 +137,11 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
     // The `scaler.update()`s one iteration reaches after `event`, and the
     // accumulation guard of each (`None`: not under one).
     let updates_after = |event: &StepEvent<'_>| -> Vec<Option<&Expr>> {
-        let Some(from) = cfg.node_of(event.stmt) else { return Vec::new() };
+        let Some(from) = cfg.node_of(event.stmt.id) else { return Vec::new() };
         events
             .iter()
             .filter(|u| u.kinds().contains(StepKinds::SCALER_UPDATE))
-            .filter(|u| cfg.node_of(u.stmt).is_some_and(|to| to != from && cfg.reaches(from, to)))
+            .filter(|u| cfg.node_of(u.stmt.id).is_some_and(|to| to != from && cfg.reaches(from, to)))
             .map(|u| u.guards.iter().copied().find(|g| accumulation_count(g).is_some()))
             .collect()
     };
@@ -170,7 +169,7 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
                 let after = updates_after(e);
                 let Some(Some(guard)) = after.first().copied() else { continue };
                 let all_guarded = after.iter().all(Option::is_some);
-                if !all_guarded || e.guards.iter().any(|g| after.iter().flatten().any(|u| std::ptr::eq(*g, *u))) {
+                if !all_guarded || e.guards.iter().any(|g| after.iter().flatten().any(|u| g.id == u.id)) {
                     continue;
                 }
                 let opt = e.receiver.as_deref().unwrap_or("optimizer");
@@ -200,11 +199,11 @@ fn check_body(body: &[Stmt], is_loop: bool, words: Words, checker: &mut Checker<
                 if unscales.iter().any(|u| u.span.start < e.span.start) {
                     continue;
                 }
-                let Some(clip) = cfg.node_of(e.stmt) else { continue };
-                let reached = scaled_bw.iter().filter_map(|b| cfg.node_of(b.stmt)).any(|from| {
+                let Some(clip) = cfg.node_of(e.stmt.id) else { continue };
+                let reached = scaled_bw.iter().filter_map(|b| cfg.node_of(b.stmt.id)).any(|from| {
                     from != clip
                         && cfg.reaches_avoiding(from, clip, &|n| {
-                            cfg.stmt(n).is_some_and(|s| unscales.iter().any(|u| std::ptr::eq(u.stmt, s)))
+                            cfg.stmt(n).is_some_and(|s| unscales.iter().any(|u| u.stmt.id == s.id))
                         })
                 });
                 if !reached {

@@ -61,7 +61,8 @@ impl Rule for ZeroGradSetToNoneFalse {
         if event_of(expr, None, Some(method)) != Some(Event::ZeroGrad { set_to_none: Some(false) }) {
             return;
         }
-        let ExprKind::Call { args, keywords, args_span, .. } = &expr.kind else { return };
+        let ExprKind::Call { args, keywords, .. } = &expr.kind else { return };
+        let Some(args_span) = expr.args_span() else { return };
         let mut d = Self::META
             .diagnostic(expr.span, "`zero_grad(set_to_none=False)` keeps every gradient allocated and zero-fills it each step")
             .with_help("call `zero_grad()`: since PyTorch 2.0 it sets gradients to `None`");
@@ -70,7 +71,7 @@ impl Rule for ZeroGradSetToNoneFalse {
             d = d.with_fix(Fix {
                 applicability: Applicability::Unsafe,
                 message: "drop `set_to_none=False` (code reading `.grad` after zero_grad sees `None`)".to_string(),
-                edits: vec![Edit { span: *args_span, content: "()".to_string() }],
+                edits: vec![Edit { span: args_span, content: "()".to_string() }],
             });
         }
         checker.report(d);

@@ -5,6 +5,10 @@
 
 use memlint_diagnostics::Span;
 
+mod tree;
+
+pub use tree::{Arm, ExprId, StmtId, Tree};
+
 /// An identifier (a name, an attribute): short ones, nearly all of them,
 /// are stored inline, without a heap allocation.
 pub type Ident = compact_str::CompactString;
@@ -38,6 +42,42 @@ pub struct Module {
     pub body: Vec<Stmt>,
     /// The identifiers of [`Words`] that the whole file mentions.
     pub words: Words,
+    /// Where each statement and expression sits ([`Tree`]).
+    pub tree: Tree,
+}
+
+impl Module {
+    /// A module of `body`: numbers every statement and expression in
+    /// source order ([`StmtId`], [`ExprId`]) and records the tree of
+    /// statements. Frontends build modules with this only, so ids do not
+    /// depend on the language.
+    pub fn new(language: Language, mut body: Vec<Stmt>, words: Words) -> Module {
+        let tree = Tree::number(&mut body);
+        Module { language, body, words, tree }
+    }
+
+    /// The statement with id `id`, found by descending the tree (ids grow
+    /// in source order, so each level is a binary search).
+    pub fn stmt(&self, id: StmtId) -> Option<&Stmt> {
+        let mut block: &[Stmt] = &self.body;
+        loop {
+            let at = block.partition_point(|s| s.id <= id).checked_sub(1)?;
+            let s = &block[at];
+            if s.id == id {
+                return Some(s);
+            }
+            block = s.all_blocks().find(|b| b.first().is_some_and(|f| f.id <= id) && b.last().is_some_and(|l| self.tree.last_in(l.id) >= id))?;
+        }
+    }
+
+    /// The body of the innermost function that contains statement `id`
+    /// (`None` at the top level of the module or of a class).
+    pub fn enclosing_function_body(&self, id: StmtId) -> Option<&[Stmt]> {
+        match &self.stmt(self.tree.enclosing_function(id)?)?.kind {
+            StmtKind::Function(f) => Some(&f.body),
+            _ => None,
+        }
+    }
 }
 
 /// Which of a few identifiers a function (or a whole file) mentions, as
@@ -110,6 +150,9 @@ impl Default for Words {
 pub struct Stmt {
     /// Source span of the whole statement.
     pub span: Span,
+    /// Its identity in the module ([`StmtId::DETACHED`] until
+    /// [`Module::new`] numbers it).
+    pub id: StmtId,
     /// What the statement is.
     pub kind: StmtKind,
 }
@@ -178,6 +221,33 @@ pub struct Function {
     /// The names the body binds ([`bound_names`]), sorted: computed once
     /// when the function is lowered, shared by every walk of it.
     pub locals: std::sync::Arc<[Ident]>,
+}
+
+/// A class definition (boxed in [`StmtKind`]: classes are rare, and a
+/// large variant would widen every statement).
+#[derive(Debug, Clone)]
+pub struct Class {
+    /// Class name.
+    pub name: String,
+    /// Base classes.
+    pub bases: Box<[Expr]>,
+    /// Decorators.
+    pub decorators: Box<[Expr]>,
+    /// Body.
+    pub body: Vec<Stmt>,
+}
+
+/// A `try` statement (boxed in [`StmtKind`], as [`Class`]).
+#[derive(Debug, Clone)]
+pub struct Try {
+    /// The guarded block.
+    pub body: Vec<Stmt>,
+    /// The `except` clauses in order.
+    pub handlers: Box<[Handler]>,
+    /// The `else` block (runs when `body` raised nothing).
+    pub orelse: Vec<Stmt>,
+    /// The `finally` block.
+    pub finalbody: Box<[Stmt]>,
 }
 
 /// One `except` clause of a `try` statement.
@@ -290,16 +360,7 @@ pub enum StmtKind {
     /// A function definition.
     Function(Box<Function>),
     /// A class definition.
-    Class {
-        /// Class name.
-        name: String,
-        /// Base classes.
-        bases: Box<[Expr]>,
-        /// Decorators.
-        decorators: Box<[Expr]>,
-        /// Body.
-        body: Vec<Stmt>,
-    },
+    Class(Box<Class>),
     /// `return value`.
     Return(Option<Expr>),
     /// `del targets`.
@@ -309,16 +370,7 @@ pub enum StmtKind {
     /// A block that runs in sequence (e.g. the cases of a `match`).
     Block(Vec<Stmt>),
     /// `try: body except ...: handlers else: orelse finally: finalbody`.
-    Try {
-        /// The guarded block.
-        body: Vec<Stmt>,
-        /// The `except` clauses in order.
-        handlers: Box<[Handler]>,
-        /// The `else` block (runs when `body` raised nothing).
-        orelse: Vec<Stmt>,
-        /// The `finally` block.
-        finalbody: Box<[Stmt]>,
-    },
+    Try(Box<Try>),
     /// `break`.
     Break,
     /// `continue`.
@@ -361,6 +413,9 @@ pub struct Keyword {
 pub struct Expr {
     /// Source span.
     pub span: Span,
+    /// Its identity in the module ([`ExprId::DETACHED`] until
+    /// [`Module::new`] numbers it, and for expressions built by a query).
+    pub id: ExprId,
     /// What the expression is.
     pub kind: ExprKind,
 }
@@ -387,8 +442,10 @@ pub enum ExprKind {
         args: Box<[Expr]>,
         /// Keyword arguments.
         keywords: Box<[Keyword]>,
-        /// Span of the argument list including its parentheses.
-        args_span: Span,
+        /// Where the argument list starts (its `(`); it ends where the
+        /// call does ([`Expr::args_span`]). An offset, not a span, keeps
+        /// the call variant, the largest, and so every expression, small.
+        args_start: u32,
     },
     /// `value[index]`.
     Subscript {
@@ -473,7 +530,152 @@ pub enum ExprKind {
     Other(Vec<Expr>),
 }
 
+/// The direct sub-expressions of an expression, in source order, each
+/// passed to `$f`; `mut` for mutable access. One body for both walks, so
+/// they cannot disagree.
+macro_rules! expr_children {
+    ($e:expr, $f:ident $(, $m:tt)?) => {
+        match & $($m)? $e.kind {
+            ExprKind::Name(_) | ExprKind::Literal(_) => {}
+            ExprKind::Attribute { value, .. } => $f(value),
+            ExprKind::Call { func, args, keywords, .. } => {
+                $f(func);
+                for a in args {
+                    $f(a);
+                }
+                for k in keywords {
+                    $f(& $($m)? k.value);
+                }
+            }
+            ExprKind::Subscript { value, index } => {
+                $f(value);
+                $f(index);
+            }
+            ExprKind::Slice { lower, upper, step } => {
+                for e in [lower, upper, step].into_iter().flatten() {
+                    $f(e);
+                }
+            }
+            ExprKind::BinOp { left, right, .. } => {
+                $f(left);
+                $f(right);
+            }
+            ExprKind::Unary(e) | ExprKind::Starred(e) => $f(e),
+            ExprKind::Lambda { body, .. } => $f(body),
+            ExprKind::Yield(v) => {
+                if let Some(v) = v {
+                    $f(v);
+                }
+            }
+            ExprKind::Compare { left, comparators, .. } => {
+                $f(left);
+                for c in comparators {
+                    $f(c);
+                }
+            }
+            ExprKind::BoolOp { values: es, .. } => {
+                for e in es {
+                    $f(e);
+                }
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                $f(test);
+                $f(body);
+                $f(orelse);
+            }
+            ExprKind::Named { target, value } => {
+                $f(target);
+                $f(value);
+            }
+            ExprKind::Sequence(es) | ExprKind::Nested(es) | ExprKind::Other(es) => {
+                for e in es {
+                    $f(e);
+                }
+            }
+            ExprKind::Dict(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        $f(k);
+                    }
+                    $f(v);
+                }
+            }
+        }
+    };
+}
+
+/// The expressions a statement owns directly (not those of nested
+/// statements), in source order, each passed to `$f`; `mut` for mutable
+/// access.
+macro_rules! stmt_exprs {
+    ($s:expr, $f:ident $(, $m:tt)?) => {
+        match & $($m)? $s.kind {
+            StmtKind::Expr(e) => $f(e),
+            StmtKind::Assign { targets, value } => {
+                for t in targets {
+                    $f(t);
+                }
+                $f(value);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                $f(target);
+                $f(value);
+            }
+            StmtKind::For { target, iter, .. } => {
+                $f(target);
+                $f(iter);
+            }
+            StmtKind::While { test, .. } | StmtKind::If { test, .. } => $f(test),
+            StmtKind::With { items, .. } => {
+                for it in items {
+                    $f(& $($m)? it.context);
+                    if let Some(t) = & $($m)? it.target {
+                        $f(t);
+                    }
+                }
+            }
+            StmtKind::Function(func) => {
+                for d in & $($m)? func.decorators {
+                    $f(d);
+                }
+                for p in & $($m)? func.params {
+                    if let Some(d) = & $($m)? p.default {
+                        $f(d);
+                    }
+                }
+            }
+            StmtKind::Class(c) => {
+                for d in & $($m)? c.decorators {
+                    $f(d);
+                }
+                for b in & $($m)? c.bases {
+                    $f(b);
+                }
+            }
+            StmtKind::Return(Some(e)) => $f(e),
+            StmtKind::Delete(es) | StmtKind::Other(es) | StmtKind::Raise(es) => {
+                for e in es {
+                    $f(e);
+                }
+            }
+            StmtKind::Try(t) => {
+                for h in & $($m)? t.handlers {
+                    if let Some(t) = & $($m)? h.types {
+                        $f(t);
+                    }
+                }
+            }
+            StmtKind::Return(None) | StmtKind::Import(_) | StmtKind::Block(_) | StmtKind::Break | StmtKind::Continue => {}
+        }
+    };
+}
+
 impl Expr {
+    /// An expression not yet numbered ([`ExprId::DETACHED`]).
+    pub fn new(span: Span, kind: ExprKind) -> Expr {
+        Expr { span, id: ExprId::DETACHED, kind }
+    }
+
     /// The name if this is a bare name.
     pub fn as_name(&self) -> Option<&str> {
         match &self.kind {
@@ -486,6 +688,14 @@ impl Expr {
     pub fn as_call(&self) -> Option<(&Expr, &[Expr], &[Keyword])> {
         match &self.kind {
             ExprKind::Call { func, args, keywords, .. } => Some((func, args, keywords)),
+            _ => None,
+        }
+    }
+
+    /// The span of a call's argument list, parentheses included.
+    pub fn args_span(&self) -> Option<Span> {
+        match &self.kind {
+            ExprKind::Call { args_start, .. } => Some(Span::new(*args_start, self.span.end)),
             _ => None,
         }
     }
@@ -585,58 +795,12 @@ impl Expr {
 
     /// Calls `f` on each direct sub-expression.
     pub fn for_each_child<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
-        match &self.kind {
-            ExprKind::Name(_) | ExprKind::Literal(_) => {}
-            ExprKind::Attribute { value, .. } => f(value),
-            ExprKind::Call { func, args, keywords, .. } => {
-                f(func);
-                args.iter().for_each(&mut f);
-                keywords.iter().for_each(|k| f(&k.value));
-            }
-            ExprKind::Subscript { value, index } => {
-                f(value);
-                f(index);
-            }
-            ExprKind::Slice { lower, upper, step } => {
-                for e in [lower, upper, step].into_iter().flatten() {
-                    f(e);
-                }
-            }
-            ExprKind::BinOp { left, right, .. } => {
-                f(left);
-                f(right);
-            }
-            ExprKind::Unary(e) | ExprKind::Starred(e) => f(e),
-            ExprKind::Lambda { body, .. } => f(body),
-            ExprKind::Yield(v) => {
-                if let Some(v) = v {
-                    f(v);
-                }
-            }
-            ExprKind::Compare { left, comparators, .. } => {
-                f(left);
-                comparators.iter().for_each(f);
-            }
-            ExprKind::BoolOp { values, .. } => values.iter().for_each(f),
-            ExprKind::IfExp { test, body, orelse } => {
-                f(test);
-                f(body);
-                f(orelse);
-            }
-            ExprKind::Named { target, value } => {
-                f(target);
-                f(value);
-            }
-            ExprKind::Sequence(es) | ExprKind::Nested(es) | ExprKind::Other(es) => es.iter().for_each(f),
-            ExprKind::Dict(items) => {
-                for (k, v) in items {
-                    if let Some(k) = k {
-                        f(k);
-                    }
-                    f(v);
-                }
-            }
-        }
+        expr_children!(self, f);
+    }
+
+    /// [`Expr::for_each_child`], mutably (for numbering).
+    pub(crate) fn for_each_child_mut(&mut self, mut f: impl FnMut(&mut Expr)) {
+        expr_children!(self, f, mut);
     }
 
     /// Whether `pred` holds for this expression or any sub-expression.
@@ -655,59 +819,20 @@ impl Expr {
 }
 
 impl Stmt {
+    /// A statement not yet numbered ([`StmtId::DETACHED`]).
+    pub fn new(span: Span, kind: StmtKind) -> Stmt {
+        Stmt { span, id: StmtId::DETACHED, kind }
+    }
+
     /// Calls `f` on each expression directly owned by this statement (not
     /// those of nested statements).
     pub fn for_each_expr<'a>(&'a self, mut f: impl FnMut(&'a Expr)) {
-        match &self.kind {
-            StmtKind::Expr(e) => f(e),
-            StmtKind::Assign { targets, value } => {
-                targets.iter().for_each(&mut f);
-                f(value);
-            }
-            StmtKind::AugAssign { target, value, .. } => {
-                f(target);
-                f(value);
-            }
-            StmtKind::For { target, iter, .. } => {
-                f(target);
-                f(iter);
-            }
-            StmtKind::While { test, .. } | StmtKind::If { test, .. } => f(test),
-            StmtKind::With { items, .. } => {
-                for it in items {
-                    f(&it.context);
-                    if let Some(t) = &it.target {
-                        f(t);
-                    }
-                }
-            }
-            StmtKind::Function(func) => {
-                func.decorators.iter().for_each(&mut f);
-                for p in &func.params {
-                    if let Some(d) = &p.default {
-                        f(d);
-                    }
-                }
-            }
-            StmtKind::Class { bases, decorators, .. } => {
-                decorators.iter().for_each(&mut f);
-                bases.iter().for_each(&mut f);
-            }
-            StmtKind::Return(Some(e)) => f(e),
-            StmtKind::Delete(es) | StmtKind::Other(es) | StmtKind::Raise(es) => es.iter().for_each(f),
-            StmtKind::Try { handlers, .. } => {
-                for h in handlers {
-                    if let Some(t) = &h.types {
-                        f(t);
-                    }
-                }
-            }
-            StmtKind::Return(None)
-            | StmtKind::Import(_)
-            | StmtKind::Block(_)
-            | StmtKind::Break
-            | StmtKind::Continue => {}
-        }
+        stmt_exprs!(self, f);
+    }
+
+    /// [`Stmt::for_each_expr`], mutably (for numbering).
+    pub(crate) fn for_each_expr_mut(&mut self, mut f: impl FnMut(&mut Expr)) {
+        stmt_exprs!(self, f, mut);
     }
 
     /// The nested statement blocks of this statement that run in the same
@@ -721,10 +846,21 @@ impl Stmt {
             | StmtKind::While { body, orelse, .. }
             | StmtKind::If { body, orelse, .. } => ([body, orelse], &[], [NONE, NONE]),
             StmtKind::With { body, .. } | StmtKind::Block(body) => ([body, NONE], &[], [NONE, NONE]),
-            StmtKind::Try { body, handlers, orelse, finalbody } => ([body, NONE], handlers, [orelse, finalbody]),
+            StmtKind::Try(t) => ([&t.body, NONE], &t.handlers, [&t.orelse, &t.finalbody]),
             _ => ([NONE, NONE], &[], [NONE, NONE]),
         };
         head.into_iter().chain(handlers.iter().map(|h| h.body.as_slice())).chain(tail)
+    }
+
+    /// Every nested statement block of this statement, function and class
+    /// bodies included, in source order.
+    pub fn all_blocks(&self) -> impl Iterator<Item = &[Stmt]> + '_ {
+        let own: Option<&[Stmt]> = match &self.kind {
+            StmtKind::Function(f) => Some(&f.body),
+            StmtKind::Class(c) => Some(&c.body),
+            _ => None,
+        };
+        own.into_iter().chain(self.child_blocks())
     }
 }
 
@@ -750,9 +886,9 @@ pub fn bound_names(body: &[Stmt]) -> std::sync::Arc<[Ident]> {
         StmtKind::For { target, .. } => add(target, &mut out),
         StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
         StmtKind::Function(f) => out.push(Ident::from(f.name.as_str())),
-        StmtKind::Class { name, .. } => out.push(Ident::from(name.as_str())),
+        StmtKind::Class(c) => out.push(Ident::from(c.name.as_str())),
         StmtKind::Import(bindings) => out.extend(bindings.iter().map(|b| Ident::from(b.local.as_str()))),
-        StmtKind::Try { handlers, .. } => out.extend(handlers.iter().filter_map(|h| h.name.as_deref().map(Ident::from))),
+        StmtKind::Try(t) => out.extend(t.handlers.iter().filter_map(|h| h.name.as_deref().map(Ident::from))),
         StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
         _ => {}
     });
@@ -780,34 +916,8 @@ pub fn for_each_expr_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Exp
         e.for_each_child(|c| rec(c, f));
     }
     for_each_stmt_in_function(body, &mut |s| {
-        if !matches!(s.kind, StmtKind::Function(_) | StmtKind::Class { .. }) {
+        if !matches!(s.kind, StmtKind::Function(_) | StmtKind::Class(_)) {
             s.for_each_expr(|e| rec(e, f));
         }
     });
-}
-
-/// The body of the innermost function of `body` whose definition contains
-/// `span` (`None` when it is at the top level of `body`, outside functions).
-pub fn enclosing_function_body(body: &[Stmt], span: Span) -> Option<&[Stmt]> {
-    // Statements are in source order and do not overlap: only the last
-    // one starting at or before `span` can contain it.
-    let candidates = body.partition_point(|s| s.span.start <= span.start);
-    for s in body[..candidates].iter().rev().take(1) {
-        if s.span.end < span.end {
-            continue;
-        }
-        match &s.kind {
-            StmtKind::Function(f) => return Some(enclosing_function_body(&f.body, span).unwrap_or(&f.body)),
-            StmtKind::Class { body, .. } => return enclosing_function_body(body, span),
-            _ => {
-                for b in s.child_blocks() {
-                    if let Some(found) = enclosing_function_body(b, span) {
-                        return Some(found);
-                    }
-                }
-                return None;
-            }
-        }
-    }
-    None
 }
