@@ -15,8 +15,8 @@
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
-    BinOp, BoolOpKind, Class, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
-    Ident, Param, Stmt, StmtKind, Try, WithItem, Words,
+    BinOp, BoolOpKind, Class, Closure, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
+    Ident, Param, Stmt, StmtKind, Try, UnaryOp, WithItem, Words,
 };
 use ruff_python_ast as ast;
 use ruff_python_parser::{parse_unchecked, Mode, ParseOptions};
@@ -218,14 +218,18 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
         ast::Stmt::Return(r) => StmtKind::Return(r.value.as_deref().map(lower_expr)),
         ast::Stmt::Delete(d) => StmtKind::Delete(d.targets.iter().map(lower_expr).collect()),
         ast::Stmt::Assign(a) => {
-            StmtKind::Assign { targets: a.targets.iter().map(lower_expr).collect(), value: boxed(&a.value) }
+            StmtKind::Assign { targets: a.targets.iter().map(lower_expr).collect(), value: boxed(&a.value), annotation: None }
         }
         ast::Stmt::AugAssign(a) => {
             StmtKind::AugAssign { target: boxed(&a.target), op: op(a.op), value: boxed(&a.value) }
         }
         ast::Stmt::AnnAssign(a) => match &a.value {
-            Some(v) => StmtKind::Assign { targets: vec![lower_expr(&a.target)], value: boxed(v) },
-            None => StmtKind::Other(vec![]),
+            Some(v) => StmtKind::Assign {
+                targets: vec![lower_expr(&a.target)],
+                value: boxed(v),
+                annotation: Some(boxed(&a.annotation)),
+            },
+            None => StmtKind::Declare { target: boxed(&a.target), annotation: Some(boxed(&a.annotation)) },
         },
         ast::Stmt::TypeAlias(_) => StmtKind::Other(vec![]),
         ast::Stmt::For(f) => StmtKind::For {
@@ -386,7 +390,15 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             step: s.step.as_deref().map(boxed),
         },
         ast::Expr::BinOp(b) => ExprKind::BinOp { left: boxed(&b.left), op: op(b.op), right: boxed(&b.right) },
-        ast::Expr::UnaryOp(u) => ExprKind::Unary(boxed(&u.operand)),
+        ast::Expr::UnaryOp(u) => ExprKind::Unary {
+            op: match u.op {
+                ast::UnaryOp::USub => UnaryOp::Neg,
+                ast::UnaryOp::UAdd => UnaryOp::Pos,
+                ast::UnaryOp::Not => UnaryOp::Not,
+                ast::UnaryOp::Invert => UnaryOp::Invert,
+            },
+            operand: boxed(&u.operand),
+        },
         ast::Expr::NumberLiteral(n) => ExprKind::Literal(match &n.value {
             ast::Number::Int(i) => i.as_i64().map(Literal::Int).unwrap_or(Literal::Other),
             ast::Number::Float(f) => Literal::Float(*f),
@@ -408,14 +420,10 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             ExprKind::Dict(d.items.iter().map(|it| (it.key.as_ref().map(lower_expr), lower_expr(&it.value))).collect())
         }
         ast::Expr::Starred(s) => ExprKind::Starred(boxed(&s.value)),
-        ast::Expr::Lambda(l) => ExprKind::Lambda {
-            params: l
-                .parameters
-                .as_deref()
-                .map(|p| params(p).into_iter().map(|p| p.name).collect())
-                .unwrap_or_default(),
-            body: boxed(&l.body),
-        },
+        ast::Expr::Lambda(l) => ExprKind::Closure(Box::new(Closure {
+            params: l.parameters.as_deref().map(params).unwrap_or_default(),
+            body: lower_expr(&l.body),
+        })),
         ast::Expr::ListComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
         ast::Expr::SetComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
         ast::Expr::Generator(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
@@ -583,8 +591,27 @@ def train(loader):
         assert!(test.id < value.id);
         assert_eq!(t.owner(test.id), Some(if_.id));
         let StmtKind::Expr(call) = &bw.kind else { panic!() };
-        let (recv, _) = call.as_method_call().unwrap();
+        let (recv, _) = call.as_method_call().expect("a method call");
         assert_eq!(t.owner(recv.id), Some(bw.id), "after a compound statement");
         assert_eq!(t.owner(ExprId::DETACHED), None);
+    }
+
+    #[test]
+    fn lowers_closures_annotations_and_unary_operators() {
+        let src = "\
+import torch
+scale: float = -1.0
+count: int
+fn = lambda p, lr=0.1: p.add_(-lr * p.grad)
+ok = not torch.cuda.is_available()
+";
+        let expected = "\
+import torch
+assign scale = (neg 1.0) : float
+declare count : int
+assign fn = (closure (p, lr = 0.1) (call (. p add_) (* (neg lr) (. p grad))))
+assign ok = (not (call (. (. torch cuda) is_available)))
+";
+        assert_eq!(memlint_semantic::ir::dump(&parse(src).module), expected);
     }
 }

@@ -1087,7 +1087,7 @@ impl Context {
                             || self.is_parameter_path(&d)
                     })
             }
-            ExprKind::Subscript { value, .. } | ExprKind::Unary(value) => self.requires_grad_value(value),
+            ExprKind::Subscript { value, .. } | ExprKind::Unary { operand: value, .. } => self.requires_grad_value(value),
             ExprKind::BinOp { left, right, .. } => self.requires_grad_value(left) || self.requires_grad_value(right),
             ExprKind::Call { func, args, .. } => {
                 // A module's forward (`self.fc(x)`): its parameters require grad.
@@ -1314,7 +1314,7 @@ impl Context {
             }
             ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
             ExprKind::BinOp { left, right, .. } => self.carries_graph_inner(left) || self.carries_graph_inner(right),
-            ExprKind::Unary(e) => self.carries_graph_inner(e),
+            ExprKind::Unary { operand: e, .. } => self.carries_graph_inner(e),
             ExprKind::IfExp { body, orelse, .. } => self.carries_graph_inner(body) || self.carries_graph_inner(orelse),
             ExprKind::Sequence(items) => items.iter().any(|i| self.carries_graph_inner(i)),
             ExprKind::Dict(items) => items.iter().any(|(_, v)| self.carries_graph_inner(v)),
@@ -1753,7 +1753,7 @@ impl Context {
             StmtKind::Assign { targets, .. } if targets.len() == 1 => targets[0].as_name().map(str::to_string),
             _ => None,
         };
-        if let StmtKind::Assign { targets, value } = &stmt.kind {
+        if let StmtKind::Assign { targets, value, .. } = &stmt.kind {
             self.assign_targets.extend(targets.iter().map(|t| t.id));
             if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
                 self.data_swap = self.swap_kind(value);
@@ -1765,7 +1765,7 @@ impl Context {
         visitor.visit_stmt(stmt, self);
         // `buf[i] = x.data` copies the values into `buf`: no alias survives.
         let copied = match &stmt.kind {
-            StmtKind::Assign { targets, value } if targets.iter().all(|t| matches!(t.kind, ExprKind::Subscript { .. })) => {
+            StmtKind::Assign { targets, value, .. } if targets.iter().all(|t| matches!(t.kind, ExprKind::Subscript { .. })) => {
                 Some(value.id)
             }
             _ => None,
@@ -1815,7 +1815,7 @@ impl Context {
                 }
             }
             StmtKind::Expr(e) => self.apply_call_effects(e),
-            StmtKind::Assign { targets, value } => {
+            StmtKind::Assign { targets, value, .. } => {
                 self.apply_call_effects(value);
                 for t in targets {
                     if let ExprKind::Attribute { value: obj, attr, .. } = &t.kind {
@@ -2003,7 +2003,7 @@ impl Context {
                     }
                 }
             }
-            StmtKind::Return(_) | StmtKind::Other(_) => {}
+            StmtKind::Return(_) | StmtKind::Other(_) | StmtKind::Declare { .. } => {}
         }
     }
 
@@ -2508,7 +2508,7 @@ impl Context {
 fn assigned_names(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::default();
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::Assign { targets, value } => {
+        StmtKind::Assign { targets, value, .. } => {
             for t in targets {
                 let mut names = Vec::new();
                 collect_target_names(t, &mut names);
@@ -2555,7 +2555,7 @@ fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<StmtId>> {
         let Some(s) = cfg.stmt(node) else { return false };
         let mut names = Vec::new();
         match &s.kind {
-            StmtKind::Assign { targets, value } => {
+            StmtKind::Assign { targets, value, .. } => {
                 for t in targets {
                     collect_target_names(t, &mut names);
                 }
@@ -2723,7 +2723,7 @@ fn kept_alive(body: &[Stmt], words: Words) -> HashSet<String> {
     };
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
         StmtKind::Return(Some(v)) => add_names(v, &mut out),
-        StmtKind::Assign { targets, value }
+        StmtKind::Assign { targets, value, .. }
             if targets.iter().any(|t| matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Subscript { .. })) => {
                 add_names(value, &mut out);
             }
@@ -2765,7 +2765,7 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
             for_each_stmt_in_function(&f.body, &mut |s| {
-                if let StmtKind::Assign { targets, value } = &s.kind {
+                if let StmtKind::Assign { targets, value, .. } = &s.kind {
                     // `self.<attr> = ...` first: the value's kind is the costly part.
                     if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
                         return;
@@ -2802,7 +2802,7 @@ fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
     let (model, "parameters") = iter.as_method_call()? else { return None };
     let model = model.dotted()?;
     let freezes = body.iter().any(|s| match &s.kind {
-        StmtKind::Assign { targets, value } => {
+        StmtKind::Assign { targets, value, .. } => {
             value.is_false()
                 && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
         }
@@ -2866,7 +2866,7 @@ fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>, HashMap<St
                         }
                     }
                 }
-                StmtKind::Assign { targets, value } => {
+                StmtKind::Assign { targets, value, .. } => {
                     if let Some((func, _, _)) = value.as_call() {
                         if let Some(class) = cx.project_class_of_call(func) {
                             for t in targets {
@@ -2932,7 +2932,7 @@ fn is_interval_guard(test: &Expr) -> bool {
             matches!(&left.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. })
                 || comparators.iter().any(|c| matches!(&c.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }))
         }
-        ExprKind::Unary(inner) => matches!(&inner.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }),
+        ExprKind::Unary { operand: inner, .. } => matches!(&inner.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }),
         _ => false,
     })
 }
@@ -2970,7 +2970,7 @@ fn data_restores(body: &[Stmt]) -> HashSet<String> {
     let mut saved = HashSet::default();
     let mut restored = HashSet::default();
     for_each_stmt_in_function(body, &mut |s| {
-        if let StmtKind::Assign { targets, value } = &s.kind {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
             let reads_data = matches!(&value.kind, ExprKind::Attribute { attr, .. } if attr == "data");
             for t in targets {
                 if let (Some(n), true) = (t.as_name(), reads_data) {

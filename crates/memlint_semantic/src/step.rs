@@ -285,7 +285,7 @@ pub fn step_events<'a>(body: &'a [Stmt], cx: &Context) -> Vec<StepEvent<'a>> {
 
 /// `scaled = scaler.scale(loss)`: `(name, scaler)`.
 fn scaled_binding(s: &Stmt) -> Option<(String, Option<String>)> {
-    let StmtKind::Assign { targets, value } = &s.kind else { return None };
+    let StmtKind::Assign { targets, value, .. } = &s.kind else { return None };
     let [target] = targets.as_slice() else { return None };
     let (recv, "scale") = value.as_method_call()? else { return None };
     is_scaler(recv).then(|| (target.dotted().map(String::from), recv.dotted().map(String::from))).and_then(|(t, r)| Some((t?, r)))
@@ -379,7 +379,7 @@ pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
     }
     match &test.kind {
         ExprKind::BoolOp { values, .. } => values.iter().find_map(accumulation_count),
-        ExprKind::Unary(inner) => modulo_count(inner),
+        ExprKind::Unary { operand: inner, .. } => modulo_count(inner),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let right = &comparators[0];
             if ops[0] == CmpOp::Eq {
@@ -404,7 +404,7 @@ pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
 pub fn bound_by_wrapper(body: &[Stmt], dotted: &str, cx: &Context) -> bool {
     let mut found = false;
     crate::ir::for_each_stmt_in_function(body, &mut |s| {
-        if let StmtKind::Assign { targets, value } = &s.kind {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
             if value.as_call().is_some()
                 && targets.iter().any(|t| t.binds(dotted))
                 && cx.kind_of(value) != Some(ValueKind::Optimizer)

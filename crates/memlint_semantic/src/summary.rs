@@ -311,7 +311,7 @@ fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
         match &e.kind {
             ExprKind::Name(n) => n == name,
             ExprKind::BinOp { left, right, .. } => direct(left, name) || direct(right, name),
-            ExprKind::Unary(x) => direct(x, name),
+            ExprKind::Unary { operand: x, .. } => direct(x, name),
             _ => false,
         }
     }

@@ -28,7 +28,7 @@ fn index_part(e: &Expr) -> Part {
     match &e.kind {
         // `x[k:]` and `x[:-k]` drop a margin and keep most of the base.
         ExprKind::Slice { lower: Some(_), upper: None, .. } => Part::Whole,
-        ExprKind::Slice { upper: Some(u), .. } if matches!(u.kind, ExprKind::Unary(_)) => Part::Whole,
+        ExprKind::Slice { upper: Some(u), .. } if matches!(u.kind, ExprKind::Unary { operand: _, .. }) => Part::Whole,
         ExprKind::Slice { lower: None, upper: None, .. } => Part::Whole,
         ExprKind::Slice { .. } => Part::Slice,
         ExprKind::Literal(Literal::None | Literal::Other) => Part::Whole,
@@ -47,7 +47,7 @@ fn is_basic_index(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Slice { .. } => true,
         ExprKind::Literal(Literal::Int(_) | Literal::None | Literal::Other) => true,
-        ExprKind::Unary(inner) => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
+        ExprKind::Unary { operand: inner, .. } => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
         ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(is_basic_index),
         _ => false,
     }

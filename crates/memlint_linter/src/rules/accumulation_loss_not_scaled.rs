@@ -123,7 +123,7 @@ fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> boo
     match &e.kind {
         ExprKind::BinOp { op: BinOp::Div | BinOp::Mult | BinOp::FloorDiv, .. } => true,
         ExprKind::BinOp { left, right, .. } => scaled(left, body, before, cx, depth + 1) || scaled(right, body, before, cx, depth + 1),
-        ExprKind::Unary(x) => scaled(x, body, before, cx, depth + 1),
+        ExprKind::Unary { operand: x, .. } => scaled(x, body, before, cx, depth + 1),
         ExprKind::Subscript { value, .. } => scaled(value, body, before, cx, depth + 1),
         ExprKind::Name(_) | ExprKind::Attribute { .. } => {
             let Some(d) = e.dotted() else {
@@ -180,7 +180,7 @@ fn assignments<'a>(body: &'a [Stmt], dotted: &str, before: u32, values: &mut Vec
             return;
         }
         match &s.kind {
-            StmtKind::Assign { targets, value } => {
+            StmtKind::Assign { targets, value, .. } => {
                 if targets.iter().any(|t| t.binds(dotted)) {
                     values.push((s.span.start, value));
                 }

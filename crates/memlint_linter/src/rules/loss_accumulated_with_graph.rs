@@ -136,7 +136,7 @@ impl Rule for LossAccumulatedWithGraph {
             StmtKind::AugAssign { target, op: BinOp::Add | BinOp::Sub, value } => {
                 Self::check(checker, target, value, stmt.span);
             }
-            StmtKind::Assign { targets, value } if targets.len() == 1 => {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 => {
                 let target = &targets[0];
                 let Some(t) = target.dotted() else { return };
                 // `total = total + loss`, `ema = 0.9 * ema + 0.1 * loss`: the
@@ -211,7 +211,7 @@ fn reads_name(e: &Expr, name: &str) -> bool {
     }
     match &e.kind {
         ExprKind::BinOp { left, right, .. } => reads_name(left, name) || reads_name(right, name),
-        ExprKind::Unary(x) => reads_name(x, name),
+        ExprKind::Unary { operand: x, .. } => reads_name(x, name),
         _ => false,
     }
 }

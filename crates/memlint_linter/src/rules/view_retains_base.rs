@@ -164,7 +164,7 @@ impl Rule for ViewRetainsBase {
             return;
         }
         match &stmt.kind {
-            StmtKind::Assign { targets, value } => {
+            StmtKind::Assign { targets, value, .. } => {
                 for t in targets {
                     match &t.kind {
                         ExprKind::Attribute { .. } if t.dotted().is_some_and(|d| d.starts_with("self.")) => {

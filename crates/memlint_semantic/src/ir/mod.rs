@@ -5,8 +5,10 @@
 
 use memlint_diagnostics::Span;
 
+mod dump;
 mod tree;
 
+pub use dump::dump;
 pub use tree::{Arm, ExprId, StmtId, Tree};
 
 /// An identifier (a name, an attribute): short ones, nearly all of them,
@@ -66,7 +68,16 @@ impl Module {
             if s.id == id {
                 return Some(s);
             }
-            block = s.all_blocks().find(|b| b.first().is_some_and(|f| f.id <= id) && b.last().is_some_and(|l| self.tree.last_in(l.id) >= id))?;
+            let holds = |b: &&[Stmt]| b.first().is_some_and(|f| f.id <= id) && b.last().is_some_and(|l| self.tree.last_in(l.id) >= id);
+            block = match s.all_blocks().find(holds) {
+                Some(b) => b,
+                // A statement in a block expression (Rust) of `s`.
+                None => {
+                    let mut blocks = Vec::new();
+                    s.for_each_expr(|e| expr_blocks(e, &mut blocks));
+                    blocks.into_iter().find(holds)?
+                }
+            };
         }
     }
 
@@ -282,6 +293,25 @@ pub enum CmpOp {
     Other,
 }
 
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `+x`
+    Pos,
+    /// `not x` (Python), `!x` (Rust).
+    Not,
+    /// `~x` (Python).
+    Invert,
+    /// `&x` (Rust): a borrow, the value itself is passed.
+    Ref,
+    /// `&mut x` (Rust): a mutable borrow.
+    RefMut,
+    /// `*x` (Rust): a dereference.
+    Deref,
+}
+
 /// Boolean operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoolOpKind {
@@ -289,6 +319,49 @@ pub enum BoolOpKind {
     And,
     /// `or`
     Or,
+}
+
+/// A closure (`lambda`, `|x| ...`).
+#[derive(Debug, Clone)]
+pub struct Closure {
+    /// Parameters in order.
+    pub params: Vec<Param>,
+    /// The body: an expression (Python), often a [`ExprKind::Block`] (Rust).
+    pub body: Expr,
+}
+
+/// A block expression: statements, then the value of the block.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// The statements, in order.
+    pub stmts: Vec<Stmt>,
+    /// The value the block evaluates to (Rust's tail expression), if any.
+    pub tail: Option<Expr>,
+}
+
+/// A struct literal.
+#[derive(Debug, Clone)]
+pub struct StructLit {
+    /// The struct's path, as a name or attribute chain (`nn::LinearConfig`
+    /// lowers like `nn.LinearConfig`).
+    pub path: Expr,
+    /// The fields in order, with their values.
+    pub fields: Vec<(Ident, Expr)>,
+    /// The base of `..rest`.
+    pub rest: Option<Expr>,
+}
+
+/// A macro call.
+#[derive(Debug, Clone)]
+pub struct MacroCall {
+    /// The macro's path (`println`, `tch::kind`).
+    pub path: Expr,
+    /// The arguments, when they parse as comma-separated expressions
+    /// (`println!`, `format!`, `assert!`, `vec!`).
+    pub args: Vec<Expr>,
+    /// Whether `args` are the macro's whole input; `false` when its tokens
+    /// could not be read as expressions (nothing inside is seen).
+    pub parsed: bool,
 }
 
 /// A context manager in a `with` statement.
@@ -311,6 +384,18 @@ pub enum StmtKind {
         targets: Vec<Expr>,
         /// Assigned value.
         value: Box<Expr>,
+        /// The declared type (`x: T = v`, `let x: T = v`): evidence of
+        /// what the value is. A type is not evaluated code: walks over
+        /// expressions do not visit it.
+        annotation: Option<Box<Expr>>,
+    },
+    /// A declaration without a value: `x: T` (Python), `let x;` /
+    /// `let x: T;` (Rust). Nothing is evaluated.
+    Declare {
+        /// The declared name or pattern.
+        target: Box<Expr>,
+        /// The declared type.
+        annotation: Option<Box<Expr>>,
     },
     /// `target op= value`.
     AugAssign {
@@ -472,8 +557,13 @@ pub enum ExprKind {
         /// Right operand.
         right: Box<Expr>,
     },
-    /// A unary operator (`-x`, `not x`).
-    Unary(Box<Expr>),
+    /// A unary operator (`-x`, `not x`, `&x`, `*x`).
+    Unary {
+        /// Which operator.
+        op: UnaryOp,
+        /// The operand.
+        operand: Box<Expr>,
+    },
     /// A literal.
     Literal(Literal),
     /// A tuple, list or set display.
@@ -485,13 +575,32 @@ pub enum ExprKind {
     /// A comprehension or other construct with its own scope; its
     /// sub-expressions are visited but bind nothing outside.
     Nested(Vec<Expr>),
-    /// `lambda params: body`.
-    Lambda {
-        /// Parameter names.
-        params: Vec<String>,
-        /// The body expression.
-        body: Box<Expr>,
+    /// A closure: `lambda params: body` (Python), `|params| body` (Rust).
+    Closure(Box<Closure>),
+    /// A block with a value: `{ stmts; tail }` (Rust; also `unsafe { }`).
+    Block(Box<Block>),
+    /// `value?` (Rust): the value, or an early return of its error.
+    Try(Box<Expr>),
+    /// `value as Type` (Rust).
+    Cast {
+        /// The converted value.
+        value: Box<Expr>,
+        /// The target type, as a type expression.
+        ty: Box<Expr>,
     },
+    /// `start..end`, `start..=end` (Rust); either bound may be absent.
+    Range {
+        /// Lower bound.
+        start: Option<Box<Expr>>,
+        /// Upper bound.
+        end: Option<Box<Expr>>,
+        /// `..=`.
+        inclusive: bool,
+    },
+    /// A struct literal `Path { field: value, ..rest }` (Rust).
+    Struct(Box<StructLit>),
+    /// A macro call `path!(...)` (Rust).
+    Macro(Box<MacroCall>),
     /// `left op1 c1 op2 c2 ...`.
     Compare {
         /// Leftmost operand.
@@ -560,8 +669,41 @@ macro_rules! expr_children {
                 $f(left);
                 $f(right);
             }
-            ExprKind::Unary(e) | ExprKind::Starred(e) => $f(e),
-            ExprKind::Lambda { body, .. } => $f(body),
+            ExprKind::Unary { operand: e, .. } | ExprKind::Starred(e) | ExprKind::Try(e) => $f(e),
+            ExprKind::Closure(c) => {
+                for p in & $($m)? c.params {
+                    if let Some(d) = & $($m)? p.default {
+                        $f(d);
+                    }
+                }
+                $f(& $($m)? c.body);
+            }
+            // The statements of a block are numbered with its statement
+            // ([`Tree`]); walks over expressions see its value.
+            ExprKind::Block(b) => {
+                if let Some(t) = & $($m)? b.tail {
+                    $f(t);
+                }
+            }
+            ExprKind::Cast { value, .. } => $f(value),
+            ExprKind::Range { start, end, .. } => {
+                for e in [start, end].into_iter().flatten() {
+                    $f(e);
+                }
+            }
+            ExprKind::Struct(st) => {
+                for (_, v) in & $($m)? st.fields {
+                    $f(v);
+                }
+                if let Some(r) = & $($m)? st.rest {
+                    $f(r);
+                }
+            }
+            ExprKind::Macro(mc) => {
+                for a in & $($m)? mc.args {
+                    $f(a);
+                }
+            }
             ExprKind::Yield(v) => {
                 if let Some(v) = v {
                     $f(v);
@@ -611,7 +753,7 @@ macro_rules! stmt_exprs {
     ($s:expr, $f:ident $(, $m:tt)?) => {
         match & $($m)? $s.kind {
             StmtKind::Expr(e) => $f(e),
-            StmtKind::Assign { targets, value } => {
+            StmtKind::Assign { targets, value, .. } => {
                 for t in targets {
                     $f(t);
                 }
@@ -665,7 +807,12 @@ macro_rules! stmt_exprs {
                     }
                 }
             }
-            StmtKind::Return(None) | StmtKind::Import(_) | StmtKind::Block(_) | StmtKind::Break | StmtKind::Continue => {}
+            StmtKind::Return(None)
+            | StmtKind::Declare { .. }
+            | StmtKind::Import(_)
+            | StmtKind::Block(_)
+            | StmtKind::Break
+            | StmtKind::Continue => {}
         }
     };
 }
@@ -862,6 +1009,15 @@ impl Stmt {
         };
         own.into_iter().chain(self.child_blocks())
     }
+}
+
+/// The statement blocks of block expressions in `e` (closure bodies
+/// included), outermost first; not those inside the blocks' statements.
+fn expr_blocks<'a>(e: &'a Expr, out: &mut Vec<&'a [Stmt]>) {
+    if let ExprKind::Block(b) = &e.kind {
+        out.push(&b.stmts);
+    }
+    e.for_each_child(|c| expr_blocks(c, out));
 }
 
 /// The names a function body binds (assignments, loop and `with` targets,

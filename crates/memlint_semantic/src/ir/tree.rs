@@ -11,7 +11,7 @@
 //! Because ids follow source order, "comes before" is `<` on ids, and the
 //! statements of a subtree are the contiguous range `id..=tree.last_in(id)`.
 
-use super::{Expr, Stmt, StmtKind};
+use super::{Expr, ExprKind, Stmt, StmtKind};
 
 /// The identity of a statement in its module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -58,6 +58,13 @@ pub enum Arm {
     Handler,
     /// A `finally` block.
     Finally,
+    /// A block expression inside one of the parent's expressions, run where
+    /// it stands (Rust's `let x = { ... };`).
+    Inline,
+    /// The body of a closure inside one of the parent's expressions: it runs
+    /// when the closure is called (loops and guards around the parent do
+    /// not reach into it).
+    Closure,
 }
 
 /// What a statement is, as far as the tree's queries care.
@@ -74,9 +81,11 @@ enum Tag {
 struct Node {
     parent: u32,
     last: u32,
-    /// The id of the first expression the statement owns (or, when it
-    /// owns none, of the next one numbered).
+    /// The expressions the statement owns: `first_expr..exprs_end` (those
+    /// of statements nested in block expressions included, those of its
+    /// blocks not).
     first_expr: u32,
+    exprs_end: u32,
     arm: Arm,
     tag: Tag,
 }
@@ -114,8 +123,27 @@ impl Tree {
             StmtKind::If { .. } => Tag::If,
             _ => Tag::Other,
         };
-        self.nodes.push(Node { parent, last: id, first_expr: self.exprs, arm, tag });
-        s.for_each_expr_mut(|e| self.expr(e));
+        self.nodes.push(Node { parent, last: id, first_expr: self.exprs, exprs_end: self.exprs, arm, tag });
+        s.for_each_expr_mut(|e| self.expr(e, id));
+        // Types are not evaluated (walks skip them) but are numbered too.
+        match &mut s.kind {
+            StmtKind::Assign { annotation: Some(t), .. } => self.expr(t, id),
+            StmtKind::Declare { target, annotation } => {
+                self.expr(target, id);
+                if let Some(t) = annotation {
+                    self.expr(t, id);
+                }
+            }
+            StmtKind::Function(f) => {
+                for a in f.params.iter_mut().filter_map(|p| p.annotation.as_mut()) {
+                    self.expr(a, id);
+                }
+            }
+            _ => {}
+        }
+        if let Some(n) = self.nodes.get_mut(id as usize) {
+            n.exprs_end = self.exprs;
+        }
         // The blocks in the order of `Stmt::all_blocks`.
         match &mut s.kind {
             StmtKind::Function(f) => self.block(&mut f.body, id, Arm::Body),
@@ -141,10 +169,47 @@ impl Tree {
         }
     }
 
-    fn expr(&mut self, e: &mut Expr) {
+    fn expr(&mut self, e: &mut Expr, owner: u32) {
         e.id = ExprId(self.exprs);
         self.exprs = self.exprs.saturating_add(1).min(NONE - 1);
-        e.for_each_child_mut(|c| self.expr(c));
+        match &mut e.kind {
+            // Statements nested in an expression belong to the statement
+            // that owns it, in source order before the block's value.
+            ExprKind::Block(b) => {
+                self.block(&mut b.stmts, owner, Arm::Inline);
+                if let Some(t) = &mut b.tail {
+                    self.expr(t, owner);
+                }
+            }
+            ExprKind::Closure(c) => {
+                for p in c.params.iter_mut() {
+                    for x in p.annotation.iter_mut().chain(p.default.iter_mut()) {
+                        self.expr(x, owner);
+                    }
+                }
+                match &mut c.body.kind {
+                    ExprKind::Block(b) => {
+                        c.body.id = ExprId(self.exprs);
+                        self.exprs = self.exprs.saturating_add(1).min(NONE - 1);
+                        self.block(&mut b.stmts, owner, Arm::Closure);
+                        if let Some(t) = &mut b.tail {
+                            self.expr(t, owner);
+                        }
+                    }
+                    _ => self.expr(&mut c.body, owner),
+                }
+            }
+            _ => {
+                // Type and path positions, which walks do not visit.
+                match &mut e.kind {
+                    ExprKind::Cast { ty, .. } => self.expr(ty, owner),
+                    ExprKind::Struct(st) => self.expr(&mut st.path, owner),
+                    ExprKind::Macro(mc) => self.expr(&mut mc.path, owner),
+                    _ => {}
+                }
+                e.for_each_child_mut(|c| self.expr(c, owner));
+            }
+        }
     }
 
     fn node(&self, id: StmtId) -> Option<&Node> {
@@ -158,6 +223,11 @@ impl Tree {
     /// How many statements the module has.
     pub fn stmt_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Every statement id, in source order.
+    pub fn ids(&self) -> impl Iterator<Item = StmtId> + '_ {
+        (0..self.nodes.len()).map(|i| StmtId(u32::try_from(i).unwrap_or(NONE - 1)))
     }
 
     /// How many expressions the module has.
@@ -191,14 +261,21 @@ impl Tree {
     /// expression of no module).
     pub fn owner(&self, e: ExprId) -> Option<StmtId> {
         // A statement's own expressions are numbered right after it, before
-        // those of its nested statements: the owner is the last statement
-        // numbered at or before the expression (one that owns none shares
-        // its `first_expr` with the next, which comes later).
+        // those of its blocks: the owner is the last statement numbered at
+        // or before the expression whose range holds it, or, when that one
+        // is nested in a block expression of its parent, an ancestor.
         if e.0 >= self.exprs {
             return None;
         }
         let after = self.nodes.partition_point(|n| n.first_expr <= e.0);
-        Tree::id(u32::try_from(after.checked_sub(1)?).ok()?)
+        let mut at = StmtId(u32::try_from(after.checked_sub(1)?).ok()?);
+        loop {
+            let n = self.node(at)?;
+            if n.first_expr <= e.0 && e.0 < n.exprs_end {
+                return Some(at);
+            }
+            at = self.parent(at)?;
+        }
     }
 
     /// The statements enclosing `id`, innermost first, `id` excluded.
@@ -235,6 +312,9 @@ impl Tree {
     fn scope_ancestors(&self, id: StmtId) -> impl Iterator<Item = (StmtId, Arm)> + '_ {
         let mut child = id;
         std::iter::from_fn(move || {
+            if self.arm(child) == Arm::Closure {
+                return None;
+            }
             let parent = self.parent(child)?;
             let tag = self.node(parent)?.tag;
             if matches!(tag, Tag::Function | Tag::Class) {
