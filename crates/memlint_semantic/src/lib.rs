@@ -20,22 +20,35 @@
 //! Invariant: the facts a rule sees at a statement describe the program state
 //! *before* that statement runs; the statement's own effects are applied after
 //! every rule has seen it.
+//!
+//! Layers, each using only those above it:
+//!
+//! - [`ir`]: the IR, its ids and tree, walks over it, the CFG, the dump;
+//! - [`resolve`]: qualified names, identifier words, import maps;
+//! - [`api`]: the torch API vocabulary (events, in-place ops, what autograd
+//!   saves, sets of step events);
+//! - [`facts`]: facts of the IR alone (view chains, pre-walk scans of bodies);
+//! - [`index`]: the project index (per-file summaries joined, the call graph);
+//! - `context`: the walk and the query façade rules read ([`Context`]),
+//!   split by concern (`walk`, `bind`, `values`, `resolve`, `query`);
+//! - [`step`] (training-step events of a body) and `summary` (phase one's
+//!   per-file summaries), which read the walk's facts.
 
 pub mod api;
-pub mod cfg;
+pub mod facts;
 pub mod index;
 pub mod ir;
+pub mod resolve;
 pub mod step;
 mod context;
-mod names;
 mod summary;
-mod views;
 
 pub use context::{Context, ContextOptions, LoopKind, ModuleFacts, ValueKind, Visitor};
+pub use facts::views::{Part, ViewOf};
 pub use index::{FileSummary, ModuleInfo, ProjectIndex, Role};
+pub use ir::cfg;
+pub use resolve::QualifiedName;
 pub use summary::{summarize, summarize_with_facts};
-pub use names::QualifiedName;
-pub use views::{Part, ViewOf};
 
 /// Whether the module imports `torch` (or a `torch.*` module) anywhere,
 /// nested blocks and functions included. Every rule is about PyTorch, so a

@@ -5,7 +5,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use std::sync::Arc;
 
-use crate::context::{calls_backward, class_attr_kinds, Context, ContextOptions, ModuleFacts, Visitor};
+use crate::context::{class_attr_kinds, Context, ContextOptions, ModuleFacts, Visitor};
+use crate::facts::scan::calls_backward;
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
 use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind, Words};
 use crate::ValueKind;
@@ -78,7 +79,7 @@ impl SummaryVisitor {
             name: f.name.clone(),
             class,
             calls_backward: backward && calls_backward(&f.body),
-            backward_per_call: backward && crate::context::backward_outside_loops(&f.body, None),
+            backward_per_call: backward && crate::facts::scan::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,
             disables_grad: f.words.contains(Words::GRAD_OFF)

@@ -1,231 +1,8 @@
-//! The project index: what one run knows about the functions and classes
-//! of all its files, so a finding in one file can rest on facts from
-//! another.
-//!
-//! It is built in two steps. [`summarize`] runs once per file (in
-//! parallel, independent of every other file) and records the file's
-//! definitions and call sites with what was visible locally: the grad mode
-//! at each call site, the enclosing function, whether the site sits in a
-//! training or evaluation loop. [`ProjectIndex::build`] joins the
-//! summaries: it resolves callees through the project's own imports
-//! (relative ones included) and computes, to a fixpoint over the call
-//! graph, which functions
-//!
-//! - disable grad when used as a decorator or context manager
-//!   (`smart_inference_mode()` defined in the project),
-//! - run only with grad disabled (every call site is under `no_grad`, a
-//!   grad-disabling decorator, or in such a function),
-//! - are step code (reachable from a training/evaluation loop, a `forward`,
-//!   an optimizer's `step`),
-//! - call `backward()` (themselves or through what they call).
-//!
-//! What the index does not see: callees reached by dynamic dispatch
-//! (`getattr`, callbacks stored in containers, methods of an object whose
-//! class is unknown) and code outside the run. Queries answer "unknown"
-//! there, and the rules treat unknown as "no evidence".
+//! The joined index's queries: resolving callees and classes across files,
+//! and the call-graph facts (roles, grad mode, step events) computed once
+//! when the files are joined.
 
-use rayon::prelude::*;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-
-use crate::step::StepKinds;
-
-/// Where a file sits in the project's module tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ModuleInfo {
-    /// Dotted module path (`timm.models.resnet`, or `train` for a script).
-    pub path: String,
-    /// The file is a package's `__init__`: relative imports resolve
-    /// against the module itself, not its parent.
-    pub is_package: bool,
-}
-
-impl ModuleInfo {
-    /// Resolves a relative import target (`.utils.helper`, `..x`) to an
-    /// absolute dotted name; absolute names are returned as they are.
-    pub fn resolve_relative(&self, name: &str) -> String {
-        let level = name.chars().take_while(|c| *c == '.').count();
-        if level == 0 {
-            return name.to_string();
-        }
-        let mut parts: Vec<&str> = if self.path.is_empty() { Vec::new() } else { self.path.split('.').collect() };
-        // One dot is the current package.
-        let up = if self.is_package { level - 1 } else { level };
-        for _ in 0..up {
-            parts.pop();
-        }
-        let rest = &name[level..];
-        if !rest.is_empty() {
-            parts.push(rest);
-        }
-        parts.join(".")
-    }
-}
-
-/// The part a function plays in a training program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// Runs while a graph may be live: a training or evaluation step, a
-    /// `forward`, an optimizer's `step`, or something those call.
-    Step,
-    /// Construction, initialisation, conversion or loading code: no graph
-    /// is live (`__init__`, `reset_parameters`, `_init_weights`, functions
-    /// passed to `model.apply`, fuse/convert/quantize/load helpers).
-    Setup,
-    /// A unit test (or a helper in a test module).
-    Test,
-    /// Nothing is known.
-    Other,
-}
-
-/// What one function looks like from its own file.
-#[derive(Debug, Clone, Default)]
-pub struct FunctionSummary {
-    /// Fully qualified name: `module.Class.method`, `module.func`.
-    pub qualname: String,
-    /// The bare name.
-    pub name: String,
-    /// Qualified name of the class it is a method of.
-    pub class: Option<String>,
-    /// The body calls `backward()` or `torch.autograd.grad`.
-    pub calls_backward: bool,
-    /// The body calls `backward()` outside its own loops: one call is one step.
-    pub backward_per_call: bool,
-    /// A decorator of the function disables grad (torch's own, seen locally).
-    pub decorated_no_grad: bool,
-    /// Qualified names of the decorators that are not torch's (resolved
-    /// against the project at join time).
-    pub project_decorators: Vec<String>,
-    /// Using the function as a decorator or context manager disables grad:
-    /// it applies or returns `torch.no_grad`/`torch.inference_mode`, or is
-    /// a `@contextmanager` that yields under one.
-    pub disables_grad: bool,
-    /// A returned value carries an autograd graph (a loss or model output
-    /// not detached), and for tuple returns which positions do.
-    pub returns_graph: bool,
-    /// Positions of a returned tuple that carry a graph.
-    pub returns_graph_at: Vec<usize>,
-    /// Positions of arguments (after `self`) accumulated into `self.<attr>`
-    /// (`self.sum += val`, `self.vals.append(val)`): a meter's `update`.
-    pub accumulates_args: Vec<usize>,
-    /// Position (after `self`) of a parameter that sets the train/eval
-    /// mode (`net.train(mode=train_model)`).
-    pub train_flag_param: Option<usize>,
-    /// That parameter's name.
-    pub train_flag_name: Option<String>,
-    /// The name says construction/initialisation/conversion/loading.
-    pub setup_named: bool,
-    /// The name says construction or weight initialisation (`__init__`,
-    /// `reset_parameters`, `_init_weights`): setup even when a step calls it.
-    pub init_named: bool,
-    /// A unit test or a helper in a test module.
-    pub unit_test: bool,
-    /// A `forward`, an optimizer's `step`, or a framework step hook.
-    pub step_root: bool,
-    /// The training-step events the body itself runs (see [`crate::step`]).
-    pub step_kinds: StepKinds,
-    /// The body changes its first argument (after `self`) in place
-    /// (`x.clamp_(0)`, `x += 1`, `F.relu(x, inplace=True)`): a module whose
-    /// `forward` does this overwrites what the module before it returned.
-    /// Recorded for `forward` methods only (the one use).
-    pub mutates_first_arg: bool,
-    /// The body divides or multiplies a value by a non-literal
-    /// (`loss / self.accum_steps`): a loss it returns may be scaled.
-    pub scales_values: bool,
-}
-
-/// One call of a (possibly project) function.
-#[derive(Debug, Clone, Default)]
-pub struct CallSite {
-    /// Qualified name of the enclosing function (`None` at module level).
-    pub caller: Option<String>,
-    /// The callee's qualified name as resolved in the calling file.
-    pub callee: String,
-    /// Grad is disabled at the site by what the file shows.
-    pub grad_off: bool,
-    /// Qualified names of enclosing `with` contexts that are not torch's
-    /// (a project context manager may disable grad).
-    pub contexts: Vec<String>,
-    /// The site is inside a training or evaluation loop.
-    pub in_step_loop: bool,
-    /// The site is inside any loop of the caller.
-    pub in_loop: bool,
-    /// Argument positions (after `self` for methods) and keyword names
-    /// passed the literal `False`.
-    pub false_positions: Vec<usize>,
-    /// Keyword names passed the literal `False`.
-    pub false_keywords: Vec<String>,
-    /// A call of `self.method(...)`: it may run an override of the method
-    /// in any subclass.
-    pub via_self: bool,
-}
-
-/// What one class looks like from its own file.
-#[derive(Debug, Clone, Default)]
-pub struct ClassSummary {
-    /// Fully qualified name.
-    pub qualname: String,
-    /// Qualified names of the bases as resolved in the file.
-    pub bases: Vec<String>,
-    /// A base is a torch module class, or the class defines `forward` or
-    /// owns parameters.
-    pub is_module_locally: bool,
-    /// A base is a torch optimizer.
-    pub is_optimizer_locally: bool,
-    /// `self.<attr>` assigned an `nn.Parameter` somewhere in the class.
-    pub parameter_attrs: Vec<String>,
-    /// `__enter__` disables grad.
-    pub disables_grad: bool,
-}
-
-/// Everything one file contributes to the index.
-#[derive(Debug, Clone, Default)]
-pub struct FileSummary {
-    /// The module.
-    pub module: ModuleInfo,
-    /// Functions and methods defined in the file.
-    pub functions: Vec<FunctionSummary>,
-    /// Classes defined in the file.
-    pub classes: Vec<ClassSummary>,
-    /// Calls to names that may be project functions.
-    pub calls: Vec<CallSite>,
-    /// `local name -> qualified name` of the module's imports (re-exports
-    /// of package `__init__`s are followed through these).
-    pub imports: Vec<(String, String)>,
-    /// Qualified names of functions passed to `.apply(...)` (weight init).
-    pub applied: Vec<String>,
-    /// The file imports torch: without it no rule has anything to check.
-    pub imports_torch: bool,
-}
-
-/// The joined facts of all files of a run.
-#[derive(Debug, Default)]
-pub struct ProjectIndex {
-    functions: HashMap<String, FunctionSummary>,
-    classes: HashMap<String, ClassSummary>,
-    /// `module.name -> qualified target` for every import of every module.
-    aliases: HashMap<String, String>,
-    module_classes: HashSet<String>,
-    optimizer_classes: HashSet<String>,
-    grad_disabling: HashSet<String>,
-    no_grad_only: HashSet<String>,
-    step_code: HashSet<String>,
-    reaches_backward: HashSet<String>,
-    /// Functions one call of which runs `backward()` about once (not in a
-    /// loop of their own): a per-batch step helper, not a `train_one_epoch`.
-    backward_per_call: HashSet<String>,
-    applied: HashSet<String>,
-    /// Functions with a train-mode flag parameter that some caller passes `False`.
-    eval_by_flag: HashSet<String>,
-    /// What calling each function does to a training step, its callees included.
-    performs: HashMap<String, StepKinds>,
-    /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
-    /// they are asked: many call sites look up one inherited method, each
-    /// time through the same chain of bases. Asked only once the
-    /// definitions are all in.
-    method_cache: std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>,
-}
-
-const TORCH_MODULE_BASES: &[&str] = &["torch.nn.Module", "torch.nn.modules.module.Module"];
+use super::*;
 
 impl ProjectIndex {
     /// An index that knows nothing (single-file use).
@@ -239,13 +16,13 @@ impl ProjectIndex {
     }
 
     /// Follows import aliases (re-exports) until a defined name is found.
-    fn canonical(&self, name: &str) -> String {
+    pub(super) fn canonical(&self, name: &str) -> String {
         self.canonical_str(name).to_string()
     }
 
     /// [`ProjectIndex::canonical`] without allocating: the name itself or
     /// an alias target the index holds.
-    fn canonical_str<'a>(&'a self, name: &'a str) -> &'a str {
+    pub(super) fn canonical_str<'a>(&'a self, name: &'a str) -> &'a str {
         let mut cur = name;
         for _ in 0..8 {
             if self.functions.contains_key(cur) || self.classes.contains_key(cur) {
@@ -302,7 +79,7 @@ impl ProjectIndex {
     }
 
     /// [`ProjectIndex::method_of`], walking the bases.
-    fn find_method(&self, class: &str, method: &str) -> Option<String> {
+    pub(super) fn find_method(&self, class: &str, method: &str) -> Option<String> {
         let mut q = String::new();
         self.class_and_bases(class).find_map(|c| {
             q.clear();
@@ -315,7 +92,7 @@ impl ProjectIndex {
 
     /// `class`, then every name reached through the project bases (through
     /// re-exports), depth first, each once.
-    fn class_and_bases<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    pub(super) fn class_and_bases<'a>(&'a self, class: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let mut seen: Vec<&str> = Vec::new();
         let mut stack: Vec<&str> = vec![class];
         std::iter::from_fn(move || {
@@ -334,7 +111,7 @@ impl ProjectIndex {
     }
 
     /// The module classes and the optimizer classes.
-    fn classify_classes(&self) -> (HashSet<String>, HashSet<String>) {
+    pub(super) fn classify_classes(&self) -> (HashSet<String>, HashSet<String>) {
         // Each base resolved once; then rounds until nothing changes (the
         // least fixpoint: a class is a module or an optimizer when a base is).
         let classes: Vec<(&str, &ClassSummary, Vec<&str>)> = self
@@ -367,7 +144,7 @@ impl ProjectIndex {
     }
 
     /// The functions and classes that disable grad themselves.
-    fn find_grad_disabling(&self) -> HashSet<String> {
+    pub(super) fn find_grad_disabling(&self) -> HashSet<String> {
         let mut out = HashSet::default();
         for (q, f) in &self.functions {
             if f.disables_grad {
@@ -382,14 +159,14 @@ impl ProjectIndex {
         out
     }
 
-    fn decorated_off(&self, f: &FunctionSummary) -> bool {
+    pub(super) fn decorated_off(&self, f: &FunctionSummary) -> bool {
         f.decorated_no_grad || f.project_decorators.iter().any(|d| self.grad_disabling.contains(&self.canonical(d)))
     }
 
     /// Methods that override `class.method` in the project's subclasses:
     /// a call of `self.method()` in the base class may run any of them.
     /// Keyed by the overridden method's id, in [`Names`] ids.
-    fn overrides(&self, names: &Names<'_>) -> HashMap<u32, Vec<u32>> {
+    pub(super) fn overrides(&self, names: &Names<'_>) -> HashMap<u32, Vec<u32>> {
         // Walked upwards from each method's class (a class has few
         // ancestors, while a base like `PreTrainedModel` has thousands of
         // descendants), one class per task.
@@ -432,13 +209,13 @@ impl ProjectIndex {
     }
 
     /// The project classes `class` derives from, directly or not (itself excluded).
-    fn ancestors<'a>(&'a self, class: &'a str) -> Vec<&'a str> {
+    pub(super) fn ancestors<'a>(&'a self, class: &'a str) -> Vec<&'a str> {
         self.class_and_bases(class).skip(1).filter(|c| self.classes.contains_key(*c)).collect()
     }
 
     /// The call-graph facts, each a fixpoint computed with a worklist over
     /// integer ids of the names that appear as callers and callees.
-    fn propagate(&mut self, calls: &[CallSite]) {
+    pub(super) fn propagate(&mut self, calls: &[CallSite]) {
         let mut names = Names::default();
         names.ids.reserve(self.functions.len() + calls.len());
         // The summaries by id, so that no fact below looks a name up again.
@@ -731,255 +508,5 @@ impl ProjectIndex {
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.classes.is_empty()
-    }
-}
-
-/// The definitions of all files joined, and their call sites, before the
-/// call-graph facts are computed.
-#[derive(Debug)]
-struct IndexBuilder {
-    ix: ProjectIndex,
-    calls: Vec<CallSite>,
-}
-
-impl IndexBuilder {
-    /// The maps of all files' definitions, filled side by side: the
-    /// functions on one core, the classes, import aliases and call sites on
-    /// another. Each map is filled in file order, so of two definitions of
-    /// one name the later file's is kept, as when they are added one by one.
-    fn fill(files: Vec<FileSummary>) -> IndexBuilder {
-        let sizes = |count: fn(&FileSummary) -> usize| files.iter().map(count).sum::<usize>();
-        let (n_functions, n_classes, n_aliases, n_calls) =
-            (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
-        let mut functions = Vec::with_capacity(files.len());
-        let mut rest = Vec::with_capacity(files.len());
-        for f in files {
-            let FileSummary { module, functions: fs, classes, calls, imports, applied, .. } = f;
-            functions.push(fs);
-            rest.push((module, classes, calls, imports, applied));
-        }
-        let (functions, (classes, aliases, applied, calls)) = rayon::join(
-            || {
-                let mut map: HashMap<String, FunctionSummary> = HashMap::default();
-                map.reserve(n_functions);
-                for func in functions.into_iter().flatten() {
-                    map.insert(func.qualname.clone(), func);
-                }
-                map
-            },
-            || {
-                let mut classes: HashMap<String, ClassSummary> = HashMap::default();
-                classes.reserve(n_classes);
-                let mut aliases: HashMap<String, String> = HashMap::default();
-                aliases.reserve(n_aliases);
-                let mut applied: HashSet<String> = HashSet::default();
-                let mut calls = Vec::with_capacity(n_calls);
-                for (module, cs, file_calls, imports, file_applied) in rest {
-                    for (local, q) in imports {
-                        let mut key = String::with_capacity(module.path.len() + 1 + local.len());
-                        key.push_str(&module.path);
-                        key.push('.');
-                        key.push_str(&local);
-                        aliases.insert(key, q);
-                    }
-                    for c in cs {
-                        classes.insert(c.qualname.clone(), c);
-                    }
-                    applied.extend(file_applied);
-                    calls.extend(file_calls);
-                }
-                (classes, aliases, applied, calls)
-            },
-        );
-        let ix = ProjectIndex { functions, classes, aliases, applied, ..ProjectIndex::default() };
-        IndexBuilder { ix, calls }
-    }
-
-    /// The index: callees resolved through the project's imports, then
-    /// the classes classified and the call-graph facts computed.
-    fn finish(self) -> ProjectIndex {
-        let IndexBuilder { mut ix, mut calls } = self;
-        // Resolve every call's callee once (in parallel: the maps are
-        // complete), while the classes are classified.
-        let ((module_classes, optimizer_classes), grad_disabling) = {
-            let ix = &ix;
-            let resolve = || {
-                calls.par_iter_mut().with_min_len(1024).for_each(|c| {
-                    if let Some(q) = ix.resolve_function(&c.callee) {
-                        c.callee = q;
-                    }
-                    for x in &mut c.contexts {
-                        let canonical = ix.canonical_str(x);
-                        if canonical != x.as_str() {
-                            *x = canonical.to_string();
-                        }
-                    }
-                })
-            };
-            rayon::join(resolve, || (ix.classify_classes(), ix.find_grad_disabling())).1
-        };
-        ix.module_classes = module_classes;
-        ix.optimizer_classes = optimizer_classes;
-        ix.grad_disabling = grad_disabling;
-        ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
-        ix.propagate(&calls);
-        ix
-    }
-}
-
-/// Interned names of the call graph: every function's qualified name
-/// (ids `0..functions`), then the other callers and callees.
-#[derive(Default)]
-struct Names<'a> {
-    ids: HashMap<&'a str, u32>,
-    list: Vec<&'a str>,
-    functions: usize,
-}
-
-impl<'a> Names<'a> {
-    fn intern(&mut self, name: &'a str) -> u32 {
-        let next = self.list.len() as u32;
-        let id = *self.ids.entry(name).or_insert(next);
-        if id == next {
-            self.list.push(name);
-        }
-        id
-    }
-
-    /// The id of a project function.
-    fn function(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied().filter(|id| (*id as usize) < self.functions)
-    }
-
-    /// The names whose flag is set.
-    fn set(&self, flags: &[bool]) -> HashSet<String> {
-        flags.iter().zip(&self.list).filter(|(f, _)| **f).map(|(_, n)| (*n).to_string()).collect()
-    }
-}
-
-/// Adjacency lists in two arrays: the items of key `k` are
-/// `items[start[k]..start[k + 1]]`, in the order they were given.
-struct Csr {
-    start: Vec<u32>,
-    items: Vec<u32>,
-}
-
-impl Csr {
-    /// Lists of `n` keys from `(key, item)` pairs.
-    fn new(n: usize, pairs: &[(u32, u32)]) -> Csr {
-        let mut start = vec![0u32; n + 1];
-        for (k, _) in pairs {
-            start[*k as usize + 1] += 1;
-        }
-        for k in 0..n {
-            start[k + 1] += start[k];
-        }
-        let mut fill = start.clone();
-        let mut items = vec![0u32; pairs.len()];
-        for (k, item) in pairs {
-            items[fill[*k as usize] as usize] = *item;
-            fill[*k as usize] += 1;
-        }
-        Csr { start, items }
-    }
-
-    fn of(&self, k: u32) -> &[u32] {
-        &self.items[self.start[k as usize] as usize..self.start[k as usize + 1] as usize]
-    }
-}
-
-/// One call between interned names.
-struct Edge {
-    caller: Option<u32>,
-    callee: u32,
-    /// Grad is off at the site itself (`no_grad`, a grad-disabling context).
-    off_here: bool,
-}
-
-/// Words that name construction, initialisation, conversion or loading.
-const SETUP_FIRST_WORDS: &[&str] = &[
-    "init", "initialize", "initialise", "reset", "fuse", "reparameterize", "reparameterise", "reparam", "convert",
-    "quantize", "quantise", "load", "from", "build", "create", "make", "setup", "prepare", "switch", "deploy",
-    "remap", "prune", "export", "copy", "transfer", "migrate", "resize", "tie", "untie", "merge", "unmerge",
-    "checkpoint", "restore", "import", "port", "replace", "inflate", "expand", "freeze", "unfreeze", "set",
-];
-
-/// Whether a function name says construction or weight initialisation,
-/// which no step makes step code.
-pub fn is_init_name(name: &str) -> bool {
-    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats") {
-        return true;
-    }
-    let has = |set: &[&str]| has_word(name, set);
-    has(&["init", "initialize", "initialise"])
-        || (has(&["weights"]) && has(&["init", "reset", "normal", "uniform", "xavier", "kaiming"]))
-}
-
-/// Whether one of the words of `name` ([`crate::names::words`]) is in `set`
-/// (lowercase), without allocating them.
-fn has_word(name: &str, set: &[&str]) -> bool {
-    crate::names::word_slices(name).any(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
-}
-
-/// Whether a function name says it is setup code (see [`Role::Setup`]).
-pub fn is_setup_name(name: &str) -> bool {
-    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats")
-    {
-        return true;
-    }
-    if has_word(name, &["init", "initialize", "initialise", "weights", "reparameterize", "fuse", "fused"])
-        && !has_word(name, &["forward"])
-    {
-        return true;
-    }
-    crate::names::word_slices(name).next().is_some_and(|w| SETUP_FIRST_WORDS.iter().any(|s| w.eq_ignore_ascii_case(s)))
-        || name.ends_with("_state_dict")
-        || name.ends_with("_pretrained")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_imports_resolve_against_the_package() {
-        let m = ModuleInfo { path: "pkg.sub.mod".into(), is_package: false };
-        assert_eq!(m.resolve_relative(".utils.f"), "pkg.sub.utils.f");
-        assert_eq!(m.resolve_relative("..a.b"), "pkg.a.b");
-        assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
-        let init = ModuleInfo { path: "pkg.sub".into(), is_package: true };
-        assert_eq!(init.resolve_relative(".mod.f"), "pkg.sub.mod.f");
-    }
-
-    #[test]
-    fn setup_names() {
-        for n in ["__init__", "_init_weights", "init_weights", "reset_parameters", "fuse_model", "load_pretrained", "weights_init", "switch_to_deploy", "convert_sync_batchnorm"] {
-            assert!(is_setup_name(n), "{n}");
-        }
-        for n in ["forward", "train_one_epoch", "step", "validate", "update"] {
-            assert!(!is_setup_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn grad_off_propagates_through_callers_in_other_files() {
-        let a = FileSummary {
-            module: ModuleInfo { path: "pkg.eval".into(), is_package: false },
-            functions: vec![
-                FunctionSummary { qualname: "pkg.eval.run".into(), name: "run".into(), ..Default::default() },
-                FunctionSummary { qualname: "pkg.eval.inner".into(), name: "inner".into(), ..Default::default() },
-            ],
-            calls: vec![CallSite { caller: Some("pkg.eval.run".into()), callee: "pkg.eval.inner".into(), ..Default::default() }],
-            ..Default::default()
-        };
-        let b = FileSummary {
-            module: ModuleInfo { path: "main".into(), is_package: false },
-            imports: vec![("run".into(), "pkg.eval.run".into())],
-            calls: vec![CallSite { caller: None, callee: "pkg.eval.run".into(), grad_off: true, ..Default::default() }],
-            ..Default::default()
-        };
-        let ix = ProjectIndex::build(vec![a, b]);
-        assert!(ix.only_called_without_grad("pkg.eval.run"));
-        assert!(ix.only_called_without_grad("pkg.eval.inner"));
     }
 }

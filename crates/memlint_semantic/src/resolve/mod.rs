@@ -1,4 +1,7 @@
-//! Qualified names of library APIs.
+//! Qualified names of library APIs, the words of identifiers, and import
+//! bindings ([`imports`]).
+
+pub mod imports;
 
 /// A dotted, fully qualified name such as `torch.cuda.amp.autocast`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -10,6 +10,10 @@
 //! `tools/autograd/derivatives.yaml`: it is data, not code, so a rule that
 //! asks "did this op save its output?" reads one row.
 
+mod kinds;
+
+pub use kinds::StepKinds;
+
 use memlint_diagnostics::Span;
 
 use crate::ir::{Expr, ExprKind, Stmt, StmtKind};

@@ -1,0 +1,486 @@
+//! Transfer functions of the walk: entering functions and loops, binding
+//! assignment targets, forgetting rebound places, and the effects of calls
+//! (grad mode, freezing, leaves).
+
+use super::*;
+
+impl Context {
+    pub(super) fn enter_function(&mut self, func: &Function) {
+        let qualname = self.qualname_for(&func.name);
+        let mut frame = Frame { name: Some(func.name.clone()), ..Frame::default() };
+        // Unit tests (and their helpers) are not evaluation code.
+        let unit_test = self.options.is_test_file;
+        frame.unit_test = unit_test;
+        // Lightning runs these hooks under no_grad itself.
+        let lightning_hook = matches!(func.name.as_str(), "validation_step" | "test_step" | "predict_step")
+            && !self.class_stack.is_empty();
+        // A method of an nn.Module is model code: its caller decides the grad
+        // mode, whatever the method is called (`predict`, `test_step`).
+        let module_method = self.class_stack.last().is_some_and(|c| self.module_classes.contains(c));
+        frame.eval_named = !unit_test
+            && !lightning_hook
+            && !module_method
+            && crate::resolve::word_slices(&func.name).any(|w| EVAL_WORDS.iter().any(|e| w.eq_ignore_ascii_case(e)));
+        // `forward` of a custom `torch.autograd.Function` runs with grad off.
+        let autograd_forward =
+            func.name == "forward" && self.class_stack.last().is_some_and(|c| self.autograd_functions.contains(c));
+        frame.decorator_no_grad = func.decorators.iter().any(|d| self.is_no_grad_decorator(d))
+            || autograd_forward
+            || self.index.only_called_without_grad(&qualname);
+        frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
+        let flag = if frame.eval_by_flag {
+            self.index.function(&qualname).and_then(|f| f.train_flag_name.clone())
+        } else {
+            None
+        };
+        let summary_only = self.options.summary_only;
+        let backward = func.words.contains(Words::BACKWARD);
+        frame.words = func.words;
+        if !summary_only && backward {
+            frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
+        }
+        frame.flag_param = flag;
+        frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
+        // Without an index entry (a nested function), the name still says setup.
+        if frame.role == Some(Role::Other) && is_setup_name(&func.name) {
+            frame.role = Some(Role::Setup);
+        }
+        frame.qualname = Some(qualname);
+        if !summary_only {
+            frame.kept_alive = kept_alive(&func.body, func.words);
+            if backward {
+                frame.backward_at = backward_offsets(&func.body);
+            }
+        }
+        frame.class = self.class_stack.last().cloned();
+        // The enclosing class frame (a method), else the enclosing method's class.
+        frame.class_qualname = if self.frame().is_class { self.frame().qualname.clone() } else { self.frame().class_qualname.clone() };
+        frame.locals = Some(func.locals.clone());
+        if func.words.contains(Words::DATA) {
+            frame.data_restores = data_restores(&func.body);
+        }
+        for p in &func.params {
+            frame.params.insert(p.name.clone());
+            if let Some(k) = self.param_kind(p) {
+                frame.kinds.insert(p.name.clone(), k);
+            }
+        }
+        self.frames.push(frame);
+        // A parameter hides an import of its name; other parameters are
+        // answered by `params` (an import lookup never reaches a name no
+        // import binds).
+        for p in &func.params {
+            if self.facts.import_targets(name_hash(&p.name), &p.name).is_some() {
+                self.frame_mut().imports.insert(p.name.clone(), None);
+            }
+        }
+    }
+
+    pub(super) fn param_kind(&self, p: &Param) -> Option<ValueKind> {
+        let ann = p.annotation.as_ref()?;
+        let q = self.qualified_name(ann)?;
+        match q.as_str() {
+            "torch.Tensor" | "torch.FloatTensor" | "torch.LongTensor" => Some(ValueKind::Tensor),
+            "torch.nn.Parameter" => Some(ValueKind::Parameter),
+            "torch.nn.Module" => Some(ValueKind::Module),
+            "torch.utils.data.DataLoader" => Some(ValueKind::DataLoader),
+            _ => None,
+        }
+    }
+
+    /// Whether a loop body calls `backward()`, itself or through a project
+    /// function (in any file of the run) that reaches it.
+    pub(super) fn body_calls_backward(&self, body: &[Stmt]) -> bool {
+        if let Some(flag) = &self.frame().flag_param {
+            if !backward_unguarded(body, flag) {
+                return false;
+            }
+        }
+        if self.function_words().contains(Words::BACKWARD) && calls_backward(body) {
+            return true;
+        }
+        // Without an index (one file's first pass) there is nothing to follow.
+        if self.index.is_empty() {
+            return false;
+        }
+        let mut found = false;
+        for_each_expr_in_function(body, &mut |e| {
+            if !found {
+                if let Some((func, _, _)) = e.as_call() {
+                    if let Some(q) = self.project_name(func).and_then(|q| self.index.resolve_function(&q)) {
+                        found = self.index.reaches_backward(&q);
+                    }
+                }
+            }
+        });
+        found
+    }
+
+    /// The facts of a `for`/`while` loop about to be walked. Only loops in
+    /// or under a training loop are asked whether a name is re-created
+    /// every iteration (the CFG is built for them), and only when rules run.
+    pub(super) fn loop_frame(&self, kind: LoopKind, calls_backward: bool, body: &[Stmt]) -> LoopFrame {
+        let in_train = kind == LoopKind::Train || self.in_training_loop();
+        let rules = !self.options.summary_only;
+        LoopFrame {
+            kind,
+            calls_backward,
+            direct_step: kind == LoopKind::Eval || (kind == LoopKind::Train && self.direct_backward(body)),
+            resets: if rules { assigned_names(body) } else { HashSet::default() },
+            unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
+            backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
+        }
+    }
+
+    /// Whether a loop body calls `backward()` outside its nested loops,
+    /// itself or through a project helper.
+    pub(super) fn direct_backward(&self, body: &[Stmt]) -> bool {
+        if self.function_words().contains(Words::BACKWARD) && backward_outside_loops(body, None) {
+            return true;
+        }
+        if self.index.is_empty() {
+            return false;
+        }
+        let mut outside: Vec<&Stmt> = Vec::new();
+        fn collect<'b>(body: &'b [Stmt], out: &mut Vec<&'b Stmt>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class { .. } => {}
+                    _ => {
+                        out.push(s);
+                        for b in s.child_blocks() {
+                            collect(b, out);
+                        }
+                    }
+                }
+            }
+        }
+        collect(body, &mut outside);
+        outside.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(func, _, _)| {
+                        self.project_name(func)
+                            .and_then(|q| self.index.resolve_function(&q))
+                            .is_some_and(|q| self.index.backward_per_call(&q))
+                    })
+                })
+            });
+            found
+        })
+    }
+
+    pub(super) fn classify_loop(&self, iter: &Expr, _body: &[Stmt], calls_backward: bool) -> LoopKind {
+        if calls_backward {
+            return LoopKind::Train;
+        }
+        let mut names = Vec::new();
+        loader_names(iter, &mut names);
+        let is_eval = names.iter().any(|n| {
+            words(n).iter().any(|w| {
+                LOADER_EVAL_WORDS.contains(&w.as_str())
+                    || LOADER_EVAL_WORDS.iter().any(|e| {
+                        w.strip_prefix(e).is_some_and(|rest| {
+                            matches!(rest, "loader" | "dataloader" | "dl" | "set" | "data" | "dataset" | "iter" | "batches")
+                        })
+                    })
+            })
+        });
+        if is_eval {
+            LoopKind::Eval
+        } else {
+            LoopKind::Other
+        }
+    }
+
+    pub(super) fn bind_loop_target(&mut self, target: &Expr, iter: &Expr) {
+        let mut names = Vec::new();
+        collect_target_names(target, &mut names);
+        for n in &names {
+            self.forget(n);
+        }
+        let mark_param = |cx: &mut Context, e: &Expr| {
+            if let Some(n) = e.as_name() {
+                cx.frame_mut().requires_grad.insert(n.to_string());
+                cx.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+            }
+        };
+        // `for p_a, p_b in zip(a.parameters(), b.parameters())`.
+        if let (Some((func, args, _)), ExprKind::Sequence(elts)) = (iter.as_call(), &target.kind) {
+            if func.as_name() == Some("zip") && args.len() == elts.len() {
+                for (t, a) in elts.iter().zip(args) {
+                    if is_parameter_iterable(a) {
+                        mark_param(self, t);
+                    }
+                }
+                return;
+            }
+        }
+        // `for p in group["params"]` over an optimizer's parameter groups.
+        if is_parameter_iterable(iter) && !matches!(iter.as_method_call(), Some((_, "named_parameters"))) {
+            mark_param(self, target);
+            return;
+        }
+        // `for k, v in losses.items()` / `for v in losses.values()` / `for l in losses`
+        // of a container of graph-carrying values.
+        let (container, elem) = match (iter.as_method_call(), &target.kind) {
+            (Some((recv, "items")), ExprKind::Sequence(elts)) if elts.len() == 2 => (Some(recv), elts.get(1)),
+            (Some((recv, "values")), _) => (Some(recv), Some(target)),
+            (None, ExprKind::Name(_)) if iter.dotted().is_some() => (Some(iter), Some(target)),
+            _ => (None, None),
+        };
+        if let (Some(c), Some(e)) = (container, elem) {
+            if self.carries_graph(c) {
+                if let Some(d) = e.dotted() {
+                    self.frame_mut().graph.insert(d.into());
+                }
+            }
+        }
+        // `for p in model.parameters()` / `for name, p in model.named_parameters()`.
+        let inner = unwrap_iter_call(iter);
+        if let Some((_, method)) = inner.as_method_call() {
+            if method == "parameters" {
+                if let Some(n) = target.as_name() {
+                    self.frame_mut().requires_grad.insert(n.to_string());
+                    self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+                }
+                return;
+            }
+            if method == "named_parameters" {
+                if let ExprKind::Sequence(elts) = &target.kind {
+                    if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
+                        self.frame_mut().requires_grad.insert(n.to_string());
+                        self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+                    }
+                }
+                return;
+            }
+        }
+        // Batches of a data loader: the tuple elements are tensors.
+        let is_loader = match inner.dotted() {
+            Some(d) => {
+                self.kind_of_binding(&d) == Some(ValueKind::DataLoader)
+                    || words(&d).iter().any(|w| w.ends_with("loader") || w == "dl")
+            }
+            None => false,
+        };
+        if is_loader {
+            let mut flat = Vec::new();
+            flatten_tuple_names(target, &mut flat);
+            if flat.len() > 1 {
+                for n in flat {
+                    self.frame_mut().kinds.insert(n, ValueKind::Tensor);
+                }
+            }
+        }
+    }
+
+    pub(super) fn forget(&mut self, dotted: &str) {
+        // A removal hashes the key even from an empty map, and most of a
+        // frame's maps are empty.
+        macro_rules! remove {
+            ($($m:ident),*) => {{
+                let f = self.frame_mut();
+                $(if !f.$m.is_empty() {
+                    f.$m.remove(dotted);
+                })*
+            }};
+        }
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values);
+        // Only a name that resolves to an import needs shadowing.
+        if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
+            self.frame_mut().imports.insert(dotted.to_string(), None);
+        }
+    }
+
+    /// Applies an assignment to `target` from `value` (`None`: unknown value).
+    pub(super) fn bind(&mut self, target: &Expr, value: Option<&Expr>) {
+        match &target.kind {
+            ExprKind::Sequence(elts) => {
+                let carries = value.is_some_and(|v| self.carries_graph(v));
+                let values: Option<&Vec<Expr>> = match value.map(|v| &v.kind) {
+                    Some(ExprKind::Sequence(vs)) if vs.len() == elts.len() => Some(vs),
+                    _ => None,
+                };
+                // `loss, out = self.step(batch)`: which positions the
+                // project function returns with a graph.
+                let positions: Option<Vec<usize>> = value.and_then(|v| {
+                    let f = self.project_callee(v)?;
+                    self.grad_enabled().then(|| f.returns_graph_at.clone())
+                });
+                for (i, e) in elts.iter().enumerate() {
+                    match values {
+                        Some(vs) => self.bind(e, vs.get(i)),
+                        None => {
+                            let seeded = match (value, e.dotted()) {
+                                (Some(v), Some(d)) => self.seeded_by_backward(&d, v),
+                                _ => false,
+                            };
+                            self.bind(e, None);
+                            let graph = match &positions {
+                                Some(p) => p.contains(&i) || seeded,
+                                None => carries || seeded,
+                            };
+                            if graph {
+                                if let Some(d) = e.dotted() {
+                                    self.frame_mut().graph.insert(d.into());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            ExprKind::Starred(inner) => self.bind(inner, None),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let Some(d) = target.dotted() else { return };
+                let (kind, carries, leaf) = match value {
+                    Some(v) => {
+                        let kind = self.kind_of(v);
+                        (kind, self.carries_graph(v) || self.seeded_by_backward(&d, v), self.makes_leaf(v, kind))
+                    }
+                    None => (None, false, false),
+                };
+                let is_loss = value.is_some_and(|v| self.is_loss_constructor(v));
+                let view = if self.options.summary_only {
+                    None
+                } else {
+                    value.and_then(|v| self.view_of(v)).filter(|v| v.base != d)
+                };
+                // What the graph facts do not cover already: a leaf's or a
+                // module's product (`h = self.fc(x)`, `y = x * 2`).
+                let (saved, grad_value) = match value {
+                    Some(v) if !self.options.summary_only && self.grad_enabled() && self.backward_may_follow() => {
+                        (self.saved_by(v), !carries && self.requires_grad_value(v))
+                    }
+                    _ => (Vec::new(), false),
+                };
+                let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
+                // Only argument-less calls return a context to enter later
+                // (`ctx = self.get_inference_context()`).
+                let factory = value
+                    .and_then(|v| v.as_call())
+                    .filter(|(_, args, kws)| args.is_empty() && kws.is_empty())
+                    .and_then(|(func, _, _)| self.project_name(func));
+                self.forget(&d);
+                if let Some(q) = factory {
+                    self.frame_mut().factories.insert(d.to_string(), q);
+                }
+                if let Some(c) = instance {
+                    self.frame_mut().instances.insert(d.to_string(), c);
+                }
+                if let Some(v) = view {
+                    self.frame_mut().views.insert(d.to_string(), v);
+                }
+                let f = self.frame_mut();
+                if grad_value {
+                    f.grad_values.insert(d.to_string());
+                }
+                for (name, span, output) in saved {
+                    // `y = y * w` saves the old `y`, which the name no longer holds.
+                    if output || name != d {
+                        f.saved.insert(if output { d.to_string() } else { name }, span);
+                    }
+                }
+                if let Some(k) = kind {
+                    f.kinds.insert(d.to_string(), k);
+                }
+                if is_loss {
+                    f.losses.insert(d.to_string());
+                }
+                if carries {
+                    f.graph.insert(d.to_string());
+                }
+                if leaf {
+                    f.requires_grad.insert(d.into());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn is_loss_constructor(&self, v: &Expr) -> bool {
+        self.callee_name(v).is_some_and(|q| q.starts_with_module("torch.nn") && q.last().ends_with("Loss"))
+    }
+
+    /// A name that `backward()` is later called on in this training loop holds
+    /// a loss even when its producer is not recognised (a user function).
+    pub(super) fn seeded_by_backward(&self, dotted: &str, value: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        let in_roots = self.frame().loops.iter().any(|l| l.kind == LoopKind::Train && l.backward_roots.contains(dotted));
+        in_roots && matches!(value.kind, ExprKind::Call { .. } | ExprKind::BinOp { .. }) && !is_detached(value)
+    }
+
+    /// Whether assigning `v` creates a leaf tensor that requires grad.
+    pub(super) fn makes_leaf(&self, v: &Expr, kind: Option<ValueKind>) -> bool {
+        if kind == Some(ValueKind::Parameter) {
+            if let ExprKind::Call { .. } = v.kind {
+                return true;
+            }
+        }
+        if let Some(q) = self.callee_name(v) {
+            if q.starts_with_module("torch") && v.keyword("requires_grad").is_some_and(Expr::is_true) {
+                return true;
+            }
+        }
+        if let Some((recv, "requires_grad_")) = v.as_method_call() {
+            let (_, args, _) = v.as_call().unwrap_or((v, &[], &[]));
+            let on = args.first().map(|a| !a.is_false()).unwrap_or(true) && v.keyword("requires_grad").map(|a| !a.is_false()).unwrap_or(true);
+            let _ = recv;
+            return on;
+        }
+        false
+    }
+
+    /// Effects of a call statement: `x.requires_grad_()`, `model.eval()`,
+    /// `torch.set_grad_enabled(False)`, `x.requires_grad = ...` handled in bind.
+    pub(super) fn apply_call_effects(&mut self, e: &Expr) {
+        if let Some((recv, method)) = e.as_method_call() {
+            if !self.is_imported_path(recv) {
+                let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
+                match method {
+                    "requires_grad_" => {
+                        let on = args.first().map(|a| !a.is_false()).unwrap_or(true)
+                            && e.keyword("requires_grad").map(|a| !a.is_false()).unwrap_or(true);
+                        // `model.eval().requires_grad_(False)` freezes `model`.
+                        let target = match recv.as_method_call() {
+                            Some((inner, "eval" | "to" | "cuda" | "half" | "float")) => inner,
+                            _ => recv,
+                        };
+                        if let Some(d) = target.dotted() {
+                            let is_model = self.is_model(target) || self.kind_of_binding(&d) == Some(ValueKind::Module);
+                            let f = self.frame_mut();
+                            if on {
+                                f.requires_grad.insert(d.into());
+                            } else {
+                                f.requires_grad.remove(d.as_str());
+                                if is_model {
+                                    f.frozen.insert(d.into());
+                                }
+                            }
+                        }
+                    }
+                    "eval" if args.is_empty() && recv.dotted().is_some() => self.frame_mut().eval_mode = true,
+                    "train" if recv.dotted().is_some() => {
+                        let flag = args.first().or_else(|| e.keyword("mode"));
+                        let off = flag.is_some_and(Expr::is_false);
+                        self.frame_mut().eval_mode = off;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(q) = self.callee_name(e) {
+            if q.is_any(&["torch.set_grad_enabled", "torch.autograd.set_grad_enabled"]) {
+                let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));
+                let mode = match args.first() {
+                    Some(a) if a.is_true() => Some(true),
+                    _ => Some(false),
+                };
+                self.frame_mut().set_grad = mode;
+            }
+        }
+    }
+}

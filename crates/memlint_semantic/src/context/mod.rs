@@ -1,0 +1,406 @@
+//! The statement-order walk that maintains the semantic facts.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::index::{is_setup_name, ModuleInfo, ProjectIndex, Role};
+use crate::ir::{
+    for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprId, StmtId, ExprKind, Function, Language, Module, Param, Stmt,
+    StmtKind, Words,
+};
+use crate::facts::scan::*;
+use crate::facts::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
+use crate::resolve::imports::{name_hash, ImportMap};
+pub use crate::resolve::imports::ModuleFacts;
+use crate::resolve::{words, QualifiedName};
+
+mod bind;
+mod query;
+mod resolve;
+mod values;
+mod walk;
+
+pub(crate) use values::class_attr_kinds;
+use values::class_attr_facts;
+
+/// What kind of value a binding is known to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A tensor.
+    Tensor,
+    /// A parameter (a leaf tensor that requires grad).
+    Parameter,
+    /// An `nn.Module` (a model or a loss module).
+    Module,
+    /// What calling a model returned: a tensor, or a tuple/dict/ModelOutput
+    /// of tensors (so `out[0]` may be a tuple element, not a view).
+    Output,
+    /// A `DataLoader`.
+    DataLoader,
+    /// An optimizer.
+    Optimizer,
+    /// Known not to be a tensor (an argparse namespace, a number, a string...).
+    NonTensor,
+    /// An instance of a project class that is not an `nn.Module` (a
+    /// trainer, a predictor wrapping a model): calling it is not a forward.
+    Object,
+}
+
+/// Classification of a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoopKind {
+    /// The loop body reaches `backward()`.
+    Train,
+    /// The loop iterates a validation/test loader.
+    Eval,
+    /// Any other loop.
+    #[default]
+    Other,
+}
+
+/// Callbacks a linter implements to see every statement and expression with
+/// the facts in force at that point.
+pub trait Visitor {
+    /// Called for each statement before its effects are applied.
+    fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context);
+    /// Called for each expression (pre-order) of a statement, before the
+    /// statement's effects are applied.
+    fn visit_expr(&mut self, expr: &Expr, cx: &Context);
+    /// Called once after the whole file was walked, with the module-level
+    /// facts in force at its end.
+    fn finish(&mut self, _cx: &Context) {}
+}
+
+/// Facts about the file that the walk cannot see in the source.
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// The file is a test module (`test_*.py`, `*_test.py`, under `tests/`):
+    /// its `test_*` functions are unit tests, not evaluation code.
+    pub is_test_file: bool,
+    /// Where the file sits in the project's module tree.
+    pub module: ModuleInfo,
+    /// What the other files of the run contribute (empty for one file).
+    pub index: Arc<ProjectIndex>,
+    /// The lowest torch version the project declares, when it does.
+    pub torch_minimum: Option<(u32, u32)>,
+    /// First segments of the module paths of the run (`timm`, `train`):
+    /// names outside them are libraries, never looked up in the index.
+    /// Empty: every name may be the project's.
+    pub project_roots: Arc<HashSet<String>>,
+    /// The walk only summarizes the file for the project index: facts that
+    /// only rules read (views, kept-alive names, per-iteration resets,
+    /// frozen models, backward outside loops) are not computed.
+    pub summary_only: bool,
+    /// The pre-scan of this same module by an earlier walk
+    /// ([`Context::module_facts`]); `None`: the walk pre-scans it.
+    pub module_facts: Option<Arc<ModuleFacts>>,
+}
+
+#[derive(Debug, Default)]
+struct LoopFrame {
+    kind: LoopKind,
+    /// The body calls `backward()` (itself or through a project helper).
+    calls_backward: bool,
+    /// One iteration is one step: an evaluation loop, or a training loop
+    /// whose own body (not only a nested loop) calls `backward()`.
+    direct_step: bool,
+    /// Dotted names (re)assigned in the body from a value that does not read
+    /// them: they are per-iteration values.
+    resets: HashSet<String>,
+    /// Per name, the statements (by span) at which the name is re-created
+    /// in the same iteration: every path from the body's start to the
+    /// statement, or from the statement to the end of the iteration, binds
+    /// it anew. (Old wording: the subset of `resets` assigned unconditionally (at the top level of
+    /// the body, not under an `if`/`try`): re-created every iteration.
+    unconditional: HashMap<String, HashSet<StmtId>>,
+    /// Names that `backward()` is called on (or through) in the body.
+    backward_roots: HashSet<String>,
+}
+
+#[derive(Debug, Default)]
+struct Frame {
+    name: Option<String>,
+    /// Fully qualified name of the function (`module.Class.method`).
+    qualname: Option<String>,
+    /// A class body: its bindings are not visible in its methods.
+    is_class: bool,
+    /// What the function is for in the program.
+    role: Option<Role>,
+    /// `backward()` is called outside every loop of the function (and not
+    /// only under the train-mode flag).
+    backward_outside_loops: bool,
+    /// A caller passes `False` to the function's train-mode flag.
+    eval_by_flag: bool,
+    /// That flag parameter: `backward()` under `if <flag>:` runs only when training.
+    flag_param: Option<String>,
+    /// Project class of instance bindings (`meter = AverageMeter()`).
+    instances: HashMap<String, String>,
+    /// Models whose parameters were all frozen.
+    frozen: HashSet<String>,
+    /// Qualified name of the class this function is a method of (nested
+    /// classes included: `module.f.Net`).
+    class_qualname: Option<String>,
+    /// Locals that save a tensor's `.data` only to put it back later
+    /// (`saved = p.data` ... `p.data = saved`): a swap-and-restore.
+    data_restores: HashSet<String>,
+    /// Every name the function binds anywhere in its body (Python makes
+    /// them local for the whole function): they hide module-level facts.
+    locals: Option<Arc<[crate::ir::Ident]>>,
+    /// Enclosing `with` contexts that are not torch's (qualified names).
+    with_contexts: Vec<String>,
+    /// Locals holding what a project function returned (`ctx =
+    /// self.get_inference_context()`), by the function's qualified name: a
+    /// later `with ctx():` uses that function's context.
+    factories: HashMap<String, String>,
+    eval_named: bool,
+    /// A unit test function in a test module: never evaluation code.
+    unit_test: bool,
+    /// Grad disabled by a decorator of the function.
+    decorator_no_grad: bool,
+    /// Grad disabled/enabled by a bare `torch.set_grad_enabled(...)` call.
+    set_grad: Option<bool>,
+    /// Grad state pushed by `with` blocks (`None`: unknown, treated as off).
+    with_grad: Vec<Option<bool>>,
+    /// `model.eval()` was seen (and no `model.train()` since).
+    eval_mode: bool,
+    loops: Vec<LoopFrame>,
+    kinds: HashMap<String, ValueKind>,
+    params: HashSet<String>,
+    requires_grad: HashSet<String>,
+    graph: HashSet<String>,
+    kept_alive: HashSet<String>,
+    /// Variables holding a view of another binding.
+    views: HashMap<String, ViewOf>,
+    /// Bindings holding a loss module (`criterion = nn.CrossEntropyLoss()`).
+    losses: HashSet<String>,
+    /// The class whose method this frame is (its `self.<attr>` kinds apply).
+    class: Option<String>,
+    /// Local names shadowing imports in this function.
+    imports: ImportMap,
+    /// Tensors autograd saved for the backward pass, with the span of the
+    /// op that saved them (`y = x.sigmoid()` saves `y`; `z = a * b` saves
+    /// `a` and `b`).
+    saved: HashMap<String, memlint_diagnostics::Span>,
+    /// Names bound to a value that requires grad (a module's output, a
+    /// product with a parameter), for the saved-tensor facts.
+    grad_values: HashSet<String>,
+    /// Start offsets of the `backward()` calls of the body (nested
+    /// functions excluded).
+    backward_at: Vec<u32>,
+    /// The identifiers of [`Words`] the function mentions.
+    words: Words,
+}
+
+/// The semantic state at one point of the walk. Rules read it through its
+/// query methods.
+pub struct Context {
+    language: Language,
+    options: ContextOptions,
+    module_imports: ImportMap,
+    frames: Vec<Frame>,
+    torch_imported: bool,
+    module_classes: HashSet<String>,
+    /// The pre-scan's facts of the file ([`ModuleFacts`]): the names of
+    /// its functions (calling one is not a forward pass, whatever its
+    /// name), its top-level definitions and its imports.
+    facts: Arc<ModuleFacts>,
+    /// Classes' `self.<attr>` assigned an `nn.Parameter` or a module, by class name.
+    class_params: HashMap<String, HashMap<String, ValueKind>>,
+    class_stack: Vec<String>,
+    module: ModuleInfo,
+    index: Arc<ProjectIndex>,
+    /// Depth of compatibility code: branches under a version guard and
+    /// `except` handlers.
+    compat_depth: usize,
+    /// Compatibility depth of the expression being visited (a conditional
+    /// expression under a version guard, an `isinstance` check).
+    compat_expr: Cell<usize>,
+    /// Receivers of copying or reducing methods among the enclosing
+    /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
+    copied_reads: std::cell::RefCell<Vec<ExprId>>,
+    /// Values written through by the expression or statement being visited:
+    /// receivers of in-place methods (`x` in `x.add_(1)`) and bases of item
+    /// assignments (`x` in `x[0] = v`, `x[0] += v`).
+    written: std::cell::RefCell<Vec<ExprId>>,
+    /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
+    class_frozen: HashMap<String, HashSet<String>>,
+    class_instances: HashMap<String, HashMap<String, String>>,
+    /// The assignment targets of the statement being visited.
+    assign_targets: Vec<ExprId>,
+    /// The statement being visited is a `.data =` swap changing this.
+    data_swap: Option<&'static str>,
+    /// Span of the statement being visited.
+    current_stmt: memlint_diagnostics::Span,
+    /// The statement being visited.
+    current_stmt_id: StmtId,
+    /// The plain local an assignment statement being visited binds.
+    assign_local: Option<String>,
+    /// Depth of branches that run only for another framework
+    /// (`if self.framework == "tf":`, the `else` of `== "pt"`).
+    non_torch_depth: usize,
+    /// Depth of `if` bodies under an interval guard (`if step % k == 0:`).
+    interval_depth: usize,
+    /// Depth of `if` bodies under a user option (`if args.empty_cache:`,
+    /// `if self.config.x >= 1:`).
+    option_depth: usize,
+    /// Last segments of the exception types caught by the enclosing
+    /// `except` handlers (`["Exception"]` for a bare `except:`).
+    handlers: Vec<Vec<String>>,
+    /// Classes of the file that subclass `torch.autograd.Function`: their
+    /// `forward` runs with grad disabled.
+    autograd_functions: HashSet<String>,
+    /// For a class statement being visited: its `self.<attr>` kinds
+    /// ([`class_attr_kinds`]), computed once for the visitor and the walk.
+    class_attrs: Option<HashMap<String, ValueKind>>,
+}
+
+const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
+const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
+const MODEL_SUFFIXES: &[&str] =
+    &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];
+/// First words of function and method names that act on a model rather
+/// than being one (`wrap_model`, `for_model`, `load_net`).
+const ACTION_VERBS: &[&str] = &[
+    "create", "build", "make", "get", "gen", "load", "save", "init", "new", "setup", "construct", "wrap", "unwrap",
+    "prepare", "preprocess", "postprocess", "dispatch", "for", "from", "to", "set", "update", "convert", "register",
+    "apply", "check", "compile", "freeze", "unfreeze", "copy", "clone", "export", "move", "patch", "resize", "tie",
+    "print", "log", "run", "is", "has", "replace", "fuse", "quantize", "validate", "evaluate", "eval", "test",
+    "train", "predict", "infer", "compute", "fit", "instantiate", "download", "push", "merge", "shard", "cast",
+];
+const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
+/// Methods whose result shares nothing with the receiver that a later
+/// in-place change could corrupt: copies and reductions.
+const COPYING_METHODS: &[&str] = &[
+    "detach", "clone", "item", "tolist", "numpy", "norm", "min", "max", "sum", "mean", "std", "var", "amax", "amin",
+    "argmax", "argmin", "abs", "numel", "size", "dim", "float", "double", "half", "cpu", "allclose", "equal", "isnan",
+    "isinf", "any", "all", "nonzero", "count_nonzero",
+];
+
+
+impl Context {
+    /// Walks `module`, calling `visitor` on every statement and expression.
+    pub fn walk(module: &Module, options: ContextOptions, visitor: &mut dyn Visitor) {
+        Context::new(module, options).run(&module.body, visitor);
+    }
+
+    fn new(module: &Module, options: ContextOptions) -> Context {
+        let mut cx = Context {
+            language: module.language,
+            module: options.module.clone(),
+            index: options.index.clone(),
+            options,
+            module_imports: ImportMap::default(),
+            frames: vec![Frame::default()],
+            torch_imported: false,
+            module_classes: HashSet::default(),
+            facts: Arc::default(),
+            class_params: HashMap::default(),
+            class_stack: Vec::new(),
+            compat_depth: 0,
+            compat_expr: Cell::new(0),
+            copied_reads: std::cell::RefCell::new(Vec::new()),
+            written: std::cell::RefCell::new(Vec::new()),
+            class_frozen: HashMap::default(),
+            class_instances: HashMap::default(),
+            assign_targets: Vec::new(),
+            data_swap: None,
+            current_stmt: memlint_diagnostics::Span::new(0, 0),
+            current_stmt_id: StmtId::DETACHED,
+            assign_local: None,
+            non_torch_depth: 0,
+            interval_depth: 0,
+            option_depth: 0,
+            handlers: Vec::new(),
+            autograd_functions: HashSet::default(),
+            class_attrs: None,
+        };
+        match cx.options.module_facts.take() {
+            Some(facts) => {
+                cx.module_classes = facts.module_classes.clone();
+                cx.torch_imported = facts.torch_imported;
+                cx.facts = facts;
+            }
+            None => cx.prescan_module(&module.body),
+        }
+        let summary_only = cx.options.summary_only;
+        let backward = module.words.contains(Words::BACKWARD);
+        if let Some(f) = cx.frames.last_mut() {
+            f.words = module.words;
+            f.backward_outside_loops = backward && backward_outside_loops(&module.body, None);
+            f.kept_alive = kept_alive(&module.body, module.words);
+            if !summary_only && backward {
+                f.backward_at = backward_offsets(&module.body);
+            }
+        }
+        cx
+    }
+
+    fn run(mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
+        self.walk_body(body, visitor);
+        visitor.finish(&self);
+    }
+
+    // ----- queries -------------------------------------------------------
+
+    /// For a class statement being visited, the `self.<attr>` kinds its
+    /// methods assign (parameters and modules).
+    pub(crate) fn class_attrs(&self) -> Option<&HashMap<String, ValueKind>> {
+        self.class_attrs.as_ref()
+    }
+
+    /// Source language of the file.
+    pub fn language(&self) -> Language {
+        self.language
+    }
+
+    /// Whether `torch` (or any `torch.*` module) is imported anywhere in the
+    /// file: rules about PyTorch return early when it is not.
+    pub fn torch_imported(&self) -> bool {
+        self.torch_imported
+    }
+
+    fn frame(&self) -> &Frame {
+        // The module frame is pushed first and never popped.
+        &self.frames[self.frames.len() - 1]
+    }
+
+    fn frame_mut(&mut self) -> &mut Frame {
+        let n = self.frames.len() - 1;
+        &mut self.frames[n]
+    }
+
+    /// The frames whose bindings are visible here: the current one, then
+    /// the enclosing functions; a class body's bindings are visible only in
+    /// the class body itself, never in its methods.
+    fn visible_frames(&self) -> impl Iterator<Item = &Frame> {
+        let n = self.frames.len();
+        self.frames.iter().enumerate().rev().filter(move |(i, f)| !f.is_class || *i == n - 1).map(|(_, f)| f)
+    }
+
+    /// The qualified name a local name is imported as at this point, if it
+    /// is an import (the root of [`Context::qualified_name`]).
+    pub(crate) fn lookup_import(&self, name: &str) -> Option<&str> {
+        // The name is hashed once for all scopes. Only a name that some
+        // import of the file binds (all of them are in the pre-scan's
+        // `import_targets`) can resolve to one: one lookup for the locals
+        // that make most of the queries.
+        let hash = name_hash(name);
+        if self.facts.import_targets(hash, name).is_none() {
+            debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
+            return None;
+        }
+        self.lookup_import_in_scopes(hash, name)
+    }
+
+    fn lookup_import_in_scopes(&self, hash: u64, name: &str) -> Option<&str> {
+        for f in self.visible_frames() {
+            if let Some(b) = f.imports.find(hash, name) {
+                return b.as_deref();
+            }
+        }
+        self.module_imports.find(hash, name).and_then(|b| b.as_deref())
+    }
+
+}

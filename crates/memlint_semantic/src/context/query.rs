@@ -1,0 +1,293 @@
+//! The queries rules read about where the walk is: regions (compatibility,
+//! model, step, test, grad mode, evaluation), loops and iteration lifetimes,
+//! the current function and its role.
+
+use super::*;
+
+impl Context {
+    /// Every qualified name the local name is imported as anywhere in the
+    /// file (more than one for compatibility aliases).
+    pub fn import_targets(&self, local: &str) -> &[String] {
+        self.facts.import_targets(name_hash(local), local).unwrap_or(&[])
+    }
+
+    /// Whether the current point is compatibility code: a branch under a
+    /// torch-version guard (`if TORCH_2_4:`, `if version.parse(torch.__version__) >= ...`,
+    /// `hasattr(torch, "amp")`), an `except` handler, or, for the
+    /// expression being visited, an operand of a conditional expression
+    /// under such a guard or of an `isinstance`/`issubclass` check.
+    pub fn in_compat_code(&self) -> bool {
+        self.compat_depth > 0 || self.compat_expr.get() > 0
+    }
+
+    /// Whether `expr` is a target of the assignment statement being visited
+    /// (`p.data` in `p.data = ...`).
+    pub fn is_assign_target(&self, expr: ExprId) -> bool {
+        self.assign_targets.contains(&expr)
+    }
+
+    /// When the statement being visited is a `.data =` assignment that
+    /// changes the tensor's dtype, device or class (`p.data = p.data.half()`,
+    /// `m.weight.data = Int8Params(...)`), which of those it changes.
+    pub fn current_data_swap(&self) -> Option<&'static str> {
+        self.data_swap
+    }
+
+    pub(super) fn swap_kind(&self, value: &Expr) -> Option<&'static str> {
+        if let Some((_, m)) = value.as_method_call() {
+            return match m {
+                "half" | "float" | "double" | "bfloat16" | "long" | "int" | "bool" | "type" => Some("dtype"),
+                "to" => Some("dtype or device"),
+                "cuda" | "cpu" | "pin_memory" => Some("device"),
+                _ => None,
+            };
+        }
+        let (func, _, _) = value.as_call()?;
+        let d = func.dotted()?;
+        let last = d.rsplit('.').next().unwrap_or(&d);
+        let is_class = last.starts_with(|c: char| c.is_ascii_uppercase());
+        is_class.then_some("class")
+    }
+
+    /// Whether the value `expr` is only read through a method that copies
+    /// or reduces it (`.detach()`, `.clone()`, `.item()`, `.norm()`,
+    /// `.min()`...): no alias of it survives the expression.
+    pub fn is_copied_read(&self, expr: ExprId) -> bool {
+        self.copied_reads.borrow().last() == Some(&expr)
+    }
+
+    /// Whether the statement being visited saves a `.data` into a local that
+    /// the function later assigns back through `.data =` (swap-and-restore).
+    pub fn saves_data_for_restore(&self) -> bool {
+        self.assign_local.as_ref().is_some_and(|n| self.frame().data_restores.contains(n))
+    }
+
+    /// Whether the value `expr` is written through where it stands: the
+    /// receiver of an in-place method, the base of an item assignment, an
+    /// augmented-assignment or `del` target.
+    pub fn is_written_through(&self, expr: ExprId) -> bool {
+        self.written.borrow().contains(&expr)
+    }
+
+    /// Whether `dotted` has `backward()` called on it in an enclosing loop
+    /// of the current function: a loss, a scalar.
+    pub fn is_backward_root(&self, dotted: &str) -> bool {
+        self.frame().loops.iter().any(|l| l.backward_roots.contains(dotted))
+    }
+
+    /// Whether `dotted` is rooted at a module constructed in the current
+    /// function (`new = nn.Embedding(...)`): its parameters carry no graph yet.
+    pub fn is_fresh_module(&self, dotted: &str) -> bool {
+        let root = dotted.split('.').next().unwrap_or(dotted);
+        let f = self.frame();
+        self.frames.len() > 1 && !f.params.contains(root) && f.kinds.get(root) == Some(&ValueKind::Module)
+    }
+
+    /// Whether the current function is model code: a method of an
+    /// `nn.Module` class (of this file or the run), or step code reached
+    /// from a `forward`/training step.
+    pub fn in_model_code(&self) -> bool {
+        let f = self.frame();
+        if f.role == Some(Role::Step) {
+            return true;
+        }
+        let Some(class) = &f.class else { return false };
+        self.module_classes.contains(class)
+            || f.class_qualname.as_ref().is_some_and(|q| self.index.class_is_module(q) == Some(true))
+    }
+
+    /// Whether the current point runs once per step: inside (possibly
+    /// nested in) a loop one iteration of which is one training or
+    /// evaluation step, not only in an epoch loop around it.
+    pub fn in_step_iteration(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.direct_step)
+    }
+
+    /// Whether the current point runs only every k-th time: inside the body
+    /// of `if step % k == 0:` (or `(i + 1) % k == 0`, `step % k == k - 1`).
+    pub fn guarded_by_interval(&self) -> bool {
+        self.interval_depth > 0
+    }
+
+    /// Whether the current point runs only when a user option enables it
+    /// (the body of `if args.empty_unused_memory_level >= 1:`, `if
+    /// self.config.clear_cache:`): a deliberate, configurable choice.
+    pub fn guarded_by_option(&self) -> bool {
+        self.option_depth > 0
+    }
+
+    /// Whether the current point is in an `except` handler catching one of
+    /// the named exception classes (by last segment; a bare `except:` and
+    /// `Exception` catch everything).
+    pub fn in_handler_catching(&self, names: &[&str]) -> bool {
+        self.handlers.iter().any(|h| {
+            h.iter().any(|t| names.contains(&t.as_str()) || t == "Exception" || t == "BaseException")
+        })
+    }
+
+    /// Whether the file is a test module (its code is unit tests and their
+    /// helpers: hazards there do not reach training runs).
+    pub fn in_test_module(&self) -> bool {
+        self.options.is_test_file
+    }
+
+    /// Whether the walk is directly in a class body.
+    pub fn in_class_body(&self) -> bool {
+        self.frame().is_class
+    }
+
+    /// Where the file sits in the module tree.
+    pub fn module_info(&self) -> &ModuleInfo {
+        &self.module
+    }
+
+    /// Qualified names of the enclosing `with` contexts that are not torch's.
+    pub fn with_contexts(&self) -> Vec<String> {
+        self.frame().with_contexts.clone()
+    }
+
+    /// Whether the current point is inside a training or evaluation loop
+    /// of the current function.
+    pub fn in_step_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| matches!(l.kind, LoopKind::Train | LoopKind::Eval))
+    }
+
+    /// The lowest torch version the project declares (`None`: undeclared).
+    pub fn declared_torch_minimum(&self) -> Option<(u32, u32)> {
+        self.options.torch_minimum
+    }
+
+    /// The project index of the run.
+    pub fn index(&self) -> &ProjectIndex {
+        &self.index
+    }
+
+    /// The identifiers of [`Words`] the function being walked mentions (the
+    /// whole file's at module level): a rule looking for `scaler.scale(...)`
+    /// has nothing to find where `scale` is never named.
+    pub fn function_words(&self) -> Words {
+        self.frame().words
+    }
+
+    /// The identifiers of [`Words`] the whole file mentions.
+    pub fn file_words(&self) -> Words {
+        self.frames[0].words
+    }
+
+    /// The qualified name of the function being walked (`module.Class.method`).
+    pub fn function_qualname(&self) -> Option<&str> {
+        self.frame().qualname.as_deref()
+    }
+
+    /// The role of the current function (module level: `Other`).
+    pub fn function_role(&self) -> Role {
+        self.frame().role.unwrap_or(Role::Other)
+    }
+
+    /// Whether the current point is step code, where a graph may be live:
+    /// inside a training or evaluation loop, or in a function that is a
+    /// step (a `forward`, an optimizer's `step`, a function with a step
+    /// loop, or one called from step code in any file of the run). Never in
+    /// unit tests, and never in always-setup code (`__init__`,
+    /// `reset_parameters`, weight init passed to `.apply`).
+    pub fn in_step_code(&self) -> bool {
+        let f = self.frame();
+        match f.role {
+            Some(Role::Test) => false,
+            Some(Role::Setup) => false,
+            Some(Role::Step) => true,
+            _ => f.loops.iter().any(|l| matches!(l.kind, LoopKind::Train | LoopKind::Eval)),
+        }
+    }
+
+
+    /// Whether autograd records operations at this point: not inside
+    /// `torch.no_grad()`/`torch.inference_mode()` (as a `with` block or a
+    /// decorator of the current function) nor after `torch.set_grad_enabled(False)`.
+    /// A grad mode that cannot be decided (`set_grad_enabled(flag)`) counts as off.
+    pub fn grad_enabled(&self) -> bool {
+        let f = self.frame();
+        if let Some(top) = f.with_grad.last() {
+            return top.unwrap_or(false);
+        }
+        if let Some(g) = f.set_grad {
+            return g;
+        }
+        !f.decorator_no_grad
+    }
+
+    /// Whether the current point is evaluation code: after `model.eval()` in
+    /// the same function, in a function named like validate/evaluate/test/
+    /// predict/inference, or in a loop over a validation/test loader.
+    pub fn in_eval_code(&self) -> bool {
+        let f = self.frame();
+        !f.unit_test
+            && (f.eval_mode || f.eval_named || f.eval_by_flag || f.loops.iter().any(|l| l.kind == LoopKind::Eval))
+    }
+
+    /// Whether a `backward()` belongs to the code around the current point,
+    /// making it training (or adversarial evaluation) rather than plain
+    /// evaluation: inside loops, the enclosing loops up to the innermost
+    /// evaluation loop call it; outside every loop, the function calls it
+    /// outside its loops. An evaluation loop that follows a training loop
+    /// in the same function is therefore still evaluation.
+    pub fn backward_in_scope(&self) -> bool {
+        let f = self.frame();
+        for l in f.loops.iter().rev() {
+            if l.calls_backward {
+                return true;
+            }
+            if l.kind == LoopKind::Eval {
+                return false;
+            }
+        }
+        // No enclosing loop decides: the function's own backward does.
+        f.backward_outside_loops
+    }
+
+    /// The name of the innermost function, `None` at module level.
+    pub fn function_name(&self) -> Option<&str> {
+        self.frame().name.as_deref()
+    }
+
+    /// Whether the current point is inside a training loop (one whose body
+    /// reaches `backward()`), within the current function.
+    pub fn in_training_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.kind == LoopKind::Train)
+    }
+
+    /// Whether the current point is inside any loop of the current function.
+    pub fn in_loop(&self) -> bool {
+        !self.frame().loops.is_empty()
+    }
+
+    /// Whether `dotted` (a name or `self.attr`) keeps its value across the
+    /// iterations of the innermost training loop: it is not reassigned (from
+    /// a value that does not read it) in that loop or any loop inside it.
+    pub fn outlives_training_iteration(&self, dotted: &str) -> bool {
+        let loops = &self.frame().loops;
+        let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
+            return false;
+        };
+        let at = self.current_stmt_id;
+        loops[train..].iter().all(|l| !l.unconditional.get(dotted).is_some_and(|stmts| stmts.contains(&at)))
+    }
+
+    /// Whether `dotted` keeps its value across iterations of the innermost loop.
+    pub fn outlives_iteration(&self, dotted: &str) -> bool {
+        match self.frame().loops.last() {
+            Some(l) => !l.resets.contains(dotted),
+            None => false,
+        }
+    }
+
+    /// Whether `dotted` is a per-iteration value of the innermost loop
+    /// (assigned in its body, or its loop variable).
+    pub fn is_iteration_local(&self, dotted: &str) -> bool {
+        match self.frame().loops.last() {
+            Some(l) => l.resets.contains(dotted),
+            None => false,
+        }
+    }
+
+}

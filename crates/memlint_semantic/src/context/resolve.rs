@@ -1,0 +1,204 @@
+//! Names on the walk: qualified names through the imports in scope,
+//! project callees, shadowing and the qualified names of definitions.
+
+use super::*;
+
+impl Context {
+    /// Resolves a callee to the qualified name of a project definition (or
+    /// any imported name): a function or class of this file, an import,
+    /// `self.method` in a class, `obj.method` on an instance of a project
+    /// class, `module.func`.
+    pub fn resolve_callee(&self, func: &Expr) -> Option<String> {
+        match &func.kind {
+            ExprKind::Name(n) => {
+                if let Some(q) = self.lookup_import(n) {
+                    return Some(q.to_string());
+                }
+                if self.is_shadowed_locally(n) {
+                    return None;
+                }
+                self.facts.module_defs.get(n.as_str()).cloned()
+            }
+            ExprKind::Attribute { value, attr, .. } => {
+                if let Some(q) = self.qualified_name(func) {
+                    return Some(q.0);
+                }
+                if let Some("self" | "cls") = value.as_name() {
+                    let class = self.current_class()?;
+                    return Some(format!("{class}.{attr}"));
+                }
+                if let ExprKind::Call { func: sup, args, .. } = &value.kind {
+                    if sup.as_name() == Some("super") && args.is_empty() {
+                        // The method of a base, not the class's own.
+                        let class = self.current_class()?;
+                        return self.index.method_of_bases(class, attr);
+                    }
+                }
+                let recv = value.dotted()?;
+                let class = self.instance_class(&recv)?;
+                Some(format!("{class}.{attr}"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a qualified name may belong to the project (its first
+    /// segment is a root of the run, or the run's roots are unknown).
+    pub fn is_project_qualified(&self, q: &str) -> bool {
+        self.is_project_name(q)
+    }
+
+    pub(super) fn is_project_name(&self, q: &str) -> bool {
+        let roots = &self.options.project_roots;
+        if q.starts_with("torch.") || q == "torch" {
+            return false;
+        }
+        roots.is_empty() || roots.contains(q.split('.').next().unwrap_or(q))
+    }
+
+    /// [`Context::resolve_callee`] for project definitions only: `None`,
+    /// without building a name, for library callees (`torch.cat`,
+    /// `np.zeros`, `logger.info`).
+    pub fn project_name(&self, func: &Expr) -> Option<String> {
+        match &func.kind {
+            ExprKind::Name(n) => {
+                if let Some(q) = self.lookup_import(n) {
+                    return self.is_project_name(q).then(|| q.to_string());
+                }
+                if self.is_shadowed_locally(n) {
+                    return None;
+                }
+                self.facts.module_defs.get(n.as_str()).cloned()
+            }
+            ExprKind::Attribute { value, .. } => {
+                // The root of the chain decides before any name is built.
+                let mut root = value.as_ref();
+                while let ExprKind::Attribute { value, .. } = &root.kind {
+                    root = value;
+                }
+                if let ExprKind::Name(r) = &root.kind {
+                    if let Some(q) = self.lookup_import(r) {
+                        if !self.is_project_name(q) {
+                            return None;
+                        }
+                    }
+                }
+                self.resolve_callee(func)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a local binding (parameter, assignment) hides a module-level name.
+    pub(super) fn is_shadowed_locally(&self, name: &str) -> bool {
+        let n = self.frames.len();
+        self.frames.iter().enumerate().skip(1).any(|(i, f)| {
+            (!f.is_class || i == n - 1)
+                && (f.locals.as_ref().is_some_and(|l| l.binary_search_by(|x| x.as_str().cmp(name)).is_ok())
+                    || f.params.contains(name)
+                    || f.kinds.contains_key(name)
+                    || f.imports.contains_key(name))
+        })
+    }
+
+    /// Qualified name of the class whose method is being walked.
+    pub fn current_class_qualname(&self) -> Option<String> {
+        self.current_class().map(str::to_string)
+    }
+
+    /// [`Context::current_class_qualname`], borrowed.
+    pub(super) fn current_class(&self) -> Option<&str> {
+        let f = self.frame();
+        if f.is_class {
+            return f.qualname.as_deref();
+        }
+        f.class_qualname.as_deref()
+    }
+
+    pub(super) fn qualify(&self, name: &str) -> String {
+        if self.module.path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.module.path)
+        }
+    }
+
+    /// The project class an instance binding holds (`meter = AverageMeter()`,
+    /// `self.meter` assigned one in the class).
+    pub fn instance_class(&self, dotted: &str) -> Option<String> {
+        for f in self.visible_frames() {
+            if let Some(c) = f.instances.get(dotted) {
+                return Some(c.clone());
+            }
+        }
+        let attr = dotted.strip_prefix("self.")?;
+        self.class_instances.get(self.current_class()?)?.get(attr).cloned()
+    }
+
+    /// The project function a call resolves to, with its summary.
+    pub fn project_callee(&self, call: &Expr) -> Option<&crate::index::FunctionSummary> {
+        if self.index.is_empty() {
+            return None;
+        }
+        let (func, _, _) = call.as_call()?;
+        let q = self.project_name(func)?;
+        let resolved = self.index.resolve_function(&q)?;
+        self.index.function(&resolved)
+    }
+
+    /// Whether `dotted` names a model whose parameters were all frozen
+    /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
+    /// `parameters()`): its forward records no graph.
+    pub fn is_frozen(&self, dotted: &str) -> bool {
+        if self.visible_frames().any(|f| f.frozen.contains(dotted)) {
+            return true;
+        }
+        let Some(attr) = dotted.strip_prefix("self.") else { return false };
+        let Some(class) = self.current_class() else { return false };
+        self.class_frozen.get(class).is_some_and(|s| s.contains(attr))
+    }
+
+    /// The local name (or alias) under which module `qualified` is imported,
+    /// e.g. `"t"` after `import torch as t`.
+    pub fn import_alias_of(&self, qualified: &str) -> Option<&str> {
+        self.module_imports
+            .iter()
+            .find(|(_, q)| q.as_deref() == Some(qualified))
+            .map(|(local, _)| local.as_str())
+    }
+
+    /// Resolves a name or attribute chain to the qualified name of the
+    /// imported object it refers to, through import aliases. `None` for
+    /// local values (`model.eval`) and anything not rooted in an import.
+    pub fn qualified_name(&self, expr: &Expr) -> Option<QualifiedName> {
+        let (root, _) = expr.dotted_root()?;
+        let q = self.lookup_import(root)?;
+        expr.dotted_with_root(q).map(QualifiedName)
+    }
+
+    /// Qualified name of a call's callee.
+    pub fn callee_name(&self, call: &Expr) -> Option<QualifiedName> {
+        let (func, _, _) = call.as_call()?;
+        self.qualified_name(func)
+    }
+
+
+    pub(super) fn shadow(&mut self, name: &str) {
+        if self.frames.len() == 1 {
+            if self.module_imports.contains_key(name) {
+                self.module_imports.insert(name.to_string(), None);
+            }
+        } else {
+            self.frame_mut().imports.insert(name.to_string(), None);
+        }
+    }
+
+    /// The qualified name a definition named `name` gets at this point.
+    pub fn qualname_for(&self, name: &str) -> String {
+        match &self.frame().qualname {
+            Some(outer) => format!("{outer}.{name}"),
+            None => self.qualify(name),
+        }
+    }
+
+}

@@ -1,0 +1,695 @@
+//! What values are: kinds of bindings and expressions (tensor, parameter,
+//! module, loader, ...), requires-grad leaves, values that carry an autograd
+//! graph or are saved for backward, views, and the class attributes they
+//! come from.
+
+use super::*;
+
+impl Context {
+    /// The known kind of a binding (`x`, `self.w`) in the current function.
+    pub fn kind_of_binding(&self, dotted: &str) -> Option<ValueKind> {
+        self.frame()
+            .kinds
+            .get(dotted)
+            .copied()
+            .or_else(|| dotted.strip_prefix("self.").and_then(|attr| self.class_attr(attr)))
+            .or_else(|| self.module_level(dotted, |f| f.kinds.get(dotted).copied()))
+    }
+
+    /// A fact about a module-level binding, seen from inside a function
+    /// that does not bind the name itself.
+    pub(super) fn module_level<T>(&self, dotted: &str, get: impl Fn(&Frame) -> Option<T>) -> Option<T> {
+        if self.frames.len() < 2 {
+            return None;
+        }
+        let root = dotted.split('.').next().unwrap_or(dotted);
+        if root == "self" || self.is_shadowed_locally(root) {
+            return None;
+        }
+        get(&self.frames[0])
+    }
+
+    /// Whether `dotted` is a parameter of the current function.
+    pub fn is_function_param(&self, dotted: &str) -> bool {
+        self.frame().params.contains(dotted)
+    }
+
+    /// If `expr` is a view of a binding (directly, `out[:, 0]`, or through a
+    /// variable assigned a view), the base binding and how much it selects.
+    pub fn view_of(&self, expr: &Expr) -> Option<ViewOf> {
+        if let Some(d) = expr.dotted() {
+            return self.frame().views.get(d.as_str()).cloned();
+        }
+        let (base, part) = view_chain(expr)?;
+        let base_name = base.dotted()?;
+        let tensor_op = is_tensor_indexing(expr);
+        let detached = chain_detaches(expr);
+        match self.frame().views.get(base_name.as_str()) {
+            Some(inner) => Some(ViewOf {
+                base: inner.base.clone(),
+                part: part.max(inner.part),
+                tensor_op: tensor_op || inner.tensor_op,
+                detached: detached || inner.detached,
+            }),
+            None => Some(ViewOf { base: base_name.into(), part, tensor_op, detached }),
+        }
+    }
+
+    /// Whether `dotted` names an import (a module or library object).
+    pub fn is_import(&self, dotted: &str) -> bool {
+        self.lookup_import(dotted.split('.').next().unwrap_or(dotted)).is_some()
+    }
+
+    /// Whether `dotted` is stored or returned somewhere in the current
+    /// function (so it stays alive whatever else holds a view of it).
+    pub fn is_kept_alive(&self, dotted: &str) -> bool {
+        self.frame().kept_alive.contains(dotted)
+    }
+
+    /// Whether `dotted` is a leaf tensor that requires grad at this point:
+    /// created with `requires_grad=True`, an `nn.Parameter`, marked with
+    /// `requires_grad_()`, or a loop variable over `.parameters()`.
+    pub fn is_requires_grad_leaf(&self, dotted: &str) -> bool {
+        let f = self.frame();
+        if f.requires_grad.contains(dotted) {
+            return true;
+        }
+        if self.module_level(dotted, |m| m.requires_grad.contains(dotted).then_some(())).is_some() {
+            return true;
+        }
+        if dotted.strip_prefix("self.").is_some_and(|attr| self.class_attr(attr) == Some(ValueKind::Parameter)) {
+            return true;
+        }
+        // `model.logit_scale` where the model's project class defines it as an `nn.Parameter`.
+        if let Some((owner, attr)) = dotted.rsplit_once('.') {
+            if let Some(class) = self.instance_class(owner) {
+                return self.index.class_has_parameter(&class, attr);
+            }
+        }
+        false
+    }
+
+    /// The kind of `self.<attr>` in the current method's class, from the
+    /// class's assignments in any of its methods.
+    pub(super) fn class_attr(&self, attr: &str) -> Option<ValueKind> {
+        let class = self.frame().class.as_ref()?;
+        self.class_params.get(class)?.get(attr).copied()
+    }
+
+    /// The op of the autograd saved-tensor table ([`crate::api::SAVED_FOR_BACKWARD`])
+    /// an expression applies, and its operands in order: `a * b` ->
+    /// `("mul", [a, b])`, `x.sigmoid()` -> `("sigmoid", [x])`,
+    /// `F.linear(x, w)` -> `("linear", [x, w])`. In-place forms
+    /// (`inplace=True`) are not ops that save.
+    pub fn tensor_op<'e>(&self, e: &'e Expr) -> Option<(&'static str, Vec<&'e Expr>)> {
+        let (name, operands): (&str, Vec<&Expr>) = match &e.kind {
+            ExprKind::BinOp { op, left, right } => {
+                let name = match op {
+                    crate::ir::BinOp::Mult => "mul",
+                    crate::ir::BinOp::Div => "div",
+                    crate::ir::BinOp::MatMult => "matmul",
+                    crate::ir::BinOp::Pow => "pow",
+                    _ => return None,
+                };
+                (name, vec![&**left, &**right])
+            }
+            ExprKind::Call { func, args, .. } => {
+                if e.keyword("inplace").is_some_and(Expr::is_true) {
+                    return None;
+                }
+                match self.qualified_name(func) {
+                    Some(q) if q.starts_with_module("torch") => {
+                        let last = q.last();
+                        let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == last)?.0;
+                        (op, args.iter().collect())
+                    }
+                    Some(_) => return None,
+                    None => match &func.kind {
+                        // A tensor method: the receiver is the first operand.
+                        ExprKind::Attribute { value, attr, .. } if self.is_tensor(value) || self.requires_grad_value(value) => {
+                            (attr.as_str(), std::iter::once(&**value).chain(args.iter()).collect())
+                        }
+                        _ => return None,
+                    },
+                }
+            }
+            _ => return None,
+        };
+        let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == name)?.0;
+        Some((op, operands))
+    }
+
+    /// Whether the value of `e` requires grad: it carries a graph, or is
+    /// (or is computed by torch from) a leaf that requires grad.
+    pub fn requires_grad_value(&self, e: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                self.carries_graph_inner(e)
+                    || e.dotted().is_some_and(|d| {
+                        self.frame().grad_values.contains(d.as_str())
+                            || self.is_requires_grad_leaf(&d)
+                            || self.kind_of_binding(&d) == Some(ValueKind::Parameter)
+                            || self.is_parameter_path(&d)
+                    })
+            }
+            ExprKind::Subscript { value, .. } | ExprKind::Unary { operand: value, .. } => self.requires_grad_value(value),
+            ExprKind::BinOp { left, right, .. } => self.requires_grad_value(left) || self.requires_grad_value(right),
+            ExprKind::Call { func, args, .. } => {
+                // A module's forward (`self.fc(x)`): its parameters require grad.
+                if self.kind_of(func) == Some(ValueKind::Module) || self.carries_graph_inner(e) {
+                    return true;
+                }
+                match &func.kind {
+                    ExprKind::Attribute { value, attr, .. } if !self.is_imported_path(func) => {
+                        !DETACHING_METHODS.contains(&attr.as_str()) && self.requires_grad_value(value)
+                    }
+                    _ => {
+                        self.qualified_name(func).is_some_and(|q| q.starts_with_module("torch"))
+                            && args.iter().any(|a| self.requires_grad_value(a))
+                    }
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// What assigning `v` makes autograd save: `(name, op span, output)`;
+    /// `output` means the assigned name itself (the op saves its result).
+    pub(super) fn saved_by(&self, v: &Expr) -> Vec<(String, memlint_diagnostics::Span, bool)> {
+        use crate::api::{saved_for_backward, Saves};
+        let mut out = Vec::new();
+        // A cheap look at the spelling first: most values apply no op of the table.
+        let named_op = |name: &str| crate::api::SAVED_FOR_BACKWARD.iter().any(|(n, s)| *n == name && *s != Saves::Nothing);
+        let may_save = v.any(&mut |x| match &x.kind {
+            ExprKind::BinOp { op, .. } => {
+                matches!(op, crate::ir::BinOp::Mult | crate::ir::BinOp::Div | crate::ir::BinOp::MatMult | crate::ir::BinOp::Pow)
+            }
+            ExprKind::Call { func, .. } => match &func.kind {
+                ExprKind::Attribute { attr, .. } => named_op(attr),
+                ExprKind::Name(n) => named_op(n),
+                _ => false,
+            },
+            _ => false,
+        });
+        if !may_save {
+            return out;
+        }
+        if let Some((op, operands)) = self.tensor_op(v) {
+            if saved_for_backward(op) == Some(Saves::Output) && operands.iter().any(|o| self.requires_grad_value(o)) {
+                out.push((String::new(), v.span, true));
+            }
+        }
+        let tensor = |o: &Expr| self.requires_grad_value(o) || self.is_tensor(o);
+        v.any(&mut |x| {
+            let Some((op, operands)) = self.tensor_op(x) else { return false };
+            let mut save = |o: &Expr| {
+                if let Some(d) = o.dotted() {
+                    out.push((d.into(), x.span, false));
+                }
+            };
+            match saved_for_backward(op) {
+                Some(Saves::Inputs) if operands.len() >= 2 => {
+                    for i in 0..2 {
+                        if self.requires_grad_value(operands[1 - i]) && tensor(operands[i]) {
+                            save(operands[i]);
+                        }
+                    }
+                }
+                Some(Saves::Quotient) if operands.len() == 2 => {
+                    let (a, b) = (operands[0], operands[1]);
+                    if (self.requires_grad_value(a) || self.requires_grad_value(b)) && tensor(b) {
+                        save(b);
+                    }
+                    if self.requires_grad_value(b) && tensor(a) {
+                        save(a);
+                    }
+                }
+                Some(Saves::SelfInput) => {
+                    if let Some(first) = operands.first().filter(|o| self.requires_grad_value(o)) {
+                        save(first);
+                    }
+                }
+                _ => {}
+            }
+            false
+        });
+        out
+    }
+
+    /// The span of the op that saved `dotted` for backward, if autograd
+    /// holds it (and it was not rebound since).
+    pub fn saved_for_backward(&self, dotted: &str) -> Option<memlint_diagnostics::Span> {
+        self.frame().saved.get(dotted).copied()
+    }
+
+    /// Whether [`Context::backward_follows`] can hold anywhere in the
+    /// current function: only then are saved-for-backward facts recorded.
+    pub(super) fn backward_may_follow(&self) -> bool {
+        !self.frame().backward_at.is_empty() || self.function_name() == Some("forward") && self.function_role() == Role::Step
+    }
+
+    /// Whether a `backward()` call of the current function (or module)
+    /// comes after the statement being visited; in a model's `forward`
+    /// (step code), the caller's `backward()` always does.
+    pub fn backward_follows(&self) -> bool {
+        let end = self.current_stmt.end;
+        self.frame().backward_at.iter().any(|&at| at >= end)
+            || self.function_name() == Some("forward") && self.function_role() == Role::Step
+    }
+
+    /// Whether the expression is known to evaluate to a tensor.
+    pub fn is_tensor(&self, expr: &Expr) -> bool {
+        matches!(self.kind_of(expr), Some(ValueKind::Tensor | ValueKind::Parameter))
+    }
+
+    /// Whether `expr` is a model-like module (called for a forward pass):
+    /// bound to an `nn.Module` constructor that is not a loss, or named like
+    /// a model (`model`, `net`, `self.encoder`, `resnet`...).
+    pub fn is_model(&self, expr: &Expr) -> bool {
+        let Some(dotted) = expr.dotted() else { return false };
+        if self.is_imported_path(expr) {
+            return false;
+        }
+        if self.is_loss_path(&dotted) {
+            return false;
+        }
+        match self.kind_of_binding(&dotted) {
+            Some(ValueKind::Module) => return true,
+            Some(_) => return false,
+            None => {}
+        }
+        let last = dotted.rsplit('.').next().unwrap_or(&dotted);
+        if !dotted.contains('.') && (self.facts.functions.contains(last) || last.starts_with(|c: char| c.is_ascii_uppercase())) {
+            // A function of this file, or a class being constructed.
+            return false;
+        }
+        // `create_model(...)`, `self._wrap_model(...)`, `prepare_model(...)`:
+        // methods and factories named after what they act on.
+        let mut ws = crate::resolve::word_slices(last);
+        let first = ws.next();
+        if first.is_some_and(|w| ACTION_VERBS.iter().any(|v| w.eq_ignore_ascii_case(v))) || ws.nth(2).is_some() {
+            return false;
+        }
+        let ends_with = |suffix: &str| {
+            last.len() >= suffix.len() && last.as_bytes()[last.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        MODEL_SUFFIXES.iter().any(|s| ends_with(s)) && !ends_with("subnet")
+            || last.eq_ignore_ascii_case("net_g")
+            || last.eq_ignore_ascii_case("net_d")
+    }
+
+    /// Whether `expr` is a module reached through attributes of a model:
+    /// `model`, `model.emb`, `self.fc` (a module attribute of the class),
+    /// `self.encoder.layer`.
+    pub fn is_module_path(&self, expr: &Expr) -> bool {
+        let mut cur = expr;
+        loop {
+            if self.is_model(cur) || self.kind_of(cur) == Some(ValueKind::Module) {
+                return true;
+            }
+            match &cur.kind {
+                ExprKind::Attribute { value, .. } => cur = value,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Whether a dotted path is a parameter: a leaf that requires grad, or
+    /// the `weight`/`bias` of a module path.
+    pub fn is_parameter_path(&self, dotted: &str) -> bool {
+        if self.is_requires_grad_leaf(dotted) || self.kind_of_binding(dotted) == Some(ValueKind::Parameter) {
+            return true;
+        }
+        let Some((owner, attr)) = dotted.rsplit_once('.') else { return false };
+        if !matches!(attr, "weight" | "bias") {
+            return false;
+        }
+        let mut parts = owner.split('.');
+        let Some(root) = parts.next() else { return false };
+        let mut e = Expr::new(memlint_diagnostics::Span::new(0, 0), ExprKind::Name(root.into()));
+        for p in parts {
+            e = Expr::new(
+                memlint_diagnostics::Span::new(0, 0),
+                ExprKind::Attribute { value: Box::new(e), attr: p.into(), attr_span: memlint_diagnostics::Span::new(0, 0) },
+            );
+        }
+        self.qualified_name(&e).is_none() && self.is_module_path(&e)
+    }
+
+    /// Whether `expr` is a loss module (`criterion`, `loss_fn`, an
+    /// `nn.*Loss()` instance).
+    pub fn is_loss_module(&self, expr: &Expr) -> bool {
+        expr.dotted().is_some_and(|d| self.is_loss_path(&d))
+    }
+
+    /// [`Context::is_loss_module`] of a dotted path.
+    pub(super) fn is_loss_path(&self, dotted: &str) -> bool {
+        let last = dotted.rsplit('.').next().unwrap_or(dotted);
+        LOSS_NAMES.iter().any(|n| last.eq_ignore_ascii_case(n)) || self.frame().losses.contains(dotted)
+    }
+
+    /// Whether a name or attribute chain starts at an import
+    /// ([`Context::qualified_name`] is `Some`), without building the name.
+    pub fn is_imported_path(&self, expr: &Expr) -> bool {
+        expr.dotted_root().is_some_and(|(root, _)| self.lookup_import(root).is_some())
+    }
+
+    /// Whether evaluating `expr` yields a value that carries autograd
+    /// history (a model output, a loss, arithmetic on those), judged at this
+    /// point of the walk. Always false while grad is disabled.
+    pub fn carries_graph(&self, expr: &Expr) -> bool {
+        if !self.grad_enabled() {
+            return false;
+        }
+        self.carries_graph_inner(expr)
+    }
+
+    pub(super) fn carries_graph_inner(&self, expr: &Expr) -> bool {
+        match &expr.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let Some(d) = expr.dotted() else { return false };
+                if self.frame().graph.contains(d.as_str()) {
+                    return true;
+                }
+                // `out.logits` of a graph-carrying `out`.
+                if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
+                    return attr != "data" && attr != "shape" && attr != "grad" && self.carries_graph_inner(value);
+                }
+                false
+            }
+            ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
+            ExprKind::BinOp { left, right, .. } => self.carries_graph_inner(left) || self.carries_graph_inner(right),
+            ExprKind::Unary { operand: e, .. } => self.carries_graph_inner(e),
+            ExprKind::IfExp { body, orelse, .. } => self.carries_graph_inner(body) || self.carries_graph_inner(orelse),
+            ExprKind::Sequence(items) => items.iter().any(|i| self.carries_graph_inner(i)),
+            ExprKind::Dict(items) => items.iter().any(|(_, v)| self.carries_graph_inner(v)),
+            ExprKind::Call { func, args, keywords, .. } => {
+                // A project function that returns a loss or model output.
+                if let Some(f) = self.project_callee(expr) {
+                    return f.returns_graph;
+                }
+                if let ExprKind::Attribute { value, attr, .. } = &func.kind {
+                    if !self.is_imported_path(func) {
+                        if DETACHING_METHODS.contains(&attr.as_str()) {
+                            return false;
+                        }
+                        if attr == "forward" && self.is_model(value) {
+                            return true;
+                        }
+                        return self.carries_graph_inner(value);
+                    }
+                }
+                if let ExprKind::Name(n) = &func.kind {
+                    if self.lookup_import(n).is_none() && SCALAR_BUILTINS.contains(&n.as_str()) {
+                        return false;
+                    }
+                }
+                if let Some(q) = self.qualified_name(func) {
+                    if q.starts_with_module("torch") {
+                        return args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| self.carries_graph_inner(a));
+                    }
+                    return false;
+                }
+                self.is_model(func) || self.is_loss_module(func)
+            }
+            _ => false,
+        }
+    }
+
+    /// The known kind of an expression's value.
+    pub fn kind_of(&self, expr: &Expr) -> Option<ValueKind> {
+        match &expr.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let d = expr.dotted()?;
+                if let Some(k) = self.kind_of_binding(&d) {
+                    return Some(k);
+                }
+                if self.is_requires_grad_leaf(&d) {
+                    return Some(ValueKind::Parameter);
+                }
+                if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
+                    if matches!(attr.as_str(), "weight" | "bias") && !self.is_imported_path(expr) && self.is_module_path(value) {
+                        return Some(ValueKind::Parameter);
+                    }
+                    if attr == "grad" && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                    if matches!(attr.as_str(), "T" | "mT" | "H" | "real" | "imag") && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                }
+                None
+            }
+            ExprKind::Literal(_) => Some(ValueKind::NonTensor),
+            ExprKind::Subscript { value, .. } => match self.kind_of(value) {
+                Some(ValueKind::Tensor | ValueKind::Parameter) => Some(ValueKind::Tensor),
+                _ => None,
+            },
+            ExprKind::BinOp { left, right, .. } => {
+                if self.is_tensor(left) || self.is_tensor(right) {
+                    Some(ValueKind::Tensor)
+                } else {
+                    None
+                }
+            }
+            ExprKind::Call { func, .. } => self.kind_of_call(func),
+            _ => None,
+        }
+    }
+
+    pub(super) fn kind_of_call(&self, func: &Expr) -> Option<ValueKind> {
+        if let Some(q) = self.qualified_name(func) {
+            let s = q.as_str();
+            if q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]) {
+                return Some(ValueKind::Parameter);
+            }
+            if q.starts_with_module("torch.utils.data") && q.last() == "DataLoader" {
+                return Some(ValueKind::DataLoader);
+            }
+            // Schedulers and weight averagers live in `torch.optim` too.
+            if q.starts_with_module("torch.optim")
+                && !q.starts_with_module("torch.optim.lr_scheduler")
+                && !q.starts_with_module("torch.optim.swa_utils")
+                && q.last().starts_with(|c: char| c.is_ascii_uppercase())
+            {
+                return Some(ValueKind::Optimizer);
+            }
+            if q.starts_with_module("torch.nn") && !q.starts_with_module("torch.nn.functional") {
+                if q.last().starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Some(ValueKind::Module);
+                }
+                return None;
+            }
+            if q.starts_with_module("torchvision.models") || s == "timm.create_model" {
+                return Some(ValueKind::Module);
+            }
+            if q.starts_with_module("torch") {
+                let last = q.last();
+                if last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !matches!(last, "is_tensor" | "numel" | "is_grad_enabled" | "device" | "dtype" | "no_grad" | "manual_seed")
+                    && !q.starts_with_module("torch.cuda")
+                    && !q.starts_with_module("torch.backends")
+                    && !q.starts_with_module("torch.distributed")
+                {
+                    return Some(ValueKind::Tensor);
+                }
+                return None;
+            }
+            if s == "argparse.ArgumentParser" {
+                return Some(ValueKind::NonTensor);
+            }
+            return match self.index.class_is_module(s) {
+                Some(true) => Some(ValueKind::Module),
+                Some(false) => Some(ValueKind::Object),
+                None => None,
+            };
+        }
+        match &func.kind {
+            ExprKind::Name(n) if self.module_classes.contains(n.as_str()) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } if self.project_class_of_call(func).is_some() => {
+                let class = self.project_class_of_call(func)?;
+                match self.index.class_is_module(&class) {
+                    Some(true) => Some(ValueKind::Module),
+                    _ => Some(ValueKind::Object),
+                }
+            }
+            ExprKind::Name(n) if SCALAR_BUILTINS.contains(&n.as_str()) => Some(ValueKind::NonTensor),
+            ExprKind::Attribute { value, attr, .. } => {
+                if attr == "parse_args" || attr == "parse_known_args" {
+                    return Some(ValueKind::NonTensor);
+                }
+                match self.kind_of(value) {
+                    Some(ValueKind::Tensor | ValueKind::Parameter) => {
+                        if DETACHING_METHODS.contains(&attr.as_str())
+                            && matches!(attr.as_str(), "item" | "tolist" | "size" | "dim" | "numel" | "nelement")
+                        {
+                            Some(ValueKind::NonTensor)
+                        } else {
+                            Some(ValueKind::Tensor)
+                        }
+                    }
+                    Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Output),
+                    _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Output),
+                }
+            }
+            _ => None,
+        }
+        .or_else(|| {
+            if self.is_loss_module(func) {
+                Some(ValueKind::Tensor)
+            } else {
+                self.is_model(func).then_some(ValueKind::Output)
+            }
+        })
+    }
+
+    /// Whether a `with` context expression disables grad (`Some(false)`),
+    /// enables it (`Some(true)`), or is unrelated (`None`). An undecidable
+    /// mode (`set_grad_enabled(flag)`) yields `Some(false)`.
+    pub(super) fn grad_mode_of_context(&self, ctx: &Expr) -> Option<Option<bool>> {
+        // A decorator or context manager of the project whose definition
+        // enters no_grad/inference_mode (`@smart_inference_mode()`).
+        let callee = match &ctx.kind {
+            ExprKind::Call { func, .. } => func,
+            _ => ctx,
+        };
+        if let Some(q) = self.context_callee(callee) {
+            if !q.starts_with("torch.") && self.index.disables_grad(&q) {
+                return Some(Some(false));
+            }
+        }
+        let (q, args) = match &ctx.kind {
+            ExprKind::Call { func, args, .. } => (self.qualified_name(func)?, Some(args)),
+            _ => (self.qualified_name(ctx)?, None),
+        };
+        let first_arg = || args.and_then(|a| a.first()).or_else(|| ctx.keyword("mode"));
+        match q.as_str() {
+            "torch.no_grad" | "torch.autograd.no_grad" | "torch.autograd.grad_mode.no_grad" => Some(Some(false)),
+            "torch.inference_mode" | "torch.autograd.inference_mode" | "torch.autograd.grad_mode.inference_mode" => {
+                match first_arg() {
+                    Some(a) if a.is_false() => None,
+                    _ => Some(Some(false)),
+                }
+            }
+            "torch.enable_grad" | "torch.autograd.enable_grad" => Some(Some(true)),
+            "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" => match first_arg() {
+                Some(a) if a.is_true() => Some(Some(true)),
+                Some(a) if a.is_false() => Some(Some(false)),
+                _ => Some(None),
+            },
+            _ => None,
+        }
+    }
+
+    /// The project function a `with` context comes from: its callee, or,
+    /// for a local holding what a project function returned, that function.
+    pub(super) fn context_callee(&self, callee: &Expr) -> Option<String> {
+        if let Some(n) = callee.dotted() {
+            for f in self.visible_frames() {
+                if let Some(q) = f.factories.get(n.as_str()) {
+                    return Some(q.clone());
+                }
+            }
+        }
+        self.project_name(callee)
+    }
+
+    /// Whether the current point is in a branch that runs only for another
+    /// framework (`if self.framework == "tf":`).
+    pub fn in_non_torch_branch(&self) -> bool {
+        self.non_torch_depth > 0
+    }
+
+    /// The qualified name of the project class a call constructs.
+    pub fn project_class_of_call(&self, func: &Expr) -> Option<String> {
+        if self.index.is_empty() {
+            return None;
+        }
+        let q = self.project_name(func)?;
+        self.index.class_is_module(&q)?;
+        Some(q)
+    }
+
+    /// Whether a decorator disables grad for the whole function.
+    pub fn is_no_grad_decorator(&self, dec: &Expr) -> bool {
+        matches!(self.grad_mode_of_context(dec), Some(Some(false)) | Some(None))
+    }
+
+    // ----- walk ----------------------------------------------------------
+
+}
+
+/// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
+/// body, with that kind.
+pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
+    let mut out = HashMap::default();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| {
+                if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                    // `self.<attr> = ...` first: the value's kind is the costly part.
+                    if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
+                        return;
+                    }
+                    if let Some(k @ (ValueKind::Parameter | ValueKind::Module)) = cx.kind_of(value) {
+                        for t in targets {
+                            if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                out.insert(attr.to_string(), k);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+    out
+}
+
+/// Per class: `self.<attr>` frozen in any method, and `self.<attr>`
+/// assigned an instance of a project class.
+pub(super) fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>, HashMap<String, String>) {
+    let mut frozen = HashSet::default();
+    let mut instances = HashMap::default();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| match &s.kind {
+                StmtKind::Expr(e) => {
+                    if let Some((recv, "requires_grad_")) = e.as_method_call() {
+                        let off = e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false));
+                        let recv = match recv.as_method_call() {
+                            Some((inner, "eval")) => inner,
+                            _ => recv,
+                        };
+                        if let (true, Some(attr)) = (off, recv.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::For { target, iter, body, .. } => {
+                    if let Some(m) = frozen_by_loop(target, iter, body) {
+                        if let Some(attr) = m.strip_prefix("self.") {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::Assign { targets, value, .. } => {
+                    if let Some((func, _, _)) = value.as_call() {
+                        if let Some(class) = cx.project_class_of_call(func) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    instances.insert(attr.to_string(), class.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            });
+        }
+    }
+    (frozen, instances)
+}
+

@@ -1,0 +1,463 @@
+//! The statement-order walk: the module pre-scan, statements and their
+//! expressions in order, with the visitor called before each statement's
+//! effects are applied.
+
+use super::*;
+
+impl Context {
+    pub(super) fn prescan_module(&mut self, body: &[Stmt]) {
+        // Classes deriving (transitively, within the file) from nn.Module.
+        let mut classes: Vec<(&str, &[Expr])> = Vec::new();
+        fn collect<'b>(
+            body: &'b [Stmt],
+            out: &mut Vec<(&'b str, &'b [Expr])>,
+            imports: &mut Vec<(String, Option<String>)>,
+            functions: &mut Vec<String>,
+        ) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::Class(c) => {
+                        let crate::ir::Class { name, bases, body, .. } = &**c;
+                        out.push((name, bases));
+                        collect(body, out, imports, functions);
+                    }
+                    StmtKind::Import(bindings) => {
+                        for b in bindings {
+                            imports.push((b.local.clone(), Some(b.qualified.clone())));
+                        }
+                    }
+                    StmtKind::Function(f) => {
+                        functions.push(f.name.clone());
+                        collect(&f.body, out, imports, functions);
+                    }
+                    _ => {
+                        for block in s.child_blocks() {
+                            collect(block, out, imports, functions);
+                        }
+                    }
+                }
+            }
+        }
+        let mut imports = Vec::new();
+        let mut functions = Vec::new();
+        collect(body, &mut classes, &mut imports, &mut functions);
+        let mut facts = ModuleFacts::default();
+        for (l, q) in &mut imports {
+            if let Some(q) = q {
+                *q = self.module.resolve_relative(q);
+                let (_, targets) = facts
+                    .import_targets
+                    .entry(name_hash(l), |(k, _)| k == l, |(k, _)| name_hash(k))
+                    .or_insert_with(|| (l.clone(), Vec::new()))
+                    .into_mut();
+                if !targets.contains(q) {
+                    targets.push(q.clone());
+                }
+            }
+        }
+        // Top-level definitions (also inside top-level `if`/`try` blocks).
+        fn top_defs(body: &[Stmt], out: &mut Vec<String>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::Function(f) => out.push(f.name.clone()),
+                    StmtKind::Class(c) => out.push(c.name.clone()),
+                    StmtKind::If { .. } | StmtKind::Try(_) | StmtKind::Block(_) => {
+                        s.child_blocks().for_each(|b| top_defs(b, out))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut defs = Vec::new();
+        top_defs(body, &mut defs);
+        for d in defs {
+            let q = self.qualify(&d);
+            facts.module_defs.insert(d, q);
+        }
+        facts.functions = functions.into_iter().collect();
+        facts.torch_imported = imports.iter().any(|(_, q)| {
+            q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
+        });
+        self.torch_imported = facts.torch_imported;
+        self.facts = Arc::new(facts);
+        // Module-level imports are visible to classes defined before them in
+        // the file only at run time; resolve bases with all imports seen.
+        let mut all = ImportMap::default();
+        for (l, q) in imports {
+            all.insert_if_absent(l, q);
+        }
+        let saved = std::mem::replace(&mut self.module_imports, all);
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (name, bases) in &classes {
+                if self.module_classes.contains(*name) {
+                    continue;
+                }
+                let is_module = bases.iter().any(|b| {
+                    if let Some(q) = self.qualified_name(b) {
+                        return q.is_any(&["torch.nn.Module", "torch.nn.modules.module.Module"])
+                            || (q.starts_with_module("torch.nn") && q.last().starts_with(|c: char| c.is_ascii_uppercase()))
+                            || q.as_str().contains("LightningModule");
+                    }
+                    b.as_name().is_some_and(|n| self.module_classes.contains(n))
+                });
+                if is_module {
+                    self.module_classes.insert((*name).to_string());
+                    changed = true;
+                }
+            }
+        }
+        self.module_imports = saved;
+        if let Some(facts) = Arc::get_mut(&mut self.facts) {
+            facts.module_classes = self.module_classes.clone();
+        }
+    }
+
+    /// The pre-scan's facts of the module being walked, for a later walk of
+    /// the same parsed module ([`ContextOptions::module_facts`]).
+    pub fn module_facts(&self) -> Arc<ModuleFacts> {
+        self.facts.clone()
+    }
+
+    pub(super) fn walk_body(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
+        for stmt in body {
+            self.walk_stmt(stmt, visitor);
+        }
+    }
+
+    pub(super) fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
+            // Compatibility, copied reads and writes through are for the
+            // rules' queries only.
+            if cx.options.summary_only {
+                v.visit_expr(e, cx);
+                e.for_each_child(|c| rec(c, cx, v));
+                return;
+            }
+            // The node itself already counts: a rule checking the operands
+            // of `a if TORCH_2_4 else b` from the node sees compatibility code.
+            let compat = match &e.kind {
+                ExprKind::IfExp { test, .. } => cx.is_version_guard(test),
+                ExprKind::Call { func, .. } => {
+                    matches!(func.as_name(), Some("isinstance" | "issubclass" | "hasattr" | "getattr"))
+                }
+                _ => false,
+            };
+            if compat {
+                cx.compat_expr.set(cx.compat_expr.get() + 1);
+            }
+            let copied = match e.as_method_call() {
+                Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.id),
+                _ => None,
+            };
+            let written = match e.as_method_call() {
+                Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.id),
+                _ => None,
+            };
+            v.visit_expr(e, cx);
+            if let Some(id) = copied {
+                cx.copied_reads.borrow_mut().push(id);
+            }
+            if let Some(id) = written {
+                cx.written.borrow_mut().push(id);
+            }
+            e.for_each_child(|c| rec(c, cx, v));
+            if copied.is_some() {
+                cx.copied_reads.borrow_mut().pop();
+            }
+            if written.is_some() {
+                cx.written.borrow_mut().pop();
+            }
+            if compat {
+                cx.compat_expr.set(cx.compat_expr.get() - 1);
+            }
+        }
+        stmt.for_each_expr(|e| rec(e, self, visitor));
+    }
+
+    /// Whether a condition checks the installed torch's version or API
+    /// (`TORCH_2_4`, `torch.__version__ >= ...`, `is_torch_greater_or_equal("2.4")`,
+    /// `hasattr(torch, "amp")`): its branches are compatibility code.
+    pub fn is_version_guard(&self, test: &Expr) -> bool {
+        test.any(&mut |e| match &e.kind {
+            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+                let lower = n.to_ascii_lowercase();
+                lower.contains("version")
+                    || ((lower.contains("torch") || lower.starts_with("pt_") || lower.contains("_pt_"))
+                        && (lower.chars().any(|c| c.is_ascii_digit())
+                            || ["greater", "less", "newer", "older", "_ge", "_gt", "_lt", "_le", "has_", "available"]
+                                .iter()
+                                .any(|w| lower.contains(w))))
+            }
+            ExprKind::Call { func, args, .. } if matches!(func.as_name(), Some("hasattr" | "getattr")) => {
+                args.first().is_some_and(|a| self.qualified_name(a).is_some_and(|q| q.starts_with_module("torch")))
+            }
+            _ => false,
+        })
+    }
+
+    pub(super) fn walk_stmt(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        self.assign_targets.clear();
+        self.data_swap = None;
+        self.current_stmt = stmt.span;
+        self.current_stmt_id = stmt.id;
+        self.assign_local = match &stmt.kind {
+            StmtKind::Assign { targets, .. } if targets.len() == 1 => targets[0].as_name().map(str::to_string),
+            _ => None,
+        };
+        if let StmtKind::Assign { targets, value, .. } = &stmt.kind {
+            self.assign_targets.extend(targets.iter().map(|t| t.id));
+            if targets.iter().any(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")) {
+                self.data_swap = self.swap_kind(value);
+            }
+        }
+        if let StmtKind::Class(c) = &stmt.kind {
+            self.class_attrs = Some(class_attr_kinds(&c.body, self));
+        }
+        visitor.visit_stmt(stmt, self);
+        // `buf[i] = x.data` copies the values into `buf`: no alias survives.
+        let copied = match &stmt.kind {
+            StmtKind::Assign { targets, value, .. } if targets.iter().all(|t| matches!(t.kind, ExprKind::Subscript { .. })) => {
+                Some(value.id)
+            }
+            _ => None,
+        };
+        if let Some(id) = copied {
+            self.copied_reads.borrow_mut().push(id);
+        }
+        // `x[0] = v` / `x[0] += v` write through `x`.
+        let stores: Vec<ExprId> = match &stmt.kind {
+            StmtKind::Assign { targets, .. } => targets
+                .iter()
+                .filter_map(|t| match &t.kind {
+                    ExprKind::Subscript { value, .. } => Some(value.id),
+                    _ => None,
+                })
+                .collect(),
+            StmtKind::AugAssign { target, .. } => match &target.kind {
+                ExprKind::Subscript { value, .. } => vec![value.id],
+                _ => vec![target.id],
+            },
+            StmtKind::Delete(targets) => targets.iter().map(|t| t.id).collect(),
+            _ => Vec::new(),
+        };
+        let n_stores = stores.len();
+        self.written.borrow_mut().extend(stores);
+        self.visit_exprs(stmt, visitor);
+        if copied.is_some() {
+            self.copied_reads.borrow_mut().pop();
+        }
+        {
+            let mut w = self.written.borrow_mut();
+            let keep = w.len() - n_stores;
+            w.truncate(keep);
+        }
+        match &stmt.kind {
+            StmtKind::Import(bindings) => {
+                for b in bindings {
+                    if b.qualified == "torch" || b.qualified.starts_with("torch.") {
+                        self.torch_imported = true;
+                    }
+                    let qualified = self.module.resolve_relative(&b.qualified);
+                    if self.frames.len() == 1 {
+                        self.module_imports.insert(b.local.clone(), Some(qualified));
+                    } else {
+                        self.frame_mut().imports.insert(b.local.clone(), Some(qualified));
+                    }
+                }
+            }
+            StmtKind::Expr(e) => self.apply_call_effects(e),
+            StmtKind::Assign { targets, value, .. } => {
+                self.apply_call_effects(value);
+                for t in targets {
+                    if let ExprKind::Attribute { value: obj, attr, .. } = &t.kind {
+                        if attr == "requires_grad" {
+                            if let Some(d) = obj.dotted() {
+                                if value.is_true() {
+                                    self.frame_mut().requires_grad.insert(d.into());
+                                } else {
+                                    self.frame_mut().requires_grad.remove(d.as_str());
+                                }
+                            }
+                            continue;
+                        }
+                    }
+                    self.bind(t, Some(value));
+                }
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                if let Some(d) = target.dotted() {
+                    if self.carries_graph(value) {
+                        self.frame_mut().graph.insert(d.into());
+                    }
+                }
+            }
+            StmtKind::For { target, iter, body, orelse } => {
+                let calls_backward = self.body_calls_backward(body);
+                let kind = self.classify_loop(iter, body, calls_backward);
+                if !self.options.summary_only {
+                    if let Some(model) = frozen_by_loop(target, iter, body) {
+                        self.frame_mut().frozen.insert(model);
+                    }
+                }
+                let mut frame = self.loop_frame(kind, calls_backward, body);
+                let mut targets = Vec::new();
+                collect_target_names(target, &mut targets);
+                frame.resets.extend(targets.iter().cloned());
+                // The loop variable is new in every iteration, everywhere in the body.
+                let everywhere: HashSet<StmtId> = {
+                    let mut stmts = HashSet::default();
+                    for_each_stmt_in_function(body, &mut |s| {
+                        stmts.insert(s.id);
+                    });
+                    stmts
+                };
+                for t in &targets {
+                    frame.unconditional.insert(t.clone(), everywhere.clone());
+                }
+                self.bind_loop_target(target, iter);
+                self.frame_mut().loops.push(frame);
+                self.walk_body(body, visitor);
+                self.frame_mut().loops.pop();
+                self.walk_body(orelse, visitor);
+            }
+            StmtKind::While { test: _, body, orelse } => {
+                let calls_backward = self.body_calls_backward(body);
+                let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
+                let frame = self.loop_frame(kind, calls_backward, body);
+                self.frame_mut().loops.push(frame);
+                self.walk_body(body, visitor);
+                self.frame_mut().loops.pop();
+                self.walk_body(orelse, visitor);
+            }
+            StmtKind::If { test, body, orelse } => {
+                let guard = usize::from(self.is_version_guard(test));
+                let (body_other, else_other) = framework_branches(test);
+                let interval = usize::from(is_interval_guard(test));
+                let option = usize::from(is_option_guard(test));
+                self.option_depth += option;
+                self.compat_depth += guard;
+                self.non_torch_depth += usize::from(body_other);
+                self.interval_depth += interval;
+                self.walk_body(body, visitor);
+                self.interval_depth -= interval;
+                self.option_depth -= option;
+                self.non_torch_depth -= usize::from(body_other);
+                self.non_torch_depth += usize::from(else_other);
+                self.walk_body(orelse, visitor);
+                self.non_torch_depth -= usize::from(else_other);
+                self.compat_depth -= guard;
+            }
+            StmtKind::Block(body) => self.walk_body(body, visitor),
+            StmtKind::Try(t) => {
+                let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
+                self.walk_body(body, visitor);
+                for h in handlers {
+                    // An `except` handler is a fallback: compatibility code.
+                    self.compat_depth += 1;
+                    self.handlers.push(handler_type_names(h));
+                    if let Some(n) = &h.name {
+                        let name = Expr::new(h.span, ExprKind::Name(n.as_str().into()));
+                        self.bind(&name, None);
+                    }
+                    self.walk_body(&h.body, visitor);
+                    self.handlers.pop();
+                    self.compat_depth -= 1;
+                }
+                self.walk_body(orelse, visitor);
+                self.walk_body(finalbody, visitor);
+            }
+            StmtKind::Break | StmtKind::Continue | StmtKind::Raise(_) => {}
+            StmtKind::With { items, body } => {
+                let mut pushed = 0;
+                let mut contexts = 0;
+                for it in items {
+                    let callee = match &it.context.kind {
+                        ExprKind::Call { func, .. } => func.as_ref(),
+                        _ => &it.context,
+                    };
+                    if let Some(q) = self.context_callee(callee) {
+                        self.frame_mut().with_contexts.push(q);
+                        contexts += 1;
+                    }
+                    if let Some(mode) = self.grad_mode_of_context(&it.context) {
+                        self.frame_mut().with_grad.push(mode);
+                        pushed += 1;
+                    }
+                    if let Some(t) = &it.target {
+                        self.bind(t, None);
+                    }
+                }
+                self.walk_body(body, visitor);
+                for _ in 0..pushed {
+                    self.frame_mut().with_grad.pop();
+                }
+                for _ in 0..contexts {
+                    self.frame_mut().with_contexts.pop();
+                }
+            }
+            StmtKind::Function(func) => {
+                // Where a function is defined says nothing of how often it
+                // runs: interval and option guards and `except` handlers
+                // around the `def` do not apply to its body. Compatibility
+                // and other-framework branches do (the function exists only
+                // on that path).
+                let saved = (
+                    std::mem::take(&mut self.interval_depth),
+                    std::mem::take(&mut self.option_depth),
+                    std::mem::take(&mut self.handlers),
+                );
+                self.enter_function(func);
+                self.walk_body(&func.body, visitor);
+                self.frames.pop();
+                (self.interval_depth, self.option_depth, self.handlers) = saved;
+                // The function name now binds a function, not an import.
+                self.shadow(&func.name);
+            }
+            StmtKind::Class(c) => {
+                let crate::ir::Class { name, bases, body, .. } = &**c;
+                if bases.iter().any(|b| {
+                    self.qualified_name(b).is_some_and(|q| q.is_any(&["torch.autograd.Function", "torch.autograd.function.Function"]))
+                }) {
+                    self.autograd_functions.insert(name.clone());
+                }
+                self.class_stack.push(name.clone());
+                let qualname = self.qualname_for(name);
+                let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
+                let (frozen, instances) = class_attr_facts(body, self);
+                self.class_frozen.insert(qualname.clone(), frozen);
+                self.class_instances.insert(qualname.clone(), instances);
+                // A class with a `forward` method or its own parameters is
+                // model code even when its base (`PreTrainedModel`) is
+                // imported from elsewhere; merely holding a model (a trainer)
+                // does not count.
+                let defines_forward =
+                    body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
+                if defines_forward || attrs.values().any(|k| *k == ValueKind::Parameter) {
+                    self.module_classes.insert(name.clone());
+                }
+                self.class_params.insert(name.clone(), attrs);
+                // The class body is a scope of its own: `amp = False` in it
+                // does not hide a module-level `amp` from the rest of the file.
+                self.frames.push(Frame { is_class: true, name: Some(name.clone()), qualname: Some(qualname), ..Frame::default() });
+                self.walk_body(body, visitor);
+                self.frames.pop();
+                self.class_stack.pop();
+                self.shadow(name);
+            }
+            StmtKind::Delete(targets) => {
+                for t in targets {
+                    if let Some(d) = t.dotted() {
+                        let f = self.frame_mut();
+                        f.kinds.remove(d.as_str());
+                        f.graph.remove(d.as_str());
+                        f.requires_grad.remove(d.as_str());
+                    }
+                }
+            }
+            StmtKind::Return(_) | StmtKind::Other(_) | StmtKind::Declare { .. } => {}
+        }
+    }
+
+}

@@ -1,0 +1,5 @@
+//! Facts derived from the IR alone, below the walk: the view chains of
+//! expressions and the pre-walk scans of bodies.
+
+pub(crate) mod scan;
+pub mod views;

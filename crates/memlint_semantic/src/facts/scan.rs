@@ -1,0 +1,441 @@
+//! Pre-walk scans over a function or loop body: names assigned (and
+//! where unconditionally), `backward()` calls and roots, values kept
+//! alive, frozen parameters, guards and the `.data` swap-and-restore
+//! pattern. They read the IR only, not the walk's state.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::ir::{for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprKind, Stmt, StmtId, StmtKind, Words};
+use crate::resolve::words;
+
+/// Tensor methods whose result carries no autograd history.
+pub(crate) const DETACHING_METHODS: &[&str] = &[
+    "item", "detach", "tolist", "numpy", "size", "dim", "numel", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
+    "ge", "long", "int", "bool", "nelement", "element_size", "data_ptr", "is_contiguous", "isnan", "isinf",
+    "isfinite", "__float__", "__int__", "sign", "topk_indices",
+];
+/// Builtins whose result is a Python scalar or non-tensor.
+pub(crate) const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
+
+pub(crate) fn assigned_names(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => {
+            for t in targets {
+                let mut names = Vec::new();
+                collect_target_names(t, &mut names);
+                for n in names {
+                    if !reads(value, &n) {
+                        out.insert(n);
+                    }
+                }
+            }
+        }
+        StmtKind::For { target, .. } => {
+            let mut names = Vec::new();
+            collect_target_names(target, &mut names);
+            out.extend(names);
+        }
+        StmtKind::With { items, .. } => {
+            for it in items {
+                if let Some(t) = &it.target {
+                    let mut names = Vec::new();
+                    collect_target_names(t, &mut names);
+                    out.extend(names);
+                }
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+/// Per name assigned in a loop body (from a value that does not read it),
+/// the statements at which it is re-created in the same iteration: every
+/// path of the body's control-flow graph from its start to the statement,
+/// or from the statement to the end of the iteration (`continue`
+/// included), passes an assignment of it. `if i % 100 == 0: total = 0` is
+/// not a reset; `if bad: continue` before `outs = []` does not hide one.
+pub(crate) fn unconditional_assigned(body: &[Stmt]) -> HashMap<String, HashSet<StmtId>> {
+    let candidates = assigned_names(body);
+    let mut out = HashMap::default();
+    if candidates.is_empty() {
+        return out;
+    }
+    let cfg = crate::ir::cfg::Cfg::build(body);
+    let binds = |node: crate::ir::cfg::NodeId, name: &str| -> bool {
+        let Some(s) = cfg.stmt(node) else { return false };
+        let mut names = Vec::new();
+        match &s.kind {
+            StmtKind::Assign { targets, value, .. } => {
+                for t in targets {
+                    collect_target_names(t, &mut names);
+                }
+                names.iter().any(|n| n == name) && !reads(value, name)
+            }
+            StmtKind::With { items, .. } => {
+                for it in items {
+                    if let Some(t) = &it.target {
+                        collect_target_names(t, &mut names);
+                    }
+                }
+                names.iter().any(|n| n == name)
+            }
+            _ => false,
+        }
+    };
+    for n in candidates {
+        let from_start = cfg.reachable_avoiding(cfg.entry(), &|node| binds(node, &n));
+        let to_end = cfg.reaching_avoiding(cfg.exit(), &|node| binds(node, &n));
+        let stmts: HashSet<StmtId> = cfg
+            .nodes()
+            .filter(|&node| !from_start[node] || !to_end[node])
+            .filter_map(|node| cfg.stmt(node).map(|s| s.id))
+            .collect();
+        out.insert(n, stmts);
+    }
+    out
+}
+
+pub(crate) fn reads(value: &Expr, dotted: &str) -> bool {
+    value.any(&mut |e| e.dotted().as_deref() == Some(dotted))
+}
+
+pub(crate) fn collect_target_names(target: &Expr, out: &mut Vec<String>) {
+    match &target.kind {
+        ExprKind::Sequence(elts) => elts.iter().for_each(|e| collect_target_names(e, out)),
+        ExprKind::Starred(e) => collect_target_names(e, out),
+        _ => {
+            if let Some(d) = target.dotted() {
+                out.push(d.into());
+            }
+        }
+    }
+}
+
+pub(crate) fn flatten_tuple_names(target: &Expr, out: &mut Vec<String>) {
+    match &target.kind {
+        ExprKind::Sequence(elts) => elts.iter().for_each(|e| flatten_tuple_names(e, out)),
+        ExprKind::Name(n) => out.push(n.to_string()),
+        _ => {}
+    }
+}
+
+/// `enumerate(x)`, `tqdm(x)`, `iter(x)`, `zip(x, ...)` -> `x`.
+pub(crate) fn unwrap_iter_call(iter: &Expr) -> &Expr {
+    if let Some((func, args, _)) = iter.as_call() {
+        if let ExprKind::Name(n) = &func.kind {
+            if matches!(n.as_str(), "enumerate" | "tqdm" | "iter" | "zip" | "list" | "sorted" | "reversed") {
+                if let Some(a) = args.first() {
+                    return unwrap_iter_call(a);
+                }
+            }
+        }
+    }
+    iter
+}
+
+/// Dotted names that name the iterated collection: arguments and the
+/// method name of a call, never a plain function's name.
+pub(crate) fn loader_names(iter: &Expr, out: &mut Vec<String>) {
+    match &iter.kind {
+        ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+            if let Some(d) = iter.dotted() {
+                out.push(d.rsplit('.').next().unwrap_or(&d).to_string());
+            }
+        }
+        ExprKind::Call { func, args, .. } => {
+            if let ExprKind::Attribute { attr, .. } = &func.kind {
+                out.push(attr.to_string());
+            }
+            args.iter().for_each(|a| loader_names(a, out));
+        }
+        ExprKind::Subscript { value, .. } => loader_names(value, out),
+        _ => {}
+    }
+}
+
+/// `loss.backward()`, `torch.autograd.grad(...)`, `torch.autograd.backward(...)`
+/// (matched by their dotted spelling: no resolution is needed for these).
+pub(crate) fn is_backward_call(e: &Expr) -> bool {
+    let method = e.as_method_call().map(|(_, m)| m);
+    if crate::api::event_of(e, None, method) == Some(crate::api::Event::Backward) {
+        return true;
+    }
+    e.as_call()
+        .and_then(|(func, _, _)| func.dotted())
+        .is_some_and(|d| d.ends_with("autograd.grad") || d.ends_with("autograd.backward"))
+}
+
+/// Whether the body calls `.backward()` (or `torch.autograd.backward/grad`).
+pub(crate) fn calls_backward(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        if is_backward_call(e) {
+            found = true;
+        }
+        if let Some((func, _, _)) = e.as_call() {
+            if let Some(d) = func.dotted() {
+                if d.ends_with("autograd.grad") || d.ends_with("autograd.backward") {
+                    found = true;
+                }
+            }
+        }
+    });
+    found
+}
+
+/// Names whose value `backward()` is called on: `loss.backward()`,
+/// `(loss / n).backward()`, `scaler.scale(loss).backward()`.
+pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    for_each_expr_in_function(body, &mut |e| {
+        if let Some((recv, "backward")) = e.as_method_call() {
+            let mut rec = |x: &Expr| -> bool {
+                if let Some(d) = x.dotted() {
+                    out.insert(d.into());
+                }
+                false
+            };
+            recv.any(&mut rec);
+        }
+    });
+    out
+}
+
+pub(crate) fn is_detached(v: &Expr) -> bool {
+    if let Some((_, m)) = v.as_method_call() {
+        return DETACHING_METHODS.contains(&m);
+    }
+    if let Some((func, _, _)) = v.as_call() {
+        if let Some(n) = func.as_name() {
+            return SCALAR_BUILTINS.contains(&n);
+        }
+    }
+    false
+}
+
+/// Names stored where they outlive the function: returned, yielded, assigned
+/// to an attribute or item, appended to a container.
+pub(crate) fn kept_alive(body: &[Stmt], words: Words) -> HashSet<String> {
+    let mut out = HashSet::default();
+    let add_names = |e: &Expr, out: &mut HashSet<String>| {
+        let mut stack = vec![e];
+        while let Some(x) = stack.pop() {
+            match &x.kind {
+                ExprKind::Sequence(es) => stack.extend(es.iter()),
+                ExprKind::Dict(items) => stack.extend(items.iter().map(|(_, v)| v)),
+                _ => {
+                    if let Some(d) = x.dotted() {
+                        out.insert(d.into());
+                    }
+                }
+            }
+        }
+    };
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Return(Some(v)) => add_names(v, &mut out),
+        StmtKind::Assign { targets, value, .. }
+            if targets.iter().any(|t| matches!(t.kind, ExprKind::Attribute { .. } | ExprKind::Subscript { .. })) => {
+                add_names(value, &mut out);
+            }
+        _ => {}
+    });
+    // Only a body that names one of these methods can store through them.
+    if !words.contains(Words::STORE) {
+        return out;
+    }
+    for_each_expr_in_function(body, &mut |e| {
+        if let Some((_, m)) = e.as_method_call() {
+            if Words::of(m) == Words::STORE {
+                if let Some((_, args, _)) = e.as_call() {
+                    for a in args {
+                        add_names(a, &mut out);
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Whether an expression is an attribute chain on `self` (`self.fc`, `self.enc.fc`).
+pub(crate) fn is_self_attribute(e: &Expr) -> bool {
+    let mut cur = e;
+    let mut depth = 0;
+    while let ExprKind::Attribute { value, .. } = &cur.kind {
+        cur = value;
+        depth += 1;
+    }
+    depth > 0 && cur.as_name() == Some("self")
+}
+
+/// `model.parameters()`, `group["params"]`, `opt.param_groups[0]["params"]`.
+pub(crate) fn is_parameter_iterable(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => matches!(e.as_method_call(), Some((_, "parameters"))),
+        ExprKind::Subscript { index, .. } => {
+            matches!(&index.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s == "params")
+        }
+        _ => false,
+    }
+}
+
+/// `for p in model.parameters(): p.requires_grad = False` (or
+/// `p.requires_grad_(False)`) freezes `model`.
+pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
+    let p = target.as_name()?;
+    let (model, "parameters") = iter.as_method_call()? else { return None };
+    let model = model.dotted()?;
+    let freezes = body.iter().any(|s| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => {
+            value.is_false()
+                && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
+        }
+        StmtKind::Expr(e) => match e.as_method_call() {
+            Some((recv, "requires_grad_")) => {
+                recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
+            }
+            _ => false,
+        },
+        _ => false,
+    });
+    freezes.then_some(model.into())
+}
+
+/// Whether `backward()` is called outside every loop of the body, not
+/// counting calls under `if <flag>:` (the train-mode flag of a function
+/// that also evaluates).
+pub(crate) fn backward_outside_loops(body: &[Stmt], flag: Option<&str>) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class { .. } => false,
+        StmtKind::If { test, body, orelse } => {
+            if flag.is_some_and(|f| test.any(&mut |e| e.as_name() == Some(f))) {
+                return false;
+            }
+            backward_outside_loops(body, flag) || backward_outside_loops(orelse, flag)
+        }
+        _ => {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| is_backward_call(x));
+            });
+            found || s.child_blocks().any(|b| backward_outside_loops(b, flag))
+        }
+    })
+}
+
+/// Whether `backward()` is called in the body (loops included) other than
+/// under `if <flag>:`.
+pub(crate) fn backward_unguarded(body: &[Stmt], flag: &str) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::Function(_) | StmtKind::Class { .. } => false,
+        StmtKind::If { test, body, orelse } => {
+            if test.any(&mut |e| e.as_name() == Some(flag)) {
+                return backward_unguarded(orelse, flag);
+            }
+            backward_unguarded(body, flag) || backward_unguarded(orelse, flag)
+        }
+        _ => {
+            let mut found = false;
+            s.for_each_expr(|e| found |= e.any(&mut |x| is_backward_call(x)));
+            found || s.child_blocks().any(|b| backward_unguarded(b, flag))
+        }
+    })
+}
+
+/// For `if <...framework> == "tf":` (or `"jax"`, `"flax"`, `"np"`), the
+/// body runs for another framework; for `== "pt"`, the `else` does.
+pub(crate) fn framework_branches(test: &Expr) -> (bool, bool) {
+    let ExprKind::Compare { left, ops, comparators } = &test.kind else { return (false, false) };
+    let names_framework = left.dotted().is_some_and(|d| d.rsplit('.').next().is_some_and(|l| l.contains("framework")));
+    let (Some(op), Some(right)) = (ops.first(), comparators.first()) else { return (false, false) };
+    let ExprKind::Literal(crate::ir::Literal::Str(value)) = &right.kind else { return (false, false) };
+    if !names_framework || !matches!(op, crate::ir::CmpOp::Eq | crate::ir::CmpOp::NotEq) {
+        return (false, false);
+    }
+    let other = matches!(value.as_str(), "tf" | "jax" | "flax" | "np" | "numpy" | "mlx");
+    let torch = value == "pt";
+    let eq = *op == crate::ir::CmpOp::Eq;
+    match (other, torch, eq) {
+        (true, _, true) | (_, true, false) => (true, false),
+        (_, true, true) | (true, _, false) => (false, true),
+        _ => (false, false),
+    }
+}
+
+/// `x % k == c` in a condition (`if step % 100 == 0`, `(i + 1) % n == 0`,
+/// `step % k == k - 1`, `not step % k`): the body runs every k-th time.
+pub(crate) fn is_interval_guard(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        // `==` only: `step % k != 0` runs k - 1 steps out of k.
+        ExprKind::Compare { left, ops, comparators } if ops.iter().all(|o| *o == crate::ir::CmpOp::Eq) => {
+            matches!(&left.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. })
+                || comparators.iter().any(|c| matches!(&c.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }))
+        }
+        ExprKind::Unary { operand: inner, .. } => matches!(&inner.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }),
+        _ => false,
+    })
+}
+
+/// The last segments of the exception types an `except` clause names.
+pub(crate) fn handler_type_names(h: &crate::ir::Handler) -> Vec<String> {
+    let Some(t) = &h.types else { return vec!["BaseException".to_string()] };
+    let one = |e: &Expr| e.dotted().map(|d| d.rsplit('.').next().unwrap_or(&d).to_string());
+    match &t.kind {
+        ExprKind::Sequence(items) => items.iter().filter_map(one).collect(),
+        _ => one(t).into_iter().collect(),
+    }
+}
+
+/// A condition that reads a memory option of a configuration object
+/// (`args.empty_unused_memory_level`, `cfg.clear_cache`,
+/// `self.config.free_memory`): `if args.local_rank == 0:` is not one.
+pub(crate) fn is_option_guard(test: &Expr) -> bool {
+    const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    const MEMORY_WORDS: &[&str] = &["empty", "cache", "memory", "mem", "free", "clear", "release", "gc", "oom"];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Attribute { value, attr, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            let config = OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args");
+            config && words(attr).iter().any(|w| MEMORY_WORDS.contains(&w.as_str()))
+        }
+        _ => false,
+    })
+}
+
+/// Locals assigned a `.data` read (`saved = p.data`) and later assigned
+/// back through `.data =` (`p.data = saved`).
+pub(crate) fn data_restores(body: &[Stmt]) -> HashSet<String> {
+    let mut saved = HashSet::default();
+    let mut restored = HashSet::default();
+    for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            let reads_data = matches!(&value.kind, ExprKind::Attribute { attr, .. } if attr == "data");
+            for t in targets {
+                if let (Some(n), true) = (t.as_name(), reads_data) {
+                    saved.insert(n.to_string());
+                }
+                if matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data") {
+                    if let Some(n) = value.as_name() {
+                        restored.insert(n.to_string());
+                    }
+                }
+            }
+        }
+    });
+    saved.intersection(&restored).cloned().collect()
+}
+
+/// Start offsets of the `backward()` calls in `body` (nested functions excluded).
+pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
+    let mut out = Vec::new();
+    crate::ir::for_each_expr_in_function(body, &mut |e| {
+        if is_backward_call(e) {
+            out.push(e.span.start);
+        }
+    });
+    out
+}
+

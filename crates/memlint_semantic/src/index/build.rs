@@ -1,0 +1,166 @@
+//! Joining the files' summaries: name tables, the call graph as a
+//! compressed adjacency list, and the builder that computes the facts.
+
+use super::*;
+
+/// The definitions of all files joined, and their call sites, before the
+/// call-graph facts are computed.
+#[derive(Debug)]
+pub(super) struct IndexBuilder {
+    pub(super) ix: ProjectIndex,
+    pub(super) calls: Vec<CallSite>,
+}
+
+impl IndexBuilder {
+    /// The maps of all files' definitions, filled side by side: the
+    /// functions on one core, the classes, import aliases and call sites on
+    /// another. Each map is filled in file order, so of two definitions of
+    /// one name the later file's is kept, as when they are added one by one.
+    pub(super) fn fill(files: Vec<FileSummary>) -> IndexBuilder {
+        let sizes = |count: fn(&FileSummary) -> usize| files.iter().map(count).sum::<usize>();
+        let (n_functions, n_classes, n_aliases, n_calls) =
+            (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
+        let mut functions = Vec::with_capacity(files.len());
+        let mut rest = Vec::with_capacity(files.len());
+        for f in files {
+            let FileSummary { module, functions: fs, classes, calls, imports, applied, .. } = f;
+            functions.push(fs);
+            rest.push((module, classes, calls, imports, applied));
+        }
+        let (functions, (classes, aliases, applied, calls)) = rayon::join(
+            || {
+                let mut map: HashMap<String, FunctionSummary> = HashMap::default();
+                map.reserve(n_functions);
+                for func in functions.into_iter().flatten() {
+                    map.insert(func.qualname.clone(), func);
+                }
+                map
+            },
+            || {
+                let mut classes: HashMap<String, ClassSummary> = HashMap::default();
+                classes.reserve(n_classes);
+                let mut aliases: HashMap<String, String> = HashMap::default();
+                aliases.reserve(n_aliases);
+                let mut applied: HashSet<String> = HashSet::default();
+                let mut calls = Vec::with_capacity(n_calls);
+                for (module, cs, file_calls, imports, file_applied) in rest {
+                    for (local, q) in imports {
+                        let mut key = String::with_capacity(module.path.len() + 1 + local.len());
+                        key.push_str(&module.path);
+                        key.push('.');
+                        key.push_str(&local);
+                        aliases.insert(key, q);
+                    }
+                    for c in cs {
+                        classes.insert(c.qualname.clone(), c);
+                    }
+                    applied.extend(file_applied);
+                    calls.extend(file_calls);
+                }
+                (classes, aliases, applied, calls)
+            },
+        );
+        let ix = ProjectIndex { functions, classes, aliases, applied, ..ProjectIndex::default() };
+        IndexBuilder { ix, calls }
+    }
+
+    /// The index: callees resolved through the project's imports, then
+    /// the classes classified and the call-graph facts computed.
+    pub(super) fn finish(self) -> ProjectIndex {
+        let IndexBuilder { mut ix, mut calls } = self;
+        // Resolve every call's callee once (in parallel: the maps are
+        // complete), while the classes are classified.
+        let ((module_classes, optimizer_classes), grad_disabling) = {
+            let ix = &ix;
+            let resolve = || {
+                calls.par_iter_mut().with_min_len(1024).for_each(|c| {
+                    if let Some(q) = ix.resolve_function(&c.callee) {
+                        c.callee = q;
+                    }
+                    for x in &mut c.contexts {
+                        let canonical = ix.canonical_str(x);
+                        if canonical != x.as_str() {
+                            *x = canonical.to_string();
+                        }
+                    }
+                })
+            };
+            rayon::join(resolve, || (ix.classify_classes(), ix.find_grad_disabling())).1
+        };
+        ix.module_classes = module_classes;
+        ix.optimizer_classes = optimizer_classes;
+        ix.grad_disabling = grad_disabling;
+        ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
+        ix.propagate(&calls);
+        ix
+    }
+}
+
+/// Interned names of the call graph: every function's qualified name
+/// (ids `0..functions`), then the other callers and callees.
+#[derive(Default)]
+pub(super) struct Names<'a> {
+    pub(super) ids: HashMap<&'a str, u32>,
+    pub(super) list: Vec<&'a str>,
+    pub(super) functions: usize,
+}
+
+impl<'a> Names<'a> {
+    pub(super) fn intern(&mut self, name: &'a str) -> u32 {
+        let next = self.list.len() as u32;
+        let id = *self.ids.entry(name).or_insert(next);
+        if id == next {
+            self.list.push(name);
+        }
+        id
+    }
+
+    /// The id of a project function.
+    pub(super) fn function(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied().filter(|id| (*id as usize) < self.functions)
+    }
+
+    /// The names whose flag is set.
+    pub(super) fn set(&self, flags: &[bool]) -> HashSet<String> {
+        flags.iter().zip(&self.list).filter(|(f, _)| **f).map(|(_, n)| (*n).to_string()).collect()
+    }
+}
+
+/// Adjacency lists in two arrays: the items of key `k` are
+/// `items[start[k]..start[k + 1]]`, in the order they were given.
+pub(super) struct Csr {
+    pub(super) start: Vec<u32>,
+    pub(super) items: Vec<u32>,
+}
+
+impl Csr {
+    /// Lists of `n` keys from `(key, item)` pairs.
+    pub(super) fn new(n: usize, pairs: &[(u32, u32)]) -> Csr {
+        let mut start = vec![0u32; n + 1];
+        for (k, _) in pairs {
+            start[*k as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut items = vec![0u32; pairs.len()];
+        for (k, item) in pairs {
+            items[fill[*k as usize] as usize] = *item;
+            fill[*k as usize] += 1;
+        }
+        Csr { start, items }
+    }
+
+    pub(super) fn of(&self, k: u32) -> &[u32] {
+        &self.items[self.start[k as usize] as usize..self.start[k as usize + 1] as usize]
+    }
+}
+
+/// One call between interned names.
+pub(super) struct Edge {
+    pub(super) caller: Option<u32>,
+    pub(super) callee: u32,
+    /// Grad is off at the site itself (`no_grad`, a grad-disabling context).
+    pub(super) off_here: bool,
+}

@@ -1,0 +1,321 @@
+//! The project index: what one run knows about the functions and classes
+//! of all its files, so a finding in one file can rest on facts from
+//! another.
+//!
+//! It is built in two steps. [`summarize`] runs once per file (in
+//! parallel, independent of every other file) and records the file's
+//! definitions and call sites with what was visible locally: the grad mode
+//! at each call site, the enclosing function, whether the site sits in a
+//! training or evaluation loop. [`ProjectIndex::build`] joins the
+//! summaries: it resolves callees through the project's own imports
+//! (relative ones included) and computes, to a fixpoint over the call
+//! graph, which functions
+//!
+//! - disable grad when used as a decorator or context manager
+//!   (`smart_inference_mode()` defined in the project),
+//! - run only with grad disabled (every call site is under `no_grad`, a
+//!   grad-disabling decorator, or in such a function),
+//! - are step code (reachable from a training/evaluation loop, a `forward`,
+//!   an optimizer's `step`),
+//! - call `backward()` (themselves or through what they call).
+//!
+//! What the index does not see: callees reached by dynamic dispatch
+//! (`getattr`, callbacks stored in containers, methods of an object whose
+//! class is unknown) and code outside the run. Queries answer "unknown"
+//! there, and the rules treat unknown as "no evidence".
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::api::StepKinds;
+
+/// Where a file sits in the project's module tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Dotted module path (`timm.models.resnet`, or `train` for a script).
+    pub path: String,
+    /// The file is a package's `__init__`: relative imports resolve
+    /// against the module itself, not its parent.
+    pub is_package: bool,
+}
+
+impl ModuleInfo {
+    /// Resolves a relative import target (`.utils.helper`, `..x`) to an
+    /// absolute dotted name; absolute names are returned as they are.
+    pub fn resolve_relative(&self, name: &str) -> String {
+        let level = name.chars().take_while(|c| *c == '.').count();
+        if level == 0 {
+            return name.to_string();
+        }
+        let mut parts: Vec<&str> = if self.path.is_empty() { Vec::new() } else { self.path.split('.').collect() };
+        // One dot is the current package.
+        let up = if self.is_package { level - 1 } else { level };
+        for _ in 0..up {
+            parts.pop();
+        }
+        let rest = &name[level..];
+        if !rest.is_empty() {
+            parts.push(rest);
+        }
+        parts.join(".")
+    }
+}
+
+/// The part a function plays in a training program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Runs while a graph may be live: a training or evaluation step, a
+    /// `forward`, an optimizer's `step`, or something those call.
+    Step,
+    /// Construction, initialisation, conversion or loading code: no graph
+    /// is live (`__init__`, `reset_parameters`, `_init_weights`, functions
+    /// passed to `model.apply`, fuse/convert/quantize/load helpers).
+    Setup,
+    /// A unit test (or a helper in a test module).
+    Test,
+    /// Nothing is known.
+    Other,
+}
+
+/// What one function looks like from its own file.
+#[derive(Debug, Clone, Default)]
+pub struct FunctionSummary {
+    /// Fully qualified name: `module.Class.method`, `module.func`.
+    pub qualname: String,
+    /// The bare name.
+    pub name: String,
+    /// Qualified name of the class it is a method of.
+    pub class: Option<String>,
+    /// The body calls `backward()` or `torch.autograd.grad`.
+    pub calls_backward: bool,
+    /// The body calls `backward()` outside its own loops: one call is one step.
+    pub backward_per_call: bool,
+    /// A decorator of the function disables grad (torch's own, seen locally).
+    pub decorated_no_grad: bool,
+    /// Qualified names of the decorators that are not torch's (resolved
+    /// against the project at join time).
+    pub project_decorators: Vec<String>,
+    /// Using the function as a decorator or context manager disables grad:
+    /// it applies or returns `torch.no_grad`/`torch.inference_mode`, or is
+    /// a `@contextmanager` that yields under one.
+    pub disables_grad: bool,
+    /// A returned value carries an autograd graph (a loss or model output
+    /// not detached), and for tuple returns which positions do.
+    pub returns_graph: bool,
+    /// Positions of a returned tuple that carry a graph.
+    pub returns_graph_at: Vec<usize>,
+    /// Positions of arguments (after `self`) accumulated into `self.<attr>`
+    /// (`self.sum += val`, `self.vals.append(val)`): a meter's `update`.
+    pub accumulates_args: Vec<usize>,
+    /// Position (after `self`) of a parameter that sets the train/eval
+    /// mode (`net.train(mode=train_model)`).
+    pub train_flag_param: Option<usize>,
+    /// That parameter's name.
+    pub train_flag_name: Option<String>,
+    /// The name says construction/initialisation/conversion/loading.
+    pub setup_named: bool,
+    /// The name says construction or weight initialisation (`__init__`,
+    /// `reset_parameters`, `_init_weights`): setup even when a step calls it.
+    pub init_named: bool,
+    /// A unit test or a helper in a test module.
+    pub unit_test: bool,
+    /// A `forward`, an optimizer's `step`, or a framework step hook.
+    pub step_root: bool,
+    /// The training-step events the body itself runs (see [`crate::step`], which finds them).
+    pub step_kinds: StepKinds,
+    /// The body changes its first argument (after `self`) in place
+    /// (`x.clamp_(0)`, `x += 1`, `F.relu(x, inplace=True)`): a module whose
+    /// `forward` does this overwrites what the module before it returned.
+    /// Recorded for `forward` methods only (the one use).
+    pub mutates_first_arg: bool,
+    /// The body divides or multiplies a value by a non-literal
+    /// (`loss / self.accum_steps`): a loss it returns may be scaled.
+    pub scales_values: bool,
+}
+
+/// One call of a (possibly project) function.
+#[derive(Debug, Clone, Default)]
+pub struct CallSite {
+    /// Qualified name of the enclosing function (`None` at module level).
+    pub caller: Option<String>,
+    /// The callee's qualified name as resolved in the calling file.
+    pub callee: String,
+    /// Grad is disabled at the site by what the file shows.
+    pub grad_off: bool,
+    /// Qualified names of enclosing `with` contexts that are not torch's
+    /// (a project context manager may disable grad).
+    pub contexts: Vec<String>,
+    /// The site is inside a training or evaluation loop.
+    pub in_step_loop: bool,
+    /// The site is inside any loop of the caller.
+    pub in_loop: bool,
+    /// Argument positions (after `self` for methods) and keyword names
+    /// passed the literal `False`.
+    pub false_positions: Vec<usize>,
+    /// Keyword names passed the literal `False`.
+    pub false_keywords: Vec<String>,
+    /// A call of `self.method(...)`: it may run an override of the method
+    /// in any subclass.
+    pub via_self: bool,
+}
+
+/// What one class looks like from its own file.
+#[derive(Debug, Clone, Default)]
+pub struct ClassSummary {
+    /// Fully qualified name.
+    pub qualname: String,
+    /// Qualified names of the bases as resolved in the file.
+    pub bases: Vec<String>,
+    /// A base is a torch module class, or the class defines `forward` or
+    /// owns parameters.
+    pub is_module_locally: bool,
+    /// A base is a torch optimizer.
+    pub is_optimizer_locally: bool,
+    /// `self.<attr>` assigned an `nn.Parameter` somewhere in the class.
+    pub parameter_attrs: Vec<String>,
+    /// `__enter__` disables grad.
+    pub disables_grad: bool,
+}
+
+/// Everything one file contributes to the index.
+#[derive(Debug, Clone, Default)]
+pub struct FileSummary {
+    /// The module.
+    pub module: ModuleInfo,
+    /// Functions and methods defined in the file.
+    pub functions: Vec<FunctionSummary>,
+    /// Classes defined in the file.
+    pub classes: Vec<ClassSummary>,
+    /// Calls to names that may be project functions.
+    pub calls: Vec<CallSite>,
+    /// `local name -> qualified name` of the module's imports (re-exports
+    /// of package `__init__`s are followed through these).
+    pub imports: Vec<(String, String)>,
+    /// Qualified names of functions passed to `.apply(...)` (weight init).
+    pub applied: Vec<String>,
+    /// The file imports torch: without it no rule has anything to check.
+    pub imports_torch: bool,
+}
+
+/// The joined facts of all files of a run.
+#[derive(Debug, Default)]
+pub struct ProjectIndex {
+    functions: HashMap<String, FunctionSummary>,
+    classes: HashMap<String, ClassSummary>,
+    /// `module.name -> qualified target` for every import of every module.
+    aliases: HashMap<String, String>,
+    module_classes: HashSet<String>,
+    optimizer_classes: HashSet<String>,
+    grad_disabling: HashSet<String>,
+    no_grad_only: HashSet<String>,
+    step_code: HashSet<String>,
+    reaches_backward: HashSet<String>,
+    /// Functions one call of which runs `backward()` about once (not in a
+    /// loop of their own): a per-batch step helper, not a `train_one_epoch`.
+    backward_per_call: HashSet<String>,
+    applied: HashSet<String>,
+    /// Functions with a train-mode flag parameter that some caller passes `False`.
+    eval_by_flag: HashSet<String>,
+    /// What calling each function does to a training step, its callees included.
+    performs: HashMap<String, StepKinds>,
+    /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
+    /// they are asked: many call sites look up one inherited method, each
+    /// time through the same chain of bases. Asked only once the
+    /// definitions are all in.
+    method_cache: std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>,
+}
+
+mod build;
+mod project;
+
+use build::{Csr, Edge, IndexBuilder, Names};
+
+const TORCH_MODULE_BASES: &[&str] = &["torch.nn.Module", "torch.nn.modules.module.Module"];
+
+/// Words that name construction, initialisation, conversion or loading.
+const SETUP_FIRST_WORDS: &[&str] = &[
+    "init", "initialize", "initialise", "reset", "fuse", "reparameterize", "reparameterise", "reparam", "convert",
+    "quantize", "quantise", "load", "from", "build", "create", "make", "setup", "prepare", "switch", "deploy",
+    "remap", "prune", "export", "copy", "transfer", "migrate", "resize", "tie", "untie", "merge", "unmerge",
+    "checkpoint", "restore", "import", "port", "replace", "inflate", "expand", "freeze", "unfreeze", "set",
+];
+
+/// Whether a function name says construction or weight initialisation,
+/// which no step makes step code.
+pub fn is_init_name(name: &str) -> bool {
+    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats") {
+        return true;
+    }
+    let has = |set: &[&str]| has_word(name, set);
+    has(&["init", "initialize", "initialise"])
+        || (has(&["weights"]) && has(&["init", "reset", "normal", "uniform", "xavier", "kaiming"]))
+}
+
+/// Whether one of the words of `name` ([`crate::resolve::words`]) is in `set`
+/// (lowercase), without allocating them.
+fn has_word(name: &str, set: &[&str]) -> bool {
+    crate::resolve::word_slices(name).any(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
+}
+
+/// Whether a function name says it is setup code (see [`Role::Setup`]).
+pub fn is_setup_name(name: &str) -> bool {
+    if matches!(name, "__init__" | "__post_init__" | "__setstate__" | "reset_parameters" | "reset_running_stats")
+    {
+        return true;
+    }
+    if has_word(name, &["init", "initialize", "initialise", "weights", "reparameterize", "fuse", "fused"])
+        && !has_word(name, &["forward"])
+    {
+        return true;
+    }
+    crate::resolve::word_slices(name).next().is_some_and(|w| SETUP_FIRST_WORDS.iter().any(|s| w.eq_ignore_ascii_case(s)))
+        || name.ends_with("_state_dict")
+        || name.ends_with("_pretrained")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_imports_resolve_against_the_package() {
+        let m = ModuleInfo { path: "pkg.sub.mod".into(), is_package: false };
+        assert_eq!(m.resolve_relative(".utils.f"), "pkg.sub.utils.f");
+        assert_eq!(m.resolve_relative("..a.b"), "pkg.a.b");
+        assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
+        let init = ModuleInfo { path: "pkg.sub".into(), is_package: true };
+        assert_eq!(init.resolve_relative(".mod.f"), "pkg.sub.mod.f");
+    }
+
+    #[test]
+    fn setup_names() {
+        for n in ["__init__", "_init_weights", "init_weights", "reset_parameters", "fuse_model", "load_pretrained", "weights_init", "switch_to_deploy", "convert_sync_batchnorm"] {
+            assert!(is_setup_name(n), "{n}");
+        }
+        for n in ["forward", "train_one_epoch", "step", "validate", "update"] {
+            assert!(!is_setup_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn grad_off_propagates_through_callers_in_other_files() {
+        let a = FileSummary {
+            module: ModuleInfo { path: "pkg.eval".into(), is_package: false },
+            functions: vec![
+                FunctionSummary { qualname: "pkg.eval.run".into(), name: "run".into(), ..Default::default() },
+                FunctionSummary { qualname: "pkg.eval.inner".into(), name: "inner".into(), ..Default::default() },
+            ],
+            calls: vec![CallSite { caller: Some("pkg.eval.run".into()), callee: "pkg.eval.inner".into(), ..Default::default() }],
+            ..Default::default()
+        };
+        let b = FileSummary {
+            module: ModuleInfo { path: "main".into(), is_package: false },
+            imports: vec![("run".into(), "pkg.eval.run".into())],
+            calls: vec![CallSite { caller: None, callee: "pkg.eval.run".into(), grad_off: true, ..Default::default() }],
+            ..Default::default()
+        };
+        let ix = ProjectIndex::build(vec![a, b]);
+        assert!(ix.only_called_without_grad("pkg.eval.run"));
+        assert!(ix.only_called_without_grad("pkg.eval.inner"));
+    }
+}
