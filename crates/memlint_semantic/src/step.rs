@@ -16,6 +16,7 @@ use crate::ir::{BinOp, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind};
 use crate::{Context, ValueKind};
 
 pub use crate::api::StepKinds;
+use crate::api::{self, Callee, Event, Receiver, Via};
 
 /// What one event is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +143,9 @@ pub fn is_scaler(e: &Expr) -> bool {
 }
 
 /// Classifies one call (or `p.grad = ...` assignment target) as a step
-/// event: `(kind, receiver, loss)`.
+/// event: `(kind, receiver, loss)`. The call's meaning comes from
+/// [`api::classify`]; this adds what the walk knows of the receiver and
+/// which expressions are the loss and the optimizer.
 pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<String>, Option<&'a Expr>)> {
     let (func, args, _) = e.as_call()?;
     // An imported name: torch's API, or an imported project helper below.
@@ -157,58 +160,69 @@ pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<Strin
             ExprKind::Attribute { attr, .. } => attr.as_str(),
             _ => target.rsplit('.').next().unwrap_or(target),
         };
-        let candidate = last == "backward" || crate::api::CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last));
-        if !candidate {
+        if !api::may_be_library_event(last) {
             return None;
         }
-        let Some(q) = cx.qualified_name(func) else { return None };
-        return match q.as_str() {
-            "torch.autograd.backward" => {
+        let q = cx.qualified_name(func)?;
+        return match api::classify(e, Callee::Library(q.as_str())) {
+            Some(Event::Backward { via: Via::Function, .. }) => {
                 Some((StepKind::Backward { scaled: false, wrapper: false }, None, args.first().or_else(|| e.keyword("tensors"))))
             }
-            q if crate::api::CLIP_GRAD_APIS.contains(&q) => Some((StepKind::Clip, None, None)),
+            Some(Event::ClipGrad) => Some((StepKind::Clip, None, None)),
             _ => None,
         };
     }
     if let Some((recv, method)) = e.as_method_call() {
-        match method {
-            "backward" => {
-                // `scaler.scale(loss).backward()`.
-                if let Some((srecv, "scale")) = recv.as_method_call() {
-                    if is_scaler(srecv) {
-                        let loss = recv.as_call().and_then(|(_, a, _)| a.first());
-                        return Some((StepKind::Backward { scaled: true, wrapper: false }, srecv.dotted().map(String::from), loss));
-                    }
+        if api::may_be_method_event(method) {
+            let receiver_is_path = recv.as_name().is_some() || matches!(recv.kind, ExprKind::Attribute { .. });
+            let receiver = receiver_of(method, recv, !args.is_empty() && receiver_is_path, cx);
+            let dotted = |x: &Expr| x.dotted().map(String::from);
+            let first = || args.first().and_then(|a| dotted(a));
+            match api::classify(e, Callee::Method { name: method, receiver, receiver_is_path }) {
+                Some(Event::Backward { via: Via::Scaled, .. }) => {
+                    let srecv = recv.as_method_call().map(|(s, _)| s);
+                    let loss = recv.as_call().and_then(|(_, a, _)| a.first());
+                    return Some((StepKind::Backward { scaled: true, wrapper: false }, srecv.and_then(dotted), loss));
                 }
-                // `accelerator.backward(loss)`: the loss is the argument.
-                if let Some(arg) = args.first() {
-                    if recv.as_name().is_some() || matches!(recv.kind, ExprKind::Attribute { .. }) {
-                        if !cx.is_tensor(recv) && !cx.carries_graph(recv) {
-                            return Some((StepKind::Backward { scaled: false, wrapper: true }, recv.dotted().map(String::from), Some(arg)));
-                        }
-                    }
+                Some(Event::Backward { via: Via::Wrapper, .. }) => {
+                    return Some((StepKind::Backward { scaled: false, wrapper: true }, dotted(recv), args.first()));
                 }
-                return Some((StepKind::Backward { scaled: false, wrapper: false }, None, Some(recv)));
+                Some(Event::Backward { .. }) => return Some((StepKind::Backward { scaled: false, wrapper: false }, None, Some(recv))),
+                Some(Event::ZeroGrad { .. }) => return Some((StepKind::ZeroGrad, dotted(recv), None)),
+                Some(Event::GradReset) => return Some((StepKind::GradReset, None, None)),
+                Some(Event::ScalerStep) => return Some((StepKind::ScalerStep, first(), None)),
+                Some(Event::ScalerUpdate) => return Some((StepKind::ScalerUpdate, dotted(recv), None)),
+                Some(Event::ScalerUnscale) => return Some((StepKind::ScalerUnscale, first(), None)),
+                Some(Event::OptimizerStep { closure }) => return Some((StepKind::OptimizerStep { closure }, dotted(recv), None)),
+                _ => {}
             }
-            "zero_grad" => return Some((StepKind::ZeroGrad, recv.dotted().map(String::from), None)),
-            "zero_" | "fill_" if is_grad_attr(recv) => return Some((StepKind::GradReset, None, None)),
-            "step" if is_scaler(recv) => {
-                return Some((StepKind::ScalerStep, args.first().and_then(Expr::dotted).map(String::from), None));
-            }
-            "update" if is_scaler(recv) => return Some((StepKind::ScalerUpdate, recv.dotted().map(String::from), None)),
-            "unscale_" if is_scaler(recv) => {
-                return Some((StepKind::ScalerUnscale, args.first().and_then(Expr::dotted).map(String::from), None));
-            }
-            "step" if is_optimizer(recv, cx) => {
-                let closure = !args.is_empty() || e.keyword("closure").is_some();
-                return Some((StepKind::OptimizerStep { closure }, recv.dotted().map(String::from), None));
-            }
-            _ => {}
         }
     }
     let f = cx.project_callee(e)?;
     let kinds = cx.index().performs(&f.qualname);
     (!kinds.is_empty()).then_some((StepKind::Helper(kinds), None, None))
+}
+
+/// What the receiver of `recv.method(...)` is, as far as classifying the
+/// method needs; the walk's facts are consulted only where the answer
+/// depends on them (`wrapper_shaped`: the call could be a wrapper's
+/// `backward(loss)`).
+fn receiver_of(method: &str, recv: &Expr, wrapper_shaped: bool, cx: &Context) -> Receiver {
+    match method {
+        "backward" => {
+            if recv.as_method_call().is_some_and(|(s, m)| m == "scale" && is_scaler(s)) {
+                Receiver::ScaledLoss
+            } else if wrapper_shaped && !cx.is_tensor(recv) && !cx.carries_graph(recv) {
+                Receiver::Other
+            } else {
+                Receiver::Tensor
+            }
+        }
+        "zero_" | "fill_" if is_grad_attr(recv) => Receiver::GradAttr,
+        _ if is_scaler(recv) => Receiver::Scaler,
+        "step" if is_optimizer(recv, cx) => Receiver::Optimizer,
+        _ => Receiver::Other,
+    }
 }
 
 /// `p.grad`, `p.grad.data`.

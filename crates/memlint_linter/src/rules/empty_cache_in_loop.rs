@@ -1,4 +1,4 @@
-use memlint_semantic::api::{event_of, Event};
+use memlint_semantic::api::{classify, Callee, Event, OOM_EXCEPTIONS};
 use memlint_semantic::ir::{Expr, ExprKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -75,19 +75,15 @@ impl Rule for EmptyCacheInLoop {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
-        let q = cx.qualified_name(func);
-        let q = match q.as_ref().map(|q| q.as_str()) {
-            Some("torch.cuda.memory.empty_cache") => Some("torch.cuda.empty_cache"),
-            other => other,
-        };
-        if event_of(expr, q, None) != Some(Event::EmptyCache) {
+        let Some(q) = cx.qualified_name(func) else { return };
+        if classify(expr, Callee::Library(q.as_str())) != Some(Event::EmptyCache) {
             return;
         }
         let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
         if !in_step
             || cx.guarded_by_interval()
             || cx.guarded_by_option()
-            || cx.in_handler_catching(&["OutOfMemoryError", "RuntimeError", "MemoryError"])
+            || cx.in_handler_catching(OOM_EXCEPTIONS)
         {
             return;
         }

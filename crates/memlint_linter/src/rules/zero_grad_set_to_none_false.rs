@@ -1,5 +1,5 @@
 use memlint_diagnostics::{Applicability, Edit, Fix};
-use memlint_semantic::api::{event_of, Event};
+use memlint_semantic::api::{classify, Callee, Event, Receiver};
 use memlint_semantic::ir::{Expr, ExprKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -58,7 +58,8 @@ impl Rule for ZeroGradSetToNoneFalse {
         if cx.qualified_name(recv).is_some() {
             return;
         }
-        if event_of(expr, None, Some(method)) != Some(Event::ZeroGrad { set_to_none: Some(false) }) {
+        let callee = Callee::Method { name: method, receiver: Receiver::Other, receiver_is_path: false };
+        if classify(expr, callee) != Some(Event::ZeroGrad { set_to_none: Some(false) }) {
             return;
         }
         let ExprKind::Call { args, keywords, .. } = &expr.kind else { return };

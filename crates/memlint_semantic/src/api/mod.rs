@@ -1,69 +1,26 @@
 //! The torch API layer: what a call means for a training program, written
 //! once so rules match events, not spellings.
 //!
-//! [`event_of`] turns a call into a [`Event`] (backward, zero-grad, cache
-//! flush, gradient clipping; optimizer and scaler events come with the
-//! training-step rules that need them), given the callee's resolved
-//! qualified name (if it is a library function) and the method name.
+//! [`classify`] turns a call into an [`Event`] (the vocabulary in
+//! `events.rs`), given its callee: a library function's resolved qualified
+//! name, or a method's name and what its receiver is.
 //! [`saved_for_backward`] is the table of what autograd saves for the
 //! backward pass of an op, after the semantics of PyTorch's
 //! `tools/autograd/derivatives.yaml`: it is data, not code, so a rule that
 //! asks "did this op save its output?" reads one row.
 
+mod events;
 mod kinds;
 
+pub use events::{
+    classify, is_inplace_method, may_be_library_event, may_be_method_event, Callee, Event, Receiver, Via,
+    CLIP_GRAD_APIS, GRAD_OFF_APIS, OOM_EXCEPTIONS,
+};
 pub use kinds::StepKinds;
 
 use memlint_diagnostics::Span;
 
 use crate::ir::{Expr, ExprKind, Stmt, StmtKind};
-
-/// What a call does to a training program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
-    /// `loss.backward()`, `torch.autograd.backward(...)`, `torch.autograd.grad(...)`.
-    Backward,
-    /// `optimizer.zero_grad(...)` / `model.zero_grad(...)`; `set_to_none`
-    /// as written (`None`: not written, PyTorch's default `True`).
-    ZeroGrad {
-        /// The `set_to_none=` argument when it is a literal.
-        set_to_none: Option<bool>,
-    },
-    /// `torch.cuda.empty_cache()`.
-    EmptyCache,
-    /// `torch.nn.utils.clip_grad_norm_/clip_grad_value_`.
-    ClipGrad,
-}
-
-/// Classifies a call. `qualified` is the callee's resolved library name
-/// when it has one (`torch.cuda.empty_cache`); `method` the attribute name
-/// of a method call on a local value (`backward` in `loss.backward()`).
-pub fn event_of(call: &Expr, qualified: Option<&str>, method: Option<&str>) -> Option<Event> {
-    if let Some(q) = qualified {
-        return match q {
-            "torch.autograd.backward" | "torch.autograd.grad" => Some(Event::Backward),
-            "torch.cuda.empty_cache" => Some(Event::EmptyCache),
-            q if CLIP_GRAD_APIS.contains(&q) => Some(Event::ClipGrad),
-            _ => None,
-        };
-    }
-    match method? {
-        "backward" => Some(Event::Backward),
-        "zero_grad" => Some(Event::ZeroGrad {
-            // `zero_grad(set_to_none=False)` or `zero_grad(False)`.
-            set_to_none: call.keyword("set_to_none").or_else(|| call.as_call().and_then(|(_, args, _)| args.first())).and_then(|v| {
-                if v.is_true() {
-                    Some(true)
-                } else if v.is_false() {
-                    Some(false)
-                } else {
-                    None
-                }
-            }),
-        }),
-        _ => None,
-    }
-}
 
 /// What autograd saves of an op's operands for its backward pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,15 +87,6 @@ pub const SAVED_FOR_BACKWARD: &[(&str, Saves)] = &[
 /// What `op` saves for backward; `None` for ops not in the table.
 pub fn saved_for_backward(op: &str) -> Option<Saves> {
     SAVED_FOR_BACKWARD.iter().find(|(name, _)| *name == op).map(|(_, s)| *s)
-}
-
-/// In-place tensor methods end in one `_`; these change flags or the
-/// graph, not the values.
-pub fn is_inplace_method(name: &str) -> bool {
-    name.ends_with('_')
-        && !name.ends_with("__")
-        && !name.starts_with('_')
-        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_" | "detach_")
 }
 
 /// An in-place write a call does: `(tensor written, span to report, what)`.
@@ -226,58 +174,9 @@ pub fn inplace_stmt(stmt: &Stmt) -> Vec<(&Expr, Span, &'static str)> {
 /// so `.data` on them bypasses nothing (`bn.running_var.data = ...`).
 pub const NORM_BUFFERS: &[&str] = &["running_mean", "running_var", "num_batches_tracked"];
 
-/// Qualified names of the gradient-clipping APIs.
-pub const CLIP_GRAD_APIS: &[&str] = &[
-    "torch.nn.utils.clip_grad_norm_",
-    "torch.nn.utils.clip_grad_value_",
-    "torch.nn.utils.clip_grad.clip_grad_norm_",
-    "torch.nn.utils.clip_grad.clip_grad_value_",
-];
-
-/// Qualified names of the grad-disabling APIs.
-pub const GRAD_OFF_APIS: &[&str] = &[
-    "torch.no_grad",
-    "torch.inference_mode",
-    "torch.autograd.no_grad",
-    "torch.autograd.inference_mode",
-    "torch.autograd.grad_mode.no_grad",
-    "torch.autograd.grad_mode.inference_mode",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{ExprKind, Keyword, Literal};
-
-    fn call(kw: Option<(&str, bool)>) -> Expr {
-        let name = |n: &str| Expr::new(Span::new(0, 0), ExprKind::Name(n.into()));
-        Expr::new(
-            Span::new(0, 0),
-            ExprKind::Call {
-                func: Box::new(name("f")),
-                args: Box::new([]),
-                keywords: kw
-                    .map(|(k, v)| Keyword {
-                        name: Some(k.into()),
-                        value: Expr::new(Span::new(0, 0), ExprKind::Literal(Literal::Bool(v))),
-                    })
-                    .into_iter()
-                    .collect(),
-                args_start: 0,
-            },
-        )
-    }
-
-    #[test]
-    fn classifies_events() {
-        assert_eq!(event_of(&call(None), None, Some("backward")), Some(Event::Backward));
-        assert_eq!(event_of(&call(None), Some("torch.cuda.empty_cache"), None), Some(Event::EmptyCache));
-        assert_eq!(
-            event_of(&call(Some(("set_to_none", false))), None, Some("zero_grad")),
-            Some(Event::ZeroGrad { set_to_none: Some(false) })
-        );
-        assert_eq!(event_of(&call(None), None, Some("append")), None);
-    }
 
     #[test]
     fn saved_tensors_follow_derivatives_yaml() {

@@ -158,9 +158,11 @@ pub(crate) fn loader_names(iter: &Expr, out: &mut Vec<String>) {
 /// `loss.backward()`, `torch.autograd.grad(...)`, `torch.autograd.backward(...)`
 /// (matched by their dotted spelling: no resolution is needed for these).
 pub(crate) fn is_backward_call(e: &Expr) -> bool {
-    let method = e.as_method_call().map(|(_, m)| m);
-    if crate::api::event_of(e, None, method) == Some(crate::api::Event::Backward) {
-        return true;
+    if let Some((_, name)) = e.as_method_call() {
+        let callee = crate::api::Callee::Method { name, receiver: crate::api::Receiver::Other, receiver_is_path: false };
+        if matches!(crate::api::classify(e, callee), Some(crate::api::Event::Backward { .. })) {
+            return true;
+        }
     }
     e.as_call()
         .and_then(|(func, _, _)| func.dotted())

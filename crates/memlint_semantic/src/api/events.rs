@@ -1,0 +1,438 @@
+//! The event vocabulary: what a call means for a training program, decided
+//! in one place. Every consumer (the walk's pre-scans, the training-step
+//! events, the rules) asks [`classify`] and reads an [`Event`]; none matches
+//! a torch spelling of its own.
+//!
+//! A call is classified by its callee: a library function by its resolved
+//! qualified name ([`Callee::Library`]), a method by its name and what its
+//! receiver is known to be ([`Callee::Method`]), which the caller works out
+//! from the walk's facts (a receiver's kind depends on where the walk is).
+
+use crate::ir::{Expr, ExprKind, Literal};
+
+/// What a method call's receiver is, as far as classifying the call needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receiver {
+    /// `scaler.scale(loss)`: a loss scaled by a `GradScaler`.
+    ScaledLoss,
+    /// A `GradScaler`.
+    Scaler,
+    /// A parameter's gradient (`p.grad`, `p.grad.data`).
+    GradAttr,
+    /// An optimizer.
+    Optimizer,
+    /// A tensor, or a value carrying an autograd graph.
+    Tensor,
+    /// Anything else, or not known.
+    Other,
+}
+
+/// The callee of a call, as [`classify`] reads it.
+#[derive(Debug, Clone, Copy)]
+pub enum Callee<'a> {
+    /// A library function or class, by its resolved qualified name.
+    Library(&'a str),
+    /// A method, by name, on a receiver.
+    Method {
+        /// The method's name.
+        name: &'a str,
+        /// What the receiver is.
+        receiver: Receiver,
+        /// The receiver is a name or an attribute chain (`accelerator`,
+        /// `self.engine`), not a call or a subscript.
+        receiver_is_path: bool,
+    },
+}
+
+/// How a `backward()` is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `loss.backward()`.
+    Tensor,
+    /// `torch.autograd.backward(loss)`.
+    Function,
+    /// `torch.autograd.grad(outputs, inputs)`: gradients returned, not
+    /// accumulated into `.grad`.
+    Grad,
+    /// `scaler.scale(loss).backward()`.
+    Scaled,
+    /// A wrapper that takes the loss as an argument and may scale it itself
+    /// (`accelerator.backward(loss)`, `engine.backward(loss)`).
+    Wrapper,
+}
+
+/// What a call does to a training program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A backward pass.
+    Backward {
+        /// How it is reached.
+        via: Via,
+        /// `retain_graph=` when written as a literal (`None`: not written
+        /// or not a literal; PyTorch frees the graph by default).
+        retain_graph: Option<bool>,
+    },
+    /// `optimizer.zero_grad(...)` / `model.zero_grad(...)`.
+    ZeroGrad {
+        /// The `set_to_none=` argument when it is a literal (`None`: not
+        /// written, PyTorch's default `True`).
+        set_to_none: Option<bool>,
+    },
+    /// `p.grad.zero_()`, `p.grad.fill_(0)`: one gradient reset.
+    GradReset,
+    /// `torch.optim.<Optimizer>(...)`.
+    OptimizerNew,
+    /// `optimizer.step()`.
+    OptimizerStep {
+        /// Called with a closure (`LBFGS`), which zeroes and calls
+        /// `backward()` itself.
+        closure: bool,
+    },
+    /// `GradScaler(...)` (`torch.amp` or the deprecated `torch.cuda.amp`).
+    ScalerNew,
+    /// `scaler.scale(loss)`.
+    ScalerScale,
+    /// `scaler.step(optimizer)`.
+    ScalerStep,
+    /// `scaler.update()`.
+    ScalerUpdate,
+    /// `scaler.unscale_(optimizer)`.
+    ScalerUnscale,
+    /// `torch.nn.utils.clip_grad_norm_` / `clip_grad_value_`.
+    ClipGrad,
+    /// A grad-mode region or switch: `torch.no_grad()`,
+    /// `torch.inference_mode()`, `torch.enable_grad()`,
+    /// `torch.set_grad_enabled(flag)`.
+    GradMode {
+        /// Whether grad is on in it (`None`: a flag that is not a literal).
+        enabled: Option<bool>,
+    },
+    /// `torch.autocast(...)`, `torch.amp.autocast(...)` and the deprecated
+    /// `torch.cuda.amp.autocast(...)`.
+    Autocast,
+    /// `x.requires_grad_(False)`: a tensor or module frozen.
+    Freeze,
+    /// `torch.utils.data.DataLoader(...)`, with the options that decide
+    /// how fast it feeds the device, when written as literals.
+    LoaderNew {
+        /// `num_workers=`.
+        num_workers: Option<i64>,
+        /// `pin_memory=`.
+        pin_memory: Option<bool>,
+        /// `persistent_workers=`.
+        persistent_workers: Option<bool>,
+    },
+    /// `x.to(...)`, `x.cuda(...)`, `x.cpu()`: a move between devices.
+    ToDevice {
+        /// `non_blocking=` when written as a literal.
+        non_blocking: Option<bool>,
+        /// To the host: `.cpu()`, `.to("cpu")`.
+        to_host: bool,
+    },
+    /// A tensor factory (`torch.zeros`, `torch.randn`, `torch.tensor`...).
+    Factory {
+        /// `device=` is written.
+        device: bool,
+    },
+    /// An in-place tensor method (`x.add_(1)`).
+    InPlace,
+    /// A method returning a view of its receiver (`view`, `narrow`,
+    /// `transpose`, ...).
+    View,
+    /// A value read back to the host, which waits for the device
+    /// (`.item()`, `.tolist()`, `.numpy()`).
+    HostSync,
+    /// `x.detach()`.
+    Detach,
+    /// `torch.cuda.empty_cache()`.
+    EmptyCache,
+    /// `apex.amp.initialize(...)`: apex's deprecated mixed precision.
+    ApexAmp,
+}
+
+/// Qualified names of the gradient-clipping APIs.
+pub const CLIP_GRAD_APIS: &[&str] = &[
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_",
+    "torch.nn.utils.clip_grad.clip_grad_norm_",
+    "torch.nn.utils.clip_grad.clip_grad_value_",
+];
+
+/// Qualified names of the grad-disabling APIs.
+pub const GRAD_OFF_APIS: &[&str] = &[
+    "torch.no_grad",
+    "torch.inference_mode",
+    "torch.autograd.no_grad",
+    "torch.autograd.inference_mode",
+    "torch.autograd.grad_mode.no_grad",
+    "torch.autograd.grad_mode.inference_mode",
+];
+
+/// The exception types an out-of-memory error is caught as (by their last
+/// segment): `torch.cuda.OutOfMemoryError`, the `RuntimeError` torch
+/// raised before 1.13, and the host's `MemoryError`.
+pub const OOM_EXCEPTIONS: &[&str] = &["OutOfMemoryError", "RuntimeError", "MemoryError"];
+
+/// The optimizers of `torch.optim`.
+const OPTIMIZERS: &[&str] = &[
+    "SGD", "Adam", "AdamW", "Adamax", "Adadelta", "Adagrad", "Adafactor", "ASGD", "LBFGS", "NAdam", "RAdam", "RMSprop",
+    "Rprop", "SparseAdam",
+];
+
+/// Tensor factories that take `device=`.
+const FACTORIES: &[&str] = &[
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace", "eye", "tensor",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+];
+
+/// Methods that return a view of their receiver.
+const VIEW_METHODS: &[&str] = &[
+    "view", "view_as", "narrow", "select", "transpose", "permute", "expand", "expand_as", "unsqueeze", "squeeze", "t",
+    "T", "unfold", "diagonal", "as_strided", "chunk", "split", "unbind", "flatten", "reshape", "movedim",
+];
+
+/// Methods that read a value back to the host.
+const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy"];
+
+/// Whether a library callee whose last segment is `last` can be an event:
+/// a cheap test before its qualified name is built.
+pub fn may_be_library_event(last: &str) -> bool {
+    matches!(
+        last,
+        "backward"
+            | "grad"
+            | "empty_cache"
+            | "no_grad"
+            | "inference_mode"
+            | "enable_grad"
+            | "set_grad_enabled"
+            | "autocast"
+            | "GradScaler"
+            | "DataLoader"
+            | "initialize"
+    ) || CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last))
+        || FACTORIES.contains(&last)
+        || OPTIMIZERS.contains(&last)
+}
+
+/// Whether a method named `name` can be an event on some receiver: a
+/// cheap test before the receiver's kind is worked out.
+pub fn may_be_method_event(name: &str) -> bool {
+    matches!(
+        name,
+        "backward"
+            | "zero_grad"
+            | "zero_"
+            | "fill_"
+            | "step"
+            | "scale"
+            | "update"
+            | "unscale_"
+            | "requires_grad_"
+            | "to"
+            | "cuda"
+            | "cpu"
+            | "detach"
+    ) || VIEW_METHODS.contains(&name)
+        || HOST_SYNC_METHODS.contains(&name)
+        || is_inplace_method(name)
+}
+
+/// In-place tensor methods end in one `_`; these change flags or the
+/// graph, not the values.
+pub fn is_inplace_method(name: &str) -> bool {
+    name.ends_with('_')
+        && !name.ends_with("__")
+        && !name.starts_with('_')
+        && !matches!(name, "requires_grad_" | "share_memory_" | "retain_grad_" | "detach_")
+}
+
+/// A literal boolean (`None` for anything else).
+fn literal_bool(e: &Expr) -> Option<bool> {
+    match e.kind {
+        ExprKind::Literal(Literal::Bool(b)) => Some(b),
+        _ => None,
+    }
+}
+
+/// A keyword argument's literal boolean.
+fn kw_bool(call: &Expr, name: &str) -> Option<bool> {
+    call.keyword(name).and_then(literal_bool)
+}
+
+fn first_arg(call: &Expr) -> Option<&Expr> {
+    call.as_call().and_then(|(_, args, _)| args.first())
+}
+
+/// Classifies a call.
+pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
+    let (_, args, _) = call.as_call()?;
+    match callee {
+        Callee::Library(q) => library(call, q),
+        Callee::Method { name, receiver, receiver_is_path } => Some(match name {
+            "backward" => {
+                let via = match receiver {
+                    Receiver::ScaledLoss => Via::Scaled,
+                    Receiver::Tensor => Via::Tensor,
+                    _ if !args.is_empty() && receiver_is_path => Via::Wrapper,
+                    _ => Via::Tensor,
+                };
+                Event::Backward { via, retain_graph: kw_bool(call, "retain_graph") }
+            }
+            // `zero_grad(set_to_none=False)` or `zero_grad(False)`.
+            "zero_grad" => Event::ZeroGrad {
+                set_to_none: call.keyword("set_to_none").or_else(|| first_arg(call)).and_then(literal_bool),
+            },
+            "zero_" | "fill_" if receiver == Receiver::GradAttr => Event::GradReset,
+            "step" if receiver == Receiver::Scaler => Event::ScalerStep,
+            "step" if receiver == Receiver::Optimizer => {
+                Event::OptimizerStep { closure: !args.is_empty() || call.keyword("closure").is_some() }
+            }
+            "scale" if receiver == Receiver::Scaler => Event::ScalerScale,
+            "update" if receiver == Receiver::Scaler => Event::ScalerUpdate,
+            "unscale_" if receiver == Receiver::Scaler => Event::ScalerUnscale,
+            "requires_grad_" if args.first().or_else(|| call.keyword("requires_grad")).is_some_and(Expr::is_false) => {
+                Event::Freeze
+            }
+            "to" | "cuda" | "cpu" => Event::ToDevice {
+                non_blocking: kw_bool(call, "non_blocking"),
+                to_host: name == "cpu"
+                    || first_arg(call)
+                        .or_else(|| call.keyword("device"))
+                        .is_some_and(|d| matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")),
+            },
+            "detach" => Event::Detach,
+            n if HOST_SYNC_METHODS.contains(&n) => Event::HostSync,
+            n if VIEW_METHODS.contains(&n) => Event::View,
+            n if is_inplace_method(n) => Event::InPlace,
+            _ => return None,
+        }),
+    }
+}
+
+fn library(call: &Expr, q: &str) -> Option<Event> {
+    let last = q.rsplit('.').next().unwrap_or(q);
+    Some(match q {
+        "torch.autograd.backward" => Event::Backward { via: Via::Function, retain_graph: kw_bool(call, "retain_graph") },
+        "torch.autograd.grad" => Event::Backward { via: Via::Grad, retain_graph: kw_bool(call, "retain_graph") },
+        "torch.cuda.empty_cache" | "torch.cuda.memory.empty_cache" => Event::EmptyCache,
+        q if CLIP_GRAD_APIS.contains(&q) => Event::ClipGrad,
+        q if GRAD_OFF_APIS.contains(&q) => Event::GradMode { enabled: Some(false) },
+        "torch.enable_grad" | "torch.autograd.enable_grad" | "torch.autograd.grad_mode.enable_grad" => {
+            Event::GradMode { enabled: Some(true) }
+        }
+        "torch.set_grad_enabled" | "torch.autograd.set_grad_enabled" | "torch.autograd.grad_mode.set_grad_enabled" => {
+            Event::GradMode { enabled: first_arg(call).and_then(literal_bool) }
+        }
+        "torch.autocast"
+        | "torch.amp.autocast"
+        | "torch.amp.autocast_mode.autocast"
+        | "torch.cuda.amp.autocast"
+        | "torch.cuda.amp.autocast_mode.autocast"
+        | "torch.cpu.amp.autocast" => Event::Autocast,
+        "torch.amp.GradScaler"
+        | "torch.amp.grad_scaler.GradScaler"
+        | "torch.cuda.amp.GradScaler"
+        | "torch.cuda.amp.grad_scaler.GradScaler"
+        | "torch.cpu.amp.GradScaler" => Event::ScalerNew,
+        "torch.utils.data.DataLoader" | "torch.utils.data.dataloader.DataLoader" => Event::LoaderNew {
+            num_workers: match call.keyword("num_workers").map(|e| &e.kind) {
+                Some(ExprKind::Literal(Literal::Int(n))) => Some(*n),
+                _ => None,
+            },
+            pin_memory: kw_bool(call, "pin_memory"),
+            persistent_workers: kw_bool(call, "persistent_workers"),
+        },
+        "apex.amp.initialize" => Event::ApexAmp,
+        q if q.starts_with("torch.optim.") && OPTIMIZERS.contains(&last) => Event::OptimizerNew,
+        q if q.strip_prefix("torch.").is_some_and(|rest| FACTORIES.contains(&rest)) => {
+            Event::Factory { device: call.keyword("device").is_some() }
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{ExprKind, Keyword, Literal};
+    use memlint_diagnostics::Span;
+
+    fn call(args: Vec<Expr>, kws: Vec<(&str, Expr)>) -> Expr {
+        let name = |n: &str| Expr::new(Span::new(0, 0), ExprKind::Name(n.into()));
+        Expr::new(
+            Span::new(0, 0),
+            ExprKind::Call {
+                func: Box::new(name("f")),
+                args: args.into_boxed_slice(),
+                keywords: kws.into_iter().map(|(k, v)| Keyword { name: Some(k.into()), value: v }).collect(),
+                args_start: 0,
+            },
+        )
+    }
+
+    fn lit(l: Literal) -> Expr {
+        Expr::new(Span::new(0, 0), ExprKind::Literal(l))
+    }
+
+    fn method(name: &str, receiver: Receiver) -> Callee<'_> {
+        Callee::Method { name, receiver, receiver_is_path: true }
+    }
+
+    #[test]
+    fn backward_by_receiver_and_retain_graph() {
+        let plain = call(vec![], vec![]);
+        let with_arg = call(vec![lit(Literal::Other)], vec![]);
+        let retained = call(vec![], vec![("retain_graph", lit(Literal::Bool(true)))]);
+        let b = |via, retain_graph| Some(Event::Backward { via, retain_graph });
+        assert_eq!(classify(&plain, method("backward", Receiver::Tensor)), b(Via::Tensor, None));
+        assert_eq!(classify(&plain, method("backward", Receiver::ScaledLoss)), b(Via::Scaled, None));
+        assert_eq!(classify(&with_arg, method("backward", Receiver::Other)), b(Via::Wrapper, None));
+        assert_eq!(classify(&with_arg, method("backward", Receiver::Tensor)), b(Via::Tensor, None));
+        assert_eq!(classify(&retained, method("backward", Receiver::Tensor)), b(Via::Tensor, Some(true)));
+        assert_eq!(classify(&plain, Callee::Library("torch.autograd.grad")), b(Via::Grad, None));
+    }
+
+    #[test]
+    fn receivers_decide_step_and_scaler_calls() {
+        let plain = call(vec![], vec![]);
+        assert_eq!(classify(&plain, method("step", Receiver::Optimizer)), Some(Event::OptimizerStep { closure: false }));
+        assert_eq!(classify(&plain, method("step", Receiver::Scaler)), Some(Event::ScalerStep));
+        assert_eq!(classify(&plain, method("step", Receiver::Other)), None, "a scheduler's step is no event");
+        assert_eq!(classify(&plain, method("update", Receiver::Other)), None, "dict.update");
+        assert_eq!(classify(&plain, method("zero_", Receiver::GradAttr)), Some(Event::GradReset));
+        assert_eq!(classify(&plain, method("zero_", Receiver::Tensor)), Some(Event::InPlace));
+    }
+
+    #[test]
+    fn options_as_written() {
+        let zg = call(vec![lit(Literal::Bool(false))], vec![]);
+        assert_eq!(classify(&zg, method("zero_grad", Receiver::Optimizer)), Some(Event::ZeroGrad { set_to_none: Some(false) }));
+        let loader = call(
+            vec![],
+            vec![("num_workers", lit(Literal::Int(0))), ("pin_memory", lit(Literal::Bool(true)))],
+        );
+        assert_eq!(
+            classify(&loader, Callee::Library("torch.utils.data.DataLoader")),
+            Some(Event::LoaderNew { num_workers: Some(0), pin_memory: Some(true), persistent_workers: None })
+        );
+        let to = call(vec![lit(Literal::Str("cpu".into()))], vec![("non_blocking", lit(Literal::Bool(true)))]);
+        assert_eq!(
+            classify(&to, method("to", Receiver::Tensor)),
+            Some(Event::ToDevice { non_blocking: Some(true), to_host: true })
+        );
+        let zeros = call(vec![], vec![("device", lit(Literal::Str("cuda".into())))]);
+        assert_eq!(classify(&zeros, Callee::Library("torch.zeros")), Some(Event::Factory { device: true }));
+        assert_eq!(classify(&zeros, Callee::Library("torch.optim.AdamW")), Some(Event::OptimizerNew));
+        assert_eq!(classify(&zeros, Callee::Library("torch.optim.lr_scheduler.StepLR")), None);
+        let off = call(vec![lit(Literal::Bool(false))], vec![]);
+        assert_eq!(classify(&off, Callee::Library("torch.set_grad_enabled")), Some(Event::GradMode { enabled: Some(false) }));
+        assert_eq!(classify(&plain_call(), Callee::Library("torch.cuda.memory.empty_cache")), Some(Event::EmptyCache));
+        assert!(may_be_library_event("empty_cache") && !may_be_library_event("cat"));
+        assert!(may_be_method_event("add_") && !may_be_method_event("forward"));
+    }
+
+    fn plain_call() -> Expr {
+        call(vec![], vec![])
+    }
+}
