@@ -1,4 +1,5 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
+use memlint_semantic::api::nn;
 use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 use memlint_semantic::{Role, ValueKind};
 
@@ -124,7 +125,7 @@ impl DataAttribute {
             return false;
         }
         if let ExprKind::Attribute { attr, .. } = &value.kind {
-            if matches!(attr.as_str(), "weight" | "bias" | "grad") {
+            if nn::is_param_attr(attr) || attr == nn::GRAD {
                 return true;
             }
         }
@@ -150,7 +151,7 @@ impl Rule for DataAttribute {
         let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != "data" || !matches!(data_use(checker, value), Some(DataUse::Live)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Live)) {
                 continue;
             }
             if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
@@ -174,7 +175,7 @@ impl Rule for DataAttribute {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
-        if attr != "data" || checker.cx.is_assign_target(expr.id) {
+        if attr != nn::DATA || checker.cx.is_assign_target(expr.id) {
             return;
         }
         // `p.grad.data.norm()`, `w.data.detach()`: a copy or a reduction

@@ -1,3 +1,4 @@
+use memlint_semantic::api::nn;
 use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 
 use super::data_attribute::{data_span, data_use, DataUse};
@@ -77,7 +78,7 @@ impl Rule for DataAttributeInSetup {
         }
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != "data" || !matches!(data_use(checker, value), Some(DataUse::Setup)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Setup)) {
                 continue;
             }
             let name = checker.text(value.span).to_string();
@@ -94,7 +95,7 @@ impl Rule for DataAttributeInSetup {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
-        if attr != "data" || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
+        if attr != nn::DATA || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
             return;
         }
         if !matches!(data_use(checker, value), Some(DataUse::Setup)) {

@@ -1,4 +1,5 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
+use memlint_semantic::api::amp::{self, is_deprecated_module, replacement, Replacement};
 use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind, Words};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -72,56 +73,6 @@ declare_rule! {
     }
 }
 
-/// `torch.cuda.amp`, `torch.cpu.amp` and what is below them.
-fn is_deprecated_module(q: &str) -> bool {
-    ["torch.cuda.amp", "torch.cpu.amp"].iter().any(|m| q == *m || q.strip_prefix(m).is_some_and(|rest| rest.starts_with('.')))
-}
-
-/// The torch version the replacement needs: `torch.amp.GradScaler("cuda")`
-/// exists since 2.3, `torch.amp.autocast("cuda")` and
-/// `torch.amp.custom_fwd(device_type=...)` since 2.4.
-fn needed_torch(rep: Replacement) -> (u32, u32) {
-    match rep.text().0 {
-        "GradScaler" => (2, 3),
-        _ => (2, 4),
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Replacement {
-    /// `torch.amp.<name>("<device>", ...)`.
-    DeviceFirst(&'static str, &'static str),
-    /// `torch.amp.<name>(..., device_type="<device>")`.
-    DeviceKeyword(&'static str, &'static str),
-}
-
-fn replacement(qualified: &str) -> Option<Replacement> {
-    Some(match qualified {
-        "torch.cuda.amp.autocast" | "torch.cuda.amp.autocast_mode.autocast" => Replacement::DeviceFirst("autocast", "cuda"),
-        "torch.cuda.amp.GradScaler" | "torch.cuda.amp.grad_scaler.GradScaler" => Replacement::DeviceFirst("GradScaler", "cuda"),
-        "torch.cuda.amp.custom_fwd" => Replacement::DeviceKeyword("custom_fwd", "cuda"),
-        "torch.cuda.amp.custom_bwd" => Replacement::DeviceKeyword("custom_bwd", "cuda"),
-        "torch.cpu.amp.autocast" => Replacement::DeviceFirst("autocast", "cpu"),
-        "torch.cpu.amp.GradScaler" => Replacement::DeviceFirst("GradScaler", "cpu"),
-        _ => return None,
-    })
-}
-
-impl Replacement {
-    fn text(self) -> (&'static str, &'static str) {
-        match self {
-            Replacement::DeviceFirst(n, d) | Replacement::DeviceKeyword(n, d) => (n, d),
-        }
-    }
-
-    fn suggestion(self) -> String {
-        match self {
-            Replacement::DeviceFirst(n, d) => format!("torch.amp.{n}(\"{d}\", ...)"),
-            Replacement::DeviceKeyword(n, d) => format!("torch.amp.{n}(device_type=\"{d}\")"),
-        }
-    }
-}
-
 impl DeprecatedCudaAmp {
     fn resolve(checker: &Checker<'_>, e: &Expr) -> Option<(String, Replacement)> {
         if !matches!(e.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
@@ -159,14 +110,14 @@ impl DeprecatedCudaAmp {
     /// `amp.autocast(...)`): the callee becomes `torch.amp.<name>` and the
     /// device is added.
     fn fix(checker: &Checker<'_>, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Fix> {
-        let torch = checker.cx.import_alias_of("torch")?;
+        let torch = checker.cx.import_alias_of(amp::TORCH)?;
         let (name, _) = rep.text();
         let new_callee = format!("{torch}.amp.{name}");
         let mut edits = device_edits(checker, &new_callee, callee, call, rep)?;
         if !edits.iter().any(|e| e.span == callee.span) {
             edits.push(Edit { span: callee.span, content: new_callee });
         }
-        Some(Self::with_applicability(checker, edits, rep.suggestion(), needed_torch(rep)))
+        Some(Self::with_applicability(checker, edits, rep.suggestion(), rep.needed_torch()))
     }
 
     /// The fix for a use of a name bound by `from torch.cuda.amp import ...`:
@@ -199,7 +150,7 @@ impl DeprecatedCudaAmp {
             return None;
         }
         let StmtKind::Import(bindings) = &stmt.kind else { return None };
-        let old_module = ["torch.cuda.amp", "torch.cpu.amp"].into_iter().find(|m| {
+        let old_module = amp::DEPRECATED_MODULES.iter().copied().find(|m| {
             bindings.iter().all(|b| b.qualified.strip_prefix(m).and_then(|r| r.strip_prefix('.')).is_some_and(|n| !n.contains('.')))
         })?;
         let names: Vec<(&str, Replacement)> =
@@ -208,7 +159,7 @@ impl DeprecatedCudaAmp {
         let text = checker.text(stmt.span);
         let at = text.find(old_module)?;
         let start = stmt.span.start + at as u32;
-        let mut edits = vec![Edit { span: Span::new(start, start + old_module.len() as u32), content: "torch.amp".to_string() }];
+        let mut edits = vec![Edit { span: Span::new(start, start + old_module.len() as u32), content: amp::MODULE.to_string() }];
         let mut uses = Vec::new();
         let mut ok = true;
         collect_uses(&module.body, &names, &mut uses, &mut ok);
@@ -218,7 +169,7 @@ impl DeprecatedCudaAmp {
         for (callee, call, rep) in uses {
             edits.extend(device_edits(checker, checker.text(callee.span), callee, call, rep)?);
         }
-        let needed = names.iter().map(|(_, r)| needed_torch(*r)).max()?;
+        let needed = names.iter().map(|(_, r)| r.needed_torch()).max()?;
         let what = format!("`from torch.amp import ...` and {}", names.iter().map(|(_, r)| format!("`{}`", r.suggestion())).collect::<Vec<_>>().join(", "));
         Some(Self::with_applicability(checker, edits, what, needed))
     }
@@ -246,12 +197,12 @@ impl DeprecatedCudaAmp {
 /// `custom_fwd(...)`, and a bare `@custom_fwd` becomes
 /// `@<callee_text>(device_type="cuda")`.
 fn device_edits(checker: &Checker<'_>, callee_text: &str, callee: &Expr, call: Option<&Expr>, rep: Replacement) -> Option<Vec<Edit>> {
-    let (name, device) = rep.text();
+    let (_, device) = rep.text();
     match (rep, call) {
         (Replacement::DeviceFirst(..), Some(call)) => {
             let ExprKind::Call { args, keywords, .. } = &call.kind else { return None };
             let args_span = call.args_span()?;
-            if name == "autocast" && !args.is_empty() {
+            if rep.is_autocast() && !args.is_empty() {
                 return None;
             }
             let sep = if args.is_empty() && keywords.is_empty() { "" } else { ", " };

@@ -1,3 +1,4 @@
+use memlint_semantic::api::nn;
 use memlint_semantic::ir::{Expr, ExprKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -91,7 +92,7 @@ impl Rule for EvalWithoutNoGrad {
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
         let model = match &func.kind {
-            ExprKind::Attribute { value, attr, .. } if attr == "forward" && cx.is_model(value) => value,
+            ExprKind::Attribute { value, attr, .. } if attr == nn::FORWARD && cx.is_model(value) => value,
             _ if cx.is_model(func) => func,
             _ => return,
         };

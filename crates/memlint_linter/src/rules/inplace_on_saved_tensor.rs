@@ -1,5 +1,5 @@
 use memlint_diagnostics::Span;
-use memlint_semantic::api::{inplace_call, inplace_stmt, may_write_in_place, saved_for_backward, Saves};
+use memlint_semantic::api::{inplace_call, inplace_stmt, may_write_in_place, nn, saved_for_backward, Saves};
 use memlint_semantic::ir::{Expr, ExprKind, Stmt};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -70,10 +70,6 @@ declare_rule! {
 
 const HELP: &str = "use the out-of-place op (`y = y.mul(2)`), or change a `.clone()` of the tensor";
 
-/// Module classes whose forward saves its output, and the op.
-const OUTPUT_SAVING_MODULES: &[(&str, &str)] =
-    &[("Sigmoid", "sigmoid"), ("Tanh", "tanh"), ("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("ReLU", "relu")];
-
 impl InplaceOnSavedTensor {
     fn check(checker: &mut Checker<'_>, on: &Expr, span: Span, what: &str) {
         let cx = checker.cx;
@@ -111,33 +107,33 @@ impl InplaceOnSavedTensor {
         // Two modules at least, and a callee that can be `Sequential`
         // (a bare name may be an alias), before its name is built.
         let may_be_sequential = match &func.kind {
-            ExprKind::Attribute { attr, .. } => attr == "Sequential",
+            ExprKind::Attribute { attr, .. } => attr == nn::SEQUENTIAL,
             ExprKind::Name(_) => true,
             _ => false,
         };
         if args.len() < 2 || !may_be_sequential {
             return;
         }
-        if !cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.nn.Sequential", "torch.nn.modules.container.Sequential"])) {
+        if !cx.qualified_name(func).is_some_and(|q| q.is_any(nn::SEQUENTIAL_NAMES)) {
             return;
         }
         let module = |e: &Expr| -> Option<String> {
             let (f, _, _) = e.as_call()?;
             let q = cx.qualified_name(f)?;
-            q.starts_with_module("torch.nn").then(|| q.last().to_string())
+            q.starts_with_module(nn::NN).then(|| q.last().to_string())
         };
         for pair in args.windows(2) {
             let Some(first) = module(&pair[0]) else { continue };
-            let Some((_, op)) = OUTPUT_SAVING_MODULES.iter().find(|(m, _)| *m == first) else { continue };
-            if pair[0].keyword("inplace").is_some_and(Expr::is_true) || saved_for_backward(op) != Some(Saves::Output) {
+            let Some(op) = nn::output_saving_op(&first) else { continue };
+            if pair[0].keyword(nn::INPLACE).is_some_and(Expr::is_true) || saved_for_backward(op) != Some(Saves::Output) {
                 continue;
             }
-            let inplace = pair[1].keyword("inplace").is_some_and(Expr::is_true)
+            let inplace = pair[1].keyword(nn::INPLACE).is_some_and(Expr::is_true)
                 || pair[1].as_call().is_some_and(|(_, a, _)| a.first().is_some_and(Expr::is_true));
             // A project module whose `forward` changes its input in place.
             let project_inplace = pair[1].as_call().and_then(|(f, _, _)| cx.project_class_of_call(f)).is_some_and(|class| {
                 let index = cx.index();
-                index.method_of(&class, "forward").and_then(|m| index.function(&m)).is_some_and(|f| f.mutates_first_arg)
+                index.method_of(&class, nn::FORWARD).and_then(|m| index.function(&m)).is_some_and(|f| f.mutates_first_arg)
             });
             if module(&pair[1]).is_some() && inplace || project_inplace {
                 checker.report(

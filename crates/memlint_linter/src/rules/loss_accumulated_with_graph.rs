@@ -1,4 +1,5 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
+use memlint_semantic::api::nn;
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -103,7 +104,7 @@ impl LossAccumulatedWithGraph {
     /// detached tensor, which code after the loop may not expect.
     fn fix(checker: &Checker<'_>, value: &Expr) -> Fix {
         let scalar = value.dotted().is_some_and(|d| checker.cx.is_backward_root(&d));
-        let method = if scalar { "item" } else { "detach" };
+        let method = if scalar { nn::ITEM } else { nn::DETACH };
         let simple = matches!(
             value.kind,
             ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Call { .. } | ExprKind::Subscript { .. }

@@ -194,23 +194,40 @@ const VIEW_METHODS: &[&str] = &[
 /// Methods that read a value back to the host.
 const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy"];
 
+/// The method names [`classify`] gives a meaning to.
+const EVENT_METHODS: &[&str] = &[
+    "backward", "zero_grad", "zero_", "fill_", "step", "scale", "update", "unscale_", "requires_grad_", "to", "cuda", "cpu",
+    "detach",
+];
+
+/// The library last segments [`classify`] gives a meaning to (besides
+/// clipping, factories and optimizers).
+const EVENT_FUNCTIONS: &[&str] = &[
+    "backward", "grad", "empty_cache", "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "autocast",
+    "GradScaler", "DataLoader", "initialize",
+];
+
+/// Every name the event vocabulary knows: the method names, the library
+/// functions' last segments and the tables' entries.
+pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
+    EVENT_METHODS
+        .iter()
+        .chain(EVENT_FUNCTIONS)
+        .chain(CLIP_GRAD_APIS)
+        .chain(GRAD_OFF_APIS)
+        .chain(OOM_EXCEPTIONS)
+        .chain(OPTIMIZERS)
+        .chain(FACTORIES)
+        .chain(VIEW_METHODS)
+        .chain(HOST_SYNC_METHODS)
+        .copied()
+}
+
 /// Whether a library callee whose last segment is `last` can be an event:
 /// a cheap test before its qualified name is built.
 pub fn may_be_library_event(last: &str) -> bool {
-    matches!(
-        last,
-        "backward"
-            | "grad"
-            | "empty_cache"
-            | "no_grad"
-            | "inference_mode"
-            | "enable_grad"
-            | "set_grad_enabled"
-            | "autocast"
-            | "GradScaler"
-            | "DataLoader"
-            | "initialize"
-    ) || CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last))
+    EVENT_FUNCTIONS.contains(&last)
+        || CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last))
         || FACTORIES.contains(&last)
         || OPTIMIZERS.contains(&last)
 }
@@ -218,22 +235,8 @@ pub fn may_be_library_event(last: &str) -> bool {
 /// Whether a method named `name` can be an event on some receiver: a
 /// cheap test before the receiver's kind is worked out.
 pub fn may_be_method_event(name: &str) -> bool {
-    matches!(
-        name,
-        "backward"
-            | "zero_grad"
-            | "zero_"
-            | "fill_"
-            | "step"
-            | "scale"
-            | "update"
-            | "unscale_"
-            | "requires_grad_"
-            | "to"
-            | "cuda"
-            | "cpu"
-            | "detach"
-    ) || VIEW_METHODS.contains(&name)
+    EVENT_METHODS.contains(&name)
+        || VIEW_METHODS.contains(&name)
         || HOST_SYNC_METHODS.contains(&name)
         || is_inplace_method(name)
 }

@@ -9,7 +9,9 @@
 //! `tools/autograd/derivatives.yaml`: it is data, not code, so a rule that
 //! asks "did this op save its output?" reads one row.
 
+pub mod amp;
 mod events;
+pub mod nn;
 mod kinds;
 
 pub use events::{
@@ -21,6 +23,24 @@ pub use kinds::StepKinds;
 use memlint_diagnostics::Span;
 
 use crate::ir::{Expr, ExprKind, Stmt, StmtKind};
+
+/// Every torch API name the vocabulary holds (events, clipping and
+/// grad-mode functions, the saved-tensor table, norm buffers, the AMP
+/// names, tensor and module attributes). Rules are written against the
+/// vocabulary, never these spellings: a test checks that no rule holds one
+/// as a string literal.
+pub fn vocabulary() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = events::vocabulary().collect();
+    out.extend(SAVED_FOR_BACKWARD.iter().map(|(op, _)| *op));
+    out.extend(NORM_BUFFERS);
+    out.extend(amp::DEPRECATED_MODULES);
+    out.extend([amp::MODULE, amp::TORCH]);
+    out.extend([nn::DATA, nn::GRAD, nn::ITEM, nn::DETACH, nn::FORWARD, nn::INPLACE, nn::NN, nn::SEQUENTIAL, "weight", "bias"]);
+    out.extend(nn::SEQUENTIAL_NAMES);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
 
 /// What autograd saves of an op's operands for its backward pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,72 @@
+//! PyTorch's mixed-precision API: the `torch.cuda.amp` and `torch.cpu.amp`
+//! names deprecated since PyTorch 2.4, and what replaces each in
+//! `torch.amp`.
+
+/// The deprecated modules.
+pub const DEPRECATED_MODULES: &[&str] = &["torch.cuda.amp", "torch.cpu.amp"];
+
+/// The module that replaces them.
+pub const MODULE: &str = "torch.amp";
+
+/// The root module whose import alias a replacement is written with.
+pub const TORCH: &str = "torch";
+
+/// `torch.cuda.amp`, `torch.cpu.amp` and what is below them.
+pub fn is_deprecated_module(q: &str) -> bool {
+    DEPRECATED_MODULES.iter().any(|m| q == *m || q.strip_prefix(m).is_some_and(|rest| rest.starts_with('.')))
+}
+
+/// The replacement of a deprecated AMP API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// `torch.amp.<name>("<device>", ...)`.
+    DeviceFirst(&'static str, &'static str),
+    /// `torch.amp.<name>(..., device_type="<device>")`.
+    DeviceKeyword(&'static str, &'static str),
+}
+
+/// The replacement of a deprecated name (`None`: not deprecated, or not an
+/// API that has one).
+pub fn replacement(qualified: &str) -> Option<Replacement> {
+    Some(match qualified {
+        "torch.cuda.amp.autocast" | "torch.cuda.amp.autocast_mode.autocast" => Replacement::DeviceFirst("autocast", "cuda"),
+        "torch.cuda.amp.GradScaler" | "torch.cuda.amp.grad_scaler.GradScaler" => Replacement::DeviceFirst("GradScaler", "cuda"),
+        "torch.cuda.amp.custom_fwd" => Replacement::DeviceKeyword("custom_fwd", "cuda"),
+        "torch.cuda.amp.custom_bwd" => Replacement::DeviceKeyword("custom_bwd", "cuda"),
+        "torch.cpu.amp.autocast" => Replacement::DeviceFirst("autocast", "cpu"),
+        "torch.cpu.amp.GradScaler" => Replacement::DeviceFirst("GradScaler", "cpu"),
+        _ => return None,
+    })
+}
+
+impl Replacement {
+    /// The replacing name in `torch.amp` and the device it is given.
+    pub fn text(self) -> (&'static str, &'static str) {
+        match self {
+            Replacement::DeviceFirst(n, d) | Replacement::DeviceKeyword(n, d) => (n, d),
+        }
+    }
+
+    /// `autocast`, whose first positional argument moves behind the device.
+    pub fn is_autocast(self) -> bool {
+        self.text().0 == "autocast"
+    }
+
+    /// The replacement as the user writes it.
+    pub fn suggestion(self) -> String {
+        match self {
+            Replacement::DeviceFirst(n, d) => format!("{MODULE}.{n}(\"{d}\", ...)"),
+            Replacement::DeviceKeyword(n, d) => format!("{MODULE}.{n}(device_type=\"{d}\")"),
+        }
+    }
+
+    /// The torch version the replacement needs: `torch.amp.GradScaler("cuda")`
+    /// exists since 2.3, `torch.amp.autocast("cuda")` and
+    /// `torch.amp.custom_fwd(device_type=...)` since 2.4.
+    pub fn needed_torch(self) -> (u32, u32) {
+        match self.text().0 {
+            "GradScaler" => (2, 3),
+            _ => (2, 4),
+        }
+    }
+}
