@@ -84,7 +84,6 @@ fn a_nested_function_sees_the_enclosing_leaf() {
 }
 
 #[test]
-#[ignore = "model v3 step 9 (live-graph fact): `.data` after backward() freed the graph is reported"]
 fn data_after_backward_freed_the_graph_is_not_reported() {
     let src = "import torch\n\n\ndef train(net, target, opt, loader, tau):\n    for x in loader:\n        loss = net(x).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        for p, tp in zip(net.parameters(), target.parameters()):\n            tp.data.copy_(tau * p.data + (1 - tau) * tp.data)\n";
     assert!(lines(src, "ML103").is_empty(), "a target-network update after the step: no graph is live");

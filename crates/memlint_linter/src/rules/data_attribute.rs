@@ -45,7 +45,13 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// Not reported under `torch.no_grad()` (autograd records nothing
-    /// there: the advice is already followed), for reads through a copy or a
+    /// there: the advice is already followed), after a `backward()` (without
+    /// `retain_graph=True`) that every path of the loop iteration or
+    /// function reached, until a forward builds a graph again (a target
+    /// network's soft update, clipping or all-reducing gradients after the
+    /// backward: no graph is live to corrupt), on the batches of a data
+    /// loader (`x` of `for x, y in loader`: built from data, they require no
+    /// grad), for reads through a copy or a
     /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
     /// nor on a module built in the same function, nor for a swap-and-restore
     /// (`saved = p.data` ... `p.data = saved`). Not reported in
@@ -63,6 +69,11 @@ declare_rule! {
     /// `.bias`, `.grad`, `.running_mean` or `.running_var` of an object, or a
     /// value built by a `torch` function. `.data` of anything else
     /// (`args.data`, `self.dataset.data`, a pandas frame) is never reported.
+    ///
+    /// A `backward()` frees the graph behind its own loss only: in a GAN
+    /// step, `.data` on the generator after the discriminator's
+    /// `backward()` is not reported even while the generator's graph is
+    /// still live.
     ///
     /// ## References
     /// - [Autograd mechanics: in-place correctness checks](https://pytorch.org/docs/stable/notes/autograd.html#in-place-correctness-checks)
@@ -96,6 +107,14 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if cx.function_role() == Role::Test {
         return None;
     }
+    // A batch of a data loader requires no grad (unless made a leaf):
+    // `.data` on it bypasses nothing.
+    if let Some(d) = value.dotted() {
+        let root = d.split('.').next().unwrap_or(&d);
+        if cx.is_batch(root) && !cx.is_requires_grad_leaf(&d) && !graph {
+            return None;
+        }
+    }
     // A norm layer's running statistics never require grad: nothing to bypass.
     if let ExprKind::Attribute { attr, .. } = &value.kind {
         if memlint_semantic::api::NORM_BUFFERS.contains(&attr.as_str()) {
@@ -107,7 +126,9 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if !cx.grad_enabled() {
         return Some(DataUse::Setup);
     }
-    if cx.in_step_code() || graph {
+    // After a `backward()` freed the graph (a target-network update, the
+    // clipping or all-reduce of gradients), no graph is live to corrupt.
+    if (cx.in_step_code() || graph) && !cx.graph_freed() {
         Some(DataUse::Live)
     } else {
         Some(DataUse::Setup)

@@ -11,8 +11,10 @@ declare_rule! {
     /// ML103 `data-attribute` leaves out because no graph is live there:
     /// `m.weight.data.normal_(0, 0.02)` in a `weights_init` passed to
     /// `model.apply`, `self.bias.data.zero_()` in `reset_parameters`,
-    /// `b.data[:, 4] += 1.0` in a bias init, and under `torch.no_grad()`
-    /// anywhere. Not on the running statistics of norm layers
+    /// `b.data[:, 4] += 1.0` in a bias init, under `torch.no_grad()`
+    /// anywhere, and in a training step after a `backward()` freed the
+    /// graph (`p.data.clamp_(-c, c)` after `optimizer.step()`, a target
+    /// network's soft update). Not on the running statistics of norm layers
     /// (`bn.running_var.data = ...` when converting a frozen batch norm):
     /// they never require grad. Off by default: turn it on
     /// (`--select ML107`) when modernising such code.

@@ -268,6 +268,7 @@ impl Context {
         if is_loader {
             let mut flat = Vec::new();
             flatten_tuple_names(target, &mut flat);
+            self.frame_mut().batches.extend(flat.iter().cloned());
             if flat.len() > 1 {
                 for n in flat {
                     self.frame_mut().kinds.insert(n, ValueKind::Tensor);
@@ -287,7 +288,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values);
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
             self.frame_mut().imports.insert(dotted.to_string(), None);

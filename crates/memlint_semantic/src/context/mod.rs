@@ -191,6 +191,20 @@ struct Frame {
     backward_at: Vec<u32>,
     /// The identifiers of [`Words`] the function mentions.
     words: Words,
+    /// The conditional nesting of the statement being visited within the
+    /// function: `if` arms, loop bodies, `try` blocks and `match` arms each
+    /// add one.
+    cond_depth: usize,
+    /// Set when a `backward()` without `retain_graph=True` ran at this
+    /// conditional depth (every path through the function or iteration so
+    /// far reached it) and freed the graph it saved; cleared by a statement
+    /// that builds a graph again, by leaving the block it ran in, and at the
+    /// top of a training loop's body (the back edge brings the next
+    /// iteration's forward).
+    graph_freed_at: Option<usize>,
+    /// Names bound to the batches of a data loader (`x`, `y` of `for x, y
+    /// in loader`): tensors built from data, which require no grad.
+    batches: HashSet<String>,
 }
 
 /// The semantic state at one point of the walk. Rules read it through its

@@ -201,6 +201,23 @@ impl Context {
     }
 
 
+    /// Whether a `backward()` earlier on every path through this function
+    /// or loop iteration freed the graph (no `retain_graph=True`) and no
+    /// statement since has built one: no graph is live here. A
+    /// `backward()` frees the whole graph behind its loss only; one built
+    /// for another loss (a GAN's generator, when the discriminator's loss
+    /// was fed `fake.detach()`) may still be live, and is not told apart.
+    pub fn graph_freed(&self) -> bool {
+        self.frame().graph_freed_at.is_some()
+    }
+
+    /// Whether `name` is bound to a batch of a data loader (`x` of `for x,
+    /// y in loader`) and not rebound since: a tensor built from data, which
+    /// requires no grad.
+    pub fn is_batch(&self, name: &str) -> bool {
+        self.frame().batches.contains(name)
+    }
+
     /// Whether autograd records operations at this point: not inside
     /// `torch.no_grad()`/`torch.inference_mode()` (as a `with` block or a
     /// decorator of the current function) nor after `torch.set_grad_enabled(False)`.

@@ -318,18 +318,22 @@ impl Context {
                 }
                 self.bind_loop_target(target, iter);
                 self.frame_mut().loops.push(frame);
+                self.enter_cond(calls_backward);
                 self.walk_body(body, visitor);
+                self.leave_cond();
                 self.frame_mut().loops.pop();
-                self.walk_body(orelse, visitor);
+                self.walk_cond(orelse, visitor);
             }
             StmtKind::While { test: _, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
                 let frame = self.loop_frame(kind, calls_backward, body);
                 self.frame_mut().loops.push(frame);
+                self.enter_cond(calls_backward);
                 self.walk_body(body, visitor);
+                self.leave_cond();
                 self.frame_mut().loops.pop();
-                self.walk_body(orelse, visitor);
+                self.walk_cond(orelse, visitor);
             }
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
@@ -340,19 +344,19 @@ impl Context {
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
                 self.interval_depth += interval;
-                self.walk_body(body, visitor);
+                self.walk_cond(body, visitor);
                 self.interval_depth -= interval;
                 self.option_depth -= option;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
-                self.walk_body(orelse, visitor);
+                self.walk_cond(orelse, visitor);
                 self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
             }
-            StmtKind::Block(body) => self.walk_body(body, visitor),
+            StmtKind::Block(body) => self.walk_cond(body, visitor),
             StmtKind::Try(t) => {
                 let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
-                self.walk_body(body, visitor);
+                self.walk_cond(body, visitor);
                 for h in handlers {
                     // An `except` handler is a fallback: compatibility code.
                     self.compat_depth += 1;
@@ -361,12 +365,12 @@ impl Context {
                         let name = Expr::new(h.span, ExprKind::Name(n.as_str().into()));
                         self.bind(&name, None);
                     }
-                    self.walk_body(&h.body, visitor);
+                    self.walk_cond(&h.body, visitor);
                     self.handlers.pop();
                     self.compat_depth -= 1;
                 }
-                self.walk_body(orelse, visitor);
-                self.walk_body(finalbody, visitor);
+                self.walk_cond(orelse, visitor);
+                self.walk_cond(finalbody, visitor);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Raise(_) => {}
             StmtKind::With { items, body } => {
@@ -457,6 +461,64 @@ impl Context {
                 }
             }
             StmtKind::Return(_) | StmtKind::Other(_) | StmtKind::Declare { .. } => {}
+        }
+        self.update_graph_freed(stmt);
+    }
+
+    /// A block that runs only on some paths (an arm, a handler).
+    pub(super) fn walk_cond(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
+        self.enter_cond(false);
+        self.walk_body(body, visitor);
+        self.leave_cond();
+    }
+
+    /// Enters a conditional block; `loops_back`: a loop body whose next
+    /// iteration runs a forward again (a training loop), so no graph is
+    /// known freed at its top.
+    pub(super) fn enter_cond(&mut self, loops_back: bool) {
+        let f = self.frame_mut();
+        f.cond_depth += 1;
+        if loops_back {
+            f.graph_freed_at = None;
+        }
+    }
+
+    /// Leaves a conditional block: a graph freed inside it may not be on
+    /// the other paths.
+    pub(super) fn leave_cond(&mut self) {
+        let f = self.frame_mut();
+        f.cond_depth -= 1;
+        if f.graph_freed_at.is_some_and(|d| d > f.cond_depth) {
+            f.graph_freed_at = None;
+        }
+    }
+
+    /// After a simple statement: a `backward()` without `retain_graph=True`
+    /// frees the graph; a statement that builds a graph (its value carries
+    /// one, with grad on) makes it live again.
+    fn update_graph_freed(&mut self, stmt: &Stmt) {
+        let value = match &stmt.kind {
+            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => e,
+            StmtKind::Assign { value, .. } | StmtKind::AugAssign { value, .. } => value,
+            _ => return,
+        };
+        let mut frees = false;
+        let mut retained = false;
+        stmt.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if is_backward_call(x) {
+                    let keeps = x.keyword("retain_graph").is_some_and(|v| !v.is_false());
+                    retained |= keeps;
+                    frees |= !keeps;
+                }
+                false
+            });
+        });
+        if frees && !retained {
+            let depth = self.frame().cond_depth;
+            self.frame_mut().graph_freed_at = Some(depth);
+        } else if self.frame().graph_freed_at.is_some() && self.grad_enabled() && self.carries_graph(value) {
+            self.frame_mut().graph_freed_at = None;
         }
     }
 
