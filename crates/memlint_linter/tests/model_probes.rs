@@ -38,14 +38,12 @@ fn the_optimizer_name_does_not_decide_ml106_when_it_is_optimizer() {
 // Wrong today: each names the step that fixes it.
 
 #[test]
-#[ignore = "model v3 step 6 (bindings and places): rebinding a prefix does not kill what hangs below it"]
 fn rebinding_a_prefix_forgets_what_hung_below_it() {
     let src = "import torch\n\nclass Box:\n    pass\n\nobj = Box()\nobj.t = torch.zeros(3, requires_grad=True)\nobj = Box()\nobj.t.add_(1)\n";
     assert!(lines(src, "ML101").is_empty(), "obj.t is a new object's attribute");
 }
 
 #[test]
-#[ignore = "model v3 step 6 (bindings and places): aliases are not followed"]
 fn an_alias_of_a_leaf_is_the_leaf() {
     let src = "import torch\nx = torch.zeros(3, requires_grad=True)\ny = x\ny.add_(1)\n";
     assert_eq!(lines(src, "ML101"), [4]);
@@ -77,7 +75,6 @@ fn a_comprehension_over_parameters_binds_its_target() {
 }
 
 #[test]
-#[ignore = "model v3 step 6 (bindings and places): an enclosing function's locals are invisible in a nested def"]
 fn a_nested_function_sees_the_enclosing_leaf() {
     let src = "import torch\n\ndef outer():\n    w = torch.zeros(3, requires_grad=True)\n\n    def inner():\n        w.add_(1)\n\n    inner()\n";
     assert_eq!(lines(src, "ML101"), [7]);

@@ -289,6 +289,26 @@ impl Context {
             }};
         }
         remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches);
+        // What hangs below the rebound place belongs to the old object:
+        // `obj = Box()` forgets `obj.t`.
+        let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
+        let f = self.frame_mut();
+        macro_rules! sets {
+            ($($m:ident),*) => {{
+                $(if f.$m.iter().any(|k| below(k)) {
+                    f.$m.retain(|k| !below(k));
+                })*
+            }};
+        }
+        macro_rules! maps {
+            ($($m:ident),*) => {{
+                $(if f.$m.keys().any(|k| below(k)) {
+                    f.$m.retain(|k, _| !below(k));
+                })*
+            }};
+        }
+        sets!(frozen, graph, requires_grad, losses, grad_values);
+        maps!(factories, instances, kinds, views, saved);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
             self.frame_mut().imports.insert(dotted.to_string(), None);
@@ -416,6 +436,14 @@ impl Context {
 
     /// Whether assigning `v` creates a leaf tensor that requires grad.
     pub(super) fn makes_leaf(&self, v: &Expr, kind: Option<ValueKind>) -> bool {
+        // `y = x` of a leaf: the same tensor under a second name.
+        if matches!(v.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
+            if let Some(d) = v.dotted() {
+                if self.is_requires_grad_leaf(&d) {
+                    return true;
+                }
+            }
+        }
         if kind == Some(ValueKind::Parameter) {
             if let ExprKind::Call { .. } = v.kind {
                 return true;

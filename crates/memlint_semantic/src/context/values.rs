@@ -16,15 +16,36 @@ impl Context {
             .or_else(|| self.module_level(dotted, |f| f.kinds.get(dotted).copied()))
     }
 
-    /// A fact about a module-level binding, seen from inside a function
-    /// that does not bind the name itself.
+    /// `get` of the scope that binds `dotted`'s root for the current
+    /// function, when that is not the function itself: the innermost
+    /// enclosing function that binds it (a closure sees its enclosing
+    /// function's locals), else the module. `None` when the function binds
+    /// the root itself (its facts are the current frame's), for `self`,
+    /// and at the module level.
     pub(super) fn module_level<T>(&self, dotted: &str, get: impl Fn(&Frame) -> Option<T>) -> Option<T> {
-        if self.frames.len() < 2 {
+        let n = self.frames.len();
+        if n < 2 {
             return None;
         }
         let root = dotted.split('.').next().unwrap_or(dotted);
-        if root == "self" || self.is_shadowed_locally(root) {
+        if root == "self" {
             return None;
+        }
+        let binds = |f: &Frame| {
+            f.locals.as_ref().is_some_and(|l| l.binary_search_by(|x| x.as_str().cmp(root)).is_ok())
+                || f.params.contains(root)
+                || f.kinds.contains_key(root)
+                || f.imports.contains_key(root)
+        };
+        if binds(&self.frames[n - 1]) {
+            return None;
+        }
+        // Enclosing functions, innermost first; class bodies are not
+        // scopes their methods see.
+        for f in self.frames[1..n - 1].iter().rev().filter(|f| !f.is_class) {
+            if binds(f) {
+                return get(f);
+            }
         }
         get(&self.frames[0])
     }
