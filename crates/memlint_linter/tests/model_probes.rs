@@ -50,7 +50,6 @@ fn an_alias_of_a_leaf_is_the_leaf() {
 }
 
 #[test]
-#[ignore = "model v3 step 8 (branch joins): both arms of an if run in one state, the last arm wins"]
 fn train_or_eval_in_two_arms_does_not_depend_on_their_order() {
     let a = "import torch\n\ndef run(model, x, training):\n    if training:\n        model.train()\n    else:\n        model.eval()\n    return model(x)\n";
     let b = "import torch\n\ndef run(model, x, training):\n    if not training:\n        model.eval()\n    else:\n        model.train()\n    return model(x)\n";

@@ -344,12 +344,24 @@ impl Context {
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
                 self.interval_depth += interval;
+                // Must-facts join: after the `if`, a fact holds when it
+                // holds at the end of every arm that falls through.
+                let before = self.frame().eval_mode;
                 self.walk_cond(body, visitor);
+                let after_body = self.frame().eval_mode;
+                self.frame_mut().eval_mode = before;
                 self.interval_depth -= interval;
                 self.option_depth -= option;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_cond(orelse, visitor);
+                let after_else = self.frame().eval_mode;
+                self.frame_mut().eval_mode = match (falls_through(body), falls_through(orelse)) {
+                    (true, true) => after_body && after_else,
+                    (true, false) => after_body,
+                    (false, true) => after_else,
+                    (false, false) => before,
+                };
                 self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
             }
@@ -522,4 +534,13 @@ impl Context {
         }
     }
 
+}
+
+/// Whether control can leave `body` at its end: its last statement is not
+/// a `return`, `raise`, `break` or `continue`.
+fn falls_through(body: &[Stmt]) -> bool {
+    !matches!(
+        body.last().map(|s| &s.kind),
+        Some(StmtKind::Return(_) | StmtKind::Raise(_) | StmtKind::Break | StmtKind::Continue)
+    )
 }
