@@ -127,6 +127,17 @@ impl Visitor for RuleVisitor<'_> {
         // The rules were filtered for the file's language once, by the driver.
         for rule in self.rules {
             rule.check_stmt(stmt, &mut checker);
+        }
+    }
+
+    /// Loop and function checks run once the body has been walked: the
+    /// facts of the body (what its names hold) exist then.
+    fn leave_stmt(&mut self, stmt: &Stmt, cx: &Context) {
+        let mut checker = Checker::new(cx, self.source, self.module, self.diagnostics, &self.memo);
+        if let StmtKind::For { body, .. } | StmtKind::While { body, .. } = &stmt.kind {
+            checker.loop_body = Some(body);
+        }
+        for rule in self.rules {
             match &stmt.kind {
                 StmtKind::For { body, .. } | StmtKind::While { body, .. } => rule.check_loop(stmt, body, &mut checker),
                 StmtKind::Function(f) => rule.check_function(f, &mut checker),

@@ -57,7 +57,6 @@ fn train_or_eval_in_two_arms_does_not_depend_on_their_order() {
 }
 
 #[test]
-#[ignore = "model v3 step 7 (deferred checks): function checks run at the header, before the body's facts exist"]
 fn ml106_does_not_depend_on_the_optimizer_name() {
     let src = |name: &str| {
         format!("import torch\n\n\ndef step(model, x):\n    scaler = torch.amp.GradScaler(\"cuda\")\n    loss = model(x).sum()\n    scaler.scale(loss).backward()\n    {name} = torch.optim.SGD(model.parameters(), lr=0.1)\n    {name}.step()\n")

@@ -68,6 +68,11 @@ pub trait Visitor {
     /// Called for each expression (pre-order) of a statement, before the
     /// statement's effects are applied.
     fn visit_expr(&mut self, expr: &Expr, cx: &Context);
+    /// Called for a loop or a function definition once its body has been
+    /// walked, with the facts in force at the end of the body, still inside
+    /// it (the loop's frame, the function's scope): checks of the whole
+    /// body run here, after its facts exist.
+    fn leave_stmt(&mut self, _stmt: &Stmt, _cx: &Context) {}
     /// Called once after the whole file was walked, with the module-level
     /// facts in force at its end.
     fn finish(&mut self, _cx: &Context) {}

@@ -320,6 +320,7 @@ impl Context {
                 self.frame_mut().loops.push(frame);
                 self.enter_cond(calls_backward);
                 self.walk_body(body, visitor);
+                visitor.leave_stmt(stmt, self);
                 self.leave_cond();
                 self.frame_mut().loops.pop();
                 self.walk_cond(orelse, visitor);
@@ -331,6 +332,7 @@ impl Context {
                 self.frame_mut().loops.push(frame);
                 self.enter_cond(calls_backward);
                 self.walk_body(body, visitor);
+                visitor.leave_stmt(stmt, self);
                 self.leave_cond();
                 self.frame_mut().loops.pop();
                 self.walk_cond(orelse, visitor);
@@ -426,6 +428,7 @@ impl Context {
                 );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
+                visitor.leave_stmt(stmt, self);
                 self.frames.pop();
                 (self.interval_depth, self.option_depth, self.handlers) = saved;
                 // The function name now binds a function, not an import.
