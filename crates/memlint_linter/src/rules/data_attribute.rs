@@ -49,9 +49,14 @@ declare_rule! {
     /// `retain_graph=True`) that every path of the loop iteration or
     /// function reached, until a forward builds a graph again (a target
     /// network's soft update, clipping or all-reducing gradients after the
-    /// backward: no graph is live to corrupt), on the batches of a data
-    /// loader (`x` of `for x, y in loader`: built from data, they require no
-    /// grad), for reads through a copy or a
+    /// backward: no graph is live to corrupt), before the forward of a
+    /// training loop's iteration, where no `backward()` is to come
+    /// (sampling, logging, metrics after the last `backward()`), in an
+    /// optimizer's `step` or a helper that runs no `backward()` of its own
+    /// (a caller's graph is not followed), for reads of an intermediate
+    /// value (`fake.data` into a gradient penalty, `loss.data` into a
+    /// threshold: a deliberate detach; a parameter's or leaf's `.data` read
+    /// into the graph is reported, as it trains nothing), for reads through a copy or a
     /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
     /// nor on a module built in the same function, nor for a swap-and-restore
     /// (`saved = p.data` ... `p.data = saved`). Not reported in
@@ -107,14 +112,6 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if cx.function_role() == Role::Test {
         return None;
     }
-    // A batch of a data loader requires no grad (unless made a leaf):
-    // `.data` on it bypasses nothing.
-    if let Some(d) = value.dotted() {
-        let root = d.split('.').next().unwrap_or(&d);
-        if cx.is_batch(root) && !cx.is_requires_grad_leaf(&d) && !graph {
-            return None;
-        }
-    }
     // A norm layer's running statistics never require grad: nothing to bypass.
     if let ExprKind::Attribute { attr, .. } = &value.kind {
         if memlint_semantic::api::NORM_BUFFERS.contains(&attr.as_str()) {
@@ -126,9 +123,12 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if !cx.grad_enabled() {
         return Some(DataUse::Setup);
     }
-    // After a `backward()` freed the graph (a target-network update, the
-    // clipping or all-reduce of gradients), no graph is live to corrupt.
-    if (cx.in_step_code() || graph) && !cx.graph_freed() {
+    // The hazard needs a graph that is live here and backpropagated later:
+    // after the `backward()` that freed it (a target-network update, the
+    // clipping or all-reduce of gradients), before a forward built one (the
+    // top of a training loop), or with no `backward()` to come (sampling,
+    // logging, metrics), nothing is corrupted.
+    if (cx.in_step_code() || graph) && cx.graph_may_be_live() && cx.backward_follows() {
         Some(DataUse::Live)
     } else {
         Some(DataUse::Setup)
@@ -141,6 +141,18 @@ pub(crate) fn data_span(attr_span: Span) -> Span {
 }
 
 impl DataAttribute {
+    /// A parameter or a leaf that requires grad (`self.weight`, `p` of
+    /// `.parameters()`, `w` built with `requires_grad=True`).
+    fn is_leaf_like(checker: &Checker<'_>, value: &Expr) -> bool {
+        if let ExprKind::Attribute { attr, .. } = &value.kind {
+            if nn::is_param_attr(attr) {
+                return true;
+            }
+        }
+        value.dotted().is_some_and(|d| checker.cx.is_requires_grad_leaf(&d) || checker.cx.is_parameter_path(&d))
+            || checker.cx.kind_of(value) == Some(ValueKind::Parameter)
+    }
+
     pub(crate) fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
         if checker.cx.qualified_name(value).is_some() {
             return false;
@@ -213,6 +225,13 @@ impl Rule for DataAttribute {
             return;
         }
         if !matches!(data_use(checker, value), Some(DataUse::Live)) {
+            return;
+        }
+        // A read of a graph's intermediate value (`fake.data` into a
+        // gradient penalty, `loss.data` into a threshold) is a deliberate
+        // detach: only a parameter or leaf read through `.data` leaves the
+        // graph silently (`x * self.weight.data` trains no weight).
+        if !checker.cx.is_written_through(expr.id) && !Self::is_leaf_like(checker, value) {
             return;
         }
         let name = checker.text(value.span).to_string();

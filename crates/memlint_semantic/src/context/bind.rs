@@ -46,6 +46,10 @@ impl Context {
             frame.role = Some(Role::Setup);
         }
         frame.qualname = Some(qualname);
+        // Step code that runs no backward of its own (a `forward`, a helper
+        // called from a training step) may run while its caller's graph is
+        // live; a function with its own backward starts with none.
+        frame.graph_built = func.name == "forward" || frame.role == Some(Role::Step) && !backward;
         if !summary_only {
             frame.kept_alive = kept_alive(&func.body, func.words);
             if backward {
@@ -383,7 +387,11 @@ impl Context {
                     .and_then(|v| v.as_call())
                     .filter(|(_, args, kws)| args.is_empty() && kws.is_empty())
                     .and_then(|(func, _, _)| self.project_name(func));
+                let batch = value.is_some_and(|v| self.is_batch_value(v));
                 self.forget(&d);
+                if batch {
+                    self.frame_mut().batches.insert(d.to_string());
+                }
                 if let Some(q) = factory {
                     self.frame_mut().factories.insert(d.to_string(), q);
                 }
@@ -435,6 +443,31 @@ impl Context {
     }
 
     /// Whether assigning `v` creates a leaf tensor that requires grad.
+    /// Whether `v` is a loader's batch, moved or converted (`x.to(device)`,
+    /// `x.cuda().float()`, `batch[0]`, `Variable(x)`): data that requires no
+    /// grad.
+    pub(super) fn is_batch_value(&self, v: &Expr) -> bool {
+        const SAME_DATA: &[&str] = &[
+            "to", "cuda", "cpu", "float", "half", "double", "long", "int", "bfloat16", "type", "contiguous", "view",
+            "reshape", "permute", "squeeze", "unsqueeze", "detach", "clone", "pin_memory",
+        ];
+        match &v.kind {
+            ExprKind::Name(n) => self.frame().batches.contains(n.as_str()),
+            ExprKind::Subscript { value, .. } => self.is_batch_value(value),
+            ExprKind::Call { func, args, .. } => match &func.kind {
+                ExprKind::Attribute { value, attr, .. } if SAME_DATA.contains(&attr.as_str()) => self.is_batch_value(value),
+                // `Variable(x)` (PyTorch before 0.4) wraps the same data.
+                _ if func.dotted().is_some_and(|d| d == "Variable" || d.ends_with(".Variable"))
+                    && !v.keyword("requires_grad").is_some_and(Expr::is_true) =>
+                {
+                    args.first().is_some_and(|a| self.is_batch_value(a))
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     pub(super) fn makes_leaf(&self, v: &Expr, kind: Option<ValueKind>) -> bool {
         // `y = x` of a leaf: the same tensor under a second name.
         if matches!(v.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {

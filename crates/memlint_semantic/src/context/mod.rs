@@ -196,17 +196,14 @@ struct Frame {
     backward_at: Vec<u32>,
     /// The identifiers of [`Words`] the function mentions.
     words: Words,
-    /// The conditional nesting of the statement being visited within the
-    /// function: `if` arms, loop bodies, `try` blocks and `match` arms each
-    /// add one.
-    cond_depth: usize,
-    /// Set when a `backward()` without `retain_graph=True` ran at this
-    /// conditional depth (every path through the function or iteration so
-    /// far reached it) and freed the graph it saved; cleared by a statement
-    /// that builds a graph again, by leaving the block it ran in, and at the
-    /// top of a training loop's body (the back edge brings the next
-    /// iteration's forward).
-    graph_freed_at: Option<usize>,
+    /// On some path to the statement being visited, a graph was built (a
+    /// value carrying one bound with grad on) and no `backward()` without
+    /// `retain_graph=True` has freed it since: a may-fact, joined over the
+    /// arms of an `if` and over a loop's iterations. True at the entry of
+    /// step code (a caller's graph may be live), false at the top of a
+    /// training loop's body (the previous iteration's `backward()` freed
+    /// its graph).
+    graph_built: bool,
     /// Names bound to the batches of a data loader (`x`, `y` of `for x, y
     /// in loader`): tensors built from data, which require no grad.
     batches: HashSet<String>,

@@ -201,14 +201,14 @@ impl Context {
     }
 
 
-    /// Whether a `backward()` earlier on every path through this function
-    /// or loop iteration freed the graph (no `retain_graph=True`) and no
-    /// statement since has built one: no graph is live here. A
-    /// `backward()` frees the whole graph behind its loss only; one built
-    /// for another loss (a GAN's generator, when the discriminator's loss
-    /// was fed `fake.detach()`) may still be live, and is not told apart.
-    pub fn graph_freed(&self) -> bool {
-        self.frame().graph_freed_at.is_some()
+    /// Whether a graph may be live here: on some path to this point a
+    /// graph was built (or, in step code, a caller's may be live) and no
+    /// `backward()` without `retain_graph=True` has freed it since. A
+    /// `backward()` frees the graph behind its own loss only; one built for
+    /// another loss (a GAN's generator, when the discriminator's loss was
+    /// fed `fake.detach()`) may still be live, and is not told apart.
+    pub fn graph_may_be_live(&self) -> bool {
+        self.frame().graph_built
     }
 
     /// Whether `name` is bound to a batch of a data loader (`x` of `for x,

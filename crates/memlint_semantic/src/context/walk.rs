@@ -318,10 +318,10 @@ impl Context {
                 }
                 self.bind_loop_target(target, iter);
                 self.frame_mut().loops.push(frame);
-                self.enter_cond(calls_backward);
+                let built = self.enter_loop(calls_backward);
                 self.walk_body(body, visitor);
                 visitor.leave_stmt(stmt, self);
-                self.leave_cond();
+                self.leave_loop(built);
                 self.frame_mut().loops.pop();
                 self.walk_cond(orelse, visitor);
             }
@@ -330,10 +330,10 @@ impl Context {
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
                 let frame = self.loop_frame(kind, calls_backward, body);
                 self.frame_mut().loops.push(frame);
-                self.enter_cond(calls_backward);
+                let built = self.enter_loop(calls_backward);
                 self.walk_body(body, visitor);
                 visitor.leave_stmt(stmt, self);
-                self.leave_cond();
+                self.leave_loop(built);
                 self.frame_mut().loops.pop();
                 self.walk_cond(orelse, visitor);
             }
@@ -349,20 +349,33 @@ impl Context {
                 // Must-facts join: after the `if`, a fact holds when it
                 // holds at the end of every arm that falls through.
                 let before = self.frame().eval_mode;
+                let built_before = self.frame().graph_built;
                 self.walk_cond(body, visitor);
                 let after_body = self.frame().eval_mode;
+                let built_body = self.frame().graph_built;
                 self.frame_mut().eval_mode = before;
+                self.frame_mut().graph_built = built_before;
                 self.interval_depth -= interval;
                 self.option_depth -= option;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_cond(orelse, visitor);
                 let after_else = self.frame().eval_mode;
-                self.frame_mut().eval_mode = match (falls_through(body), falls_through(orelse)) {
+                let built_else = self.frame().graph_built;
+                let (body_through, else_through) = (falls_through(body), falls_through(orelse));
+                self.frame_mut().eval_mode = match (body_through, else_through) {
                     (true, true) => after_body && after_else,
                     (true, false) => after_body,
                     (false, true) => after_else,
                     (false, false) => before,
+                };
+                // May-fact join: a graph may be live after the `if` when it
+                // may be at the end of an arm that falls through.
+                self.frame_mut().graph_built = match (body_through, else_through) {
+                    (true, true) => built_body || built_else,
+                    (true, false) => built_body,
+                    (false, true) => built_else,
+                    (false, false) => built_before,
                 };
                 self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
@@ -477,41 +490,35 @@ impl Context {
             }
             StmtKind::Return(_) | StmtKind::Other(_) | StmtKind::Declare { .. } => {}
         }
-        self.update_graph_freed(stmt);
+        self.update_graph_state(stmt);
     }
 
     /// A block that runs only on some paths (an arm, a handler).
     pub(super) fn walk_cond(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
-        self.enter_cond(false);
         self.walk_body(body, visitor);
-        self.leave_cond();
     }
 
-    /// Enters a conditional block; `loops_back`: a loop body whose next
-    /// iteration runs a forward again (a training loop), so no graph is
-    /// known freed at its top.
-    pub(super) fn enter_cond(&mut self, loops_back: bool) {
-        let f = self.frame_mut();
-        f.cond_depth += 1;
-        if loops_back {
-            f.graph_freed_at = None;
+    /// Enters a loop's body: a training loop's iteration starts with no
+    /// graph of its own built.
+    pub(super) fn enter_loop(&mut self, training: bool) -> bool {
+        let before = self.frame().graph_built;
+        if training {
+            self.frame_mut().graph_built = false;
         }
+        before
     }
 
-    /// Leaves a conditional block: a graph freed inside it may not be on
-    /// the other paths.
-    pub(super) fn leave_cond(&mut self) {
+    /// Leaves a loop's body: a graph may be live after the loop if one was
+    /// before it (no iteration ran) or one is at the end of its body.
+    pub(super) fn leave_loop(&mut self, before: bool) {
         let f = self.frame_mut();
-        f.cond_depth -= 1;
-        if f.graph_freed_at.is_some_and(|d| d > f.cond_depth) {
-            f.graph_freed_at = None;
-        }
+        f.graph_built |= before;
     }
 
     /// After a simple statement: a `backward()` without `retain_graph=True`
     /// frees the graph; a statement that builds a graph (its value carries
-    /// one, with grad on) makes it live again.
-    fn update_graph_freed(&mut self, stmt: &Stmt) {
+    /// one, with grad on) makes one live.
+    fn update_graph_state(&mut self, stmt: &Stmt) {
         let value = match &stmt.kind {
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => e,
             StmtKind::Assign { value, .. } | StmtKind::AugAssign { value, .. } => value,
@@ -530,13 +537,11 @@ impl Context {
             });
         });
         if frees && !retained {
-            let depth = self.frame().cond_depth;
-            self.frame_mut().graph_freed_at = Some(depth);
-        } else if self.frame().graph_freed_at.is_some() && self.grad_enabled() && self.carries_graph(value) {
-            self.frame_mut().graph_freed_at = None;
+            self.frame_mut().graph_built = false;
+        } else if !frees && !self.frame().graph_built && self.grad_enabled() && self.carries_graph(value) {
+            self.frame_mut().graph_built = true;
         }
     }
-
 }
 
 /// Whether control can leave `body` at its end: its last statement is not
