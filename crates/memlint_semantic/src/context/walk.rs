@@ -519,6 +519,10 @@ impl Context {
     /// frees the graph; a statement that builds a graph (its value carries
     /// one, with grad on) makes one live.
     fn update_graph_state(&mut self, stmt: &Stmt) {
+        // Phase one's summaries and files without torch ask nothing of it.
+        if self.options.summary_only || !self.torch_imported {
+            return;
+        }
         let value = match &stmt.kind {
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => e,
             StmtKind::Assign { value, .. } | StmtKind::AugAssign { value, .. } => value,
@@ -526,7 +530,11 @@ impl Context {
         };
         let mut frees = false;
         let mut retained = false;
+        let may_call_backward = self.frame().words.contains(Words::BACKWARD);
         stmt.for_each_expr(|e| {
+            if !may_call_backward {
+                return;
+            }
             e.any(&mut |x| {
                 if is_backward_call(x) {
                     let keeps = x.keyword("retain_graph").is_some_and(|v| !v.is_false());
