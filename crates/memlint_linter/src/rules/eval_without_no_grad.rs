@@ -44,6 +44,10 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
+    /// Not reported in a loop that steps an environment (`env.step(action)`:
+    /// reinforcement learning's interaction loop, one observation per
+    /// forward, its graph dropped every step), nor on a call of a CamelCase
+    /// name (a class constructed, even a parameter annotated `nn.Module`).
     /// Grad is off under `torch.no_grad()`/`torch.inference_mode()` (as a
     /// block or decorator), under a decorator or context manager of the
     /// project whose definition enters one of them (`@smart_inference_mode()`,
@@ -88,6 +92,11 @@ impl Rule for EvalWithoutNoGrad {
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
         if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() || cx.in_non_torch_branch() {
+            return;
+        }
+        // An environment's interaction loop: one observation per forward,
+        // its graph dropped each step, next to the environment's own cost.
+        if cx.in_interaction_loop() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };

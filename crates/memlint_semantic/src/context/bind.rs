@@ -133,6 +133,7 @@ impl Context {
             resets: if rules { assigned_names(body) } else { HashSet::default() },
             unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
+            steps_env: rules && steps_an_environment(body),
         }
     }
 
@@ -292,7 +293,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches);
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
@@ -311,7 +312,7 @@ impl Context {
                 })*
             }};
         }
-        sets!(frozen, graph, requires_grad, losses, grad_values);
+        sets!(frozen, graph, requires_grad, losses, grad_values, grad_off);
         maps!(factories, instances, kinds, views, saved);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {

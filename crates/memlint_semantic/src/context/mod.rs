@@ -122,6 +122,9 @@ struct LoopFrame {
     unconditional: HashMap<String, HashSet<StmtId>>,
     /// Names that `backward()` is called on (or through) in the body.
     backward_roots: HashSet<String>,
+    /// The body steps an environment (`env.step(action)`): an interaction
+    /// loop of reinforcement learning, where a forward picks each action.
+    steps_env: bool,
 }
 
 #[derive(Debug, Default)]
@@ -204,6 +207,9 @@ struct Frame {
     /// training loop's body (the previous iteration's `backward()` freed
     /// its graph).
     graph_built: bool,
+    /// Places set `requires_grad = False` (`layer.weight.requires_grad =
+    /// False`): not leaves that require grad, whatever they are.
+    grad_off: HashSet<String>,
     /// Names bound to the batches of a data loader (`x`, `y` of `for x, y
     /// in loader`): tensors built from data, which require no grad.
     batches: HashSet<String>,

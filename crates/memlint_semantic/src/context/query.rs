@@ -218,6 +218,13 @@ impl Context {
         self.frame().batches.contains(name)
     }
 
+    /// Whether the current point is in a loop that steps an environment
+    /// (`env.step(action)`, `envs.step(...)`): reinforcement learning's
+    /// interaction loop, where a forward on one observation picks an action.
+    pub fn in_interaction_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.steps_env)
+    }
+
     /// Whether autograd records operations at this point: not inside
     /// `torch.no_grad()`/`torch.inference_mode()` (as a `with` block or a
     /// decorator of the current function) nor after `torch.set_grad_enabled(False)`.

@@ -92,6 +92,9 @@ impl Context {
     /// `requires_grad_()`, or a loop variable over `.parameters()`.
     pub fn is_requires_grad_leaf(&self, dotted: &str) -> bool {
         let f = self.frame();
+        if f.grad_off.contains(dotted) {
+            return false;
+        }
         if f.requires_grad.contains(dotted) {
             return true;
         }
@@ -297,6 +300,15 @@ impl Context {
         if self.is_loss_path(&dotted) {
             return false;
         }
+        // A CamelCase name is a class, even one passed in as a parameter
+        // annotated `nn.Module` (`def evaluate(Model: nn.Module): m =
+        // Model(envs)`): calling it constructs a model, it runs none.
+        if !dotted.contains('.')
+            && dotted.starts_with(|c: char| c.is_ascii_uppercase())
+            && dotted.chars().any(|c| c.is_ascii_lowercase())
+        {
+            return false;
+        }
         match self.kind_of_binding(&dotted) {
             Some(ValueKind::Module) => return true,
             Some(_) => return false,
@@ -341,6 +353,9 @@ impl Context {
     /// Whether a dotted path is a parameter: a leaf that requires grad, or
     /// the `weight`/`bias` of a module path.
     pub fn is_parameter_path(&self, dotted: &str) -> bool {
+        if self.frame().grad_off.contains(dotted) {
+            return false;
+        }
         if self.is_requires_grad_leaf(dotted) || self.kind_of_binding(dotted) == Some(ValueKind::Parameter) {
             return true;
         }
@@ -553,6 +568,9 @@ impl Context {
                         }
                     }
                     Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Output),
+                    // `G = G.cuda()`, `model.to(device).eval()`: the same
+                    // module, moved, cast or switched.
+                    Some(ValueKind::Module) if MODULE_SELF_METHODS.contains(&attr.as_str()) => Some(ValueKind::Module),
                     _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Output),
                 }
             }
@@ -714,3 +732,8 @@ pub(super) fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>,
     (frozen, instances)
 }
 
+/// `nn.Module` methods that return the module itself.
+const MODULE_SELF_METHODS: &[&str] = &[
+    "cuda", "cpu", "to", "float", "half", "double", "bfloat16", "type", "train", "eval", "requires_grad_", "share_memory",
+    "apply", "to_empty", "xpu", "mps",
+];

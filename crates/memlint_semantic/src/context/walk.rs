@@ -274,10 +274,13 @@ impl Context {
                     if let ExprKind::Attribute { value: obj, attr, .. } = &t.kind {
                         if attr == "requires_grad" {
                             if let Some(d) = obj.dotted() {
+                                let f = self.frame_mut();
                                 if value.is_true() {
-                                    self.frame_mut().requires_grad.insert(d.into());
+                                    f.grad_off.remove(d.as_str());
+                                    f.requires_grad.insert(d.into());
                                 } else {
-                                    self.frame_mut().requires_grad.remove(d.as_str());
+                                    f.requires_grad.remove(d.as_str());
+                                    f.grad_off.insert(d.into());
                                 }
                             }
                             continue;

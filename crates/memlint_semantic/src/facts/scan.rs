@@ -441,3 +441,22 @@ pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
     out
 }
 
+/// Whether `body` steps an environment: a `.step(...)` call on a receiver
+/// named for one (`env`, `envs`, `self.test_env`, `vec_env`).
+pub(crate) fn steps_an_environment(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        if found {
+            return;
+        }
+        if let Some((recv, "step")) = e.as_method_call() {
+            let last = match &recv.kind {
+                ExprKind::Name(n) => Some(n.as_str()),
+                ExprKind::Attribute { attr, .. } => Some(attr.as_str()),
+                _ => None,
+            };
+            found = last.is_some_and(|w| w.to_ascii_lowercase().contains("env"));
+        }
+    });
+    found
+}
