@@ -51,9 +51,12 @@ fn an_alias_of_a_leaf_is_the_leaf() {
 
 #[test]
 fn train_or_eval_in_two_arms_does_not_depend_on_their_order() {
-    let a = "import torch\n\ndef run(model, x, training):\n    if training:\n        model.train()\n    else:\n        model.eval()\n    return model(x)\n";
-    let b = "import torch\n\ndef run(model, x, training):\n    if not training:\n        model.eval()\n    else:\n        model.train()\n    return model(x)\n";
+    let a = "import torch\n\ndef run(model, val_loader, training):\n    if training:\n        model.train()\n    else:\n        model.eval()\n    return [model(x) for x in val_loader]\n";
+    let b = "import torch\n\ndef run(model, val_loader, training):\n    if not training:\n        model.eval()\n    else:\n        model.train()\n    return [model(x) for x in val_loader]\n";
+    let both = "import torch\n\ndef run(model, val_loader, training):\n    if training:\n        model.eval()\n    else:\n        model.eval()\n    return [model(x) for x in val_loader]\n";
     assert_eq!(lines(a, "ML201"), lines(b, "ML201"));
+    assert!(lines(a, "ML201").is_empty(), "evaluation on one path only");
+    assert_eq!(lines(both, "ML201"), [8], "evaluation on every path");
 }
 
 #[test]

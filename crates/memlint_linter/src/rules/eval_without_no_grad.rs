@@ -5,8 +5,9 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags forward passes (`model(x)`, `model.forward(x)`) in evaluation
-    /// code that runs with autograd enabled. Evaluation code is: what follows
+    /// Flags forward passes (`model(x)`, `model.forward(x)`) with autograd
+    /// enabled in evaluation over data: in a loop over a loader, a dataset or
+    /// batches, or a comprehension over one, in evaluation code. Evaluation code is: what follows
     /// `model.eval()` in the same function, a function named like
     /// validate/validation/evaluate/eval/test/predict/inference, a loop over
     /// a loader whose name says val/valid/test/eval, or a function that
@@ -44,9 +45,14 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// Not reported in a loop that steps an environment (`env.step(action)`:
+    /// Only evaluation over data is reported: a forward in a loop over a
+    /// loader, a dataset or batches (`for x, y in val_loader`, `for batch in
+    /// tqdm(test_set)`), or in a comprehension over one. A single forward in
+    /// straight-line code (one sample, one display batch, a prediction for
+    /// one sentence) frees its graph at the next statement and is not
+    /// reported; nor a loop that steps an environment (`env.step(action)`:
     /// reinforcement learning's interaction loop, one observation per
-    /// forward, its graph dropped every step), nor on a call of a CamelCase
+    /// forward, its graph dropped every step), nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`).
     /// Grad is off under `torch.no_grad()`/`torch.inference_mode()` (as a
     /// block or decorator), under a decorator or context manager of the
@@ -94,9 +100,11 @@ impl Rule for EvalWithoutNoGrad {
         if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() || cx.in_non_torch_branch() {
             return;
         }
-        // An environment's interaction loop: one observation per forward,
-        // its graph dropped each step, next to the environment's own cost.
-        if cx.in_interaction_loop() {
+        // Evaluation over data: a single forward in straight-line code (one
+        // sample, one display batch) frees its graph at the next statement;
+        // an environment's interaction loop runs one observation per
+        // forward, its graph dropped each step.
+        if !cx.in_data_loop() || cx.in_interaction_loop() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };

@@ -134,6 +134,7 @@ impl Context {
             unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
             steps_env: rules && steps_an_environment(body),
+            over_data: false,
         }
     }
 
@@ -444,6 +445,23 @@ impl Context {
     }
 
     /// Whether assigning `v` creates a leaf tensor that requires grad.
+    /// Whether `iter` iterates over data: a data loader (by kind), or a
+    /// collection named for data (`val_loader`, `test_set`, `batches`,
+    /// `enumerate(tqdm(dataset))`).
+    pub(super) fn is_data_iterable(&self, iter: &Expr) -> bool {
+        const DATA_WORDS: &[&str] = &[
+            "loader", "dataloader", "dl", "dataset", "datasets", "ds", "data", "batches", "set", "iter", "iterator",
+            "samples", "examples", "images", "queue", "split", "val", "valid", "validation", "test", "eval",
+        ];
+        let mut names = Vec::new();
+        loader_names(iter, &mut names);
+        if names.iter().any(|n| words(n).iter().any(|w| DATA_WORDS.contains(&w.as_str()))) {
+            return true;
+        }
+        let loader = |e: &Expr| self.kind_of(e) == Some(ValueKind::DataLoader);
+        loader(iter) || iter.as_call().is_some_and(|(_, args, _)| args.iter().any(loader))
+    }
+
     /// Whether `v` is a loader's batch, moved or converted (`x.to(device)`,
     /// `x.cuda().float()`, `batch[0]`, `Variable(x)`): data that requires no
     /// grad.

@@ -125,6 +125,8 @@ struct LoopFrame {
     /// The body steps an environment (`env.step(action)`): an interaction
     /// loop of reinforcement learning, where a forward picks each action.
     steps_env: bool,
+    /// The loop iterates over data: a loader, a dataset or batches.
+    over_data: bool,
 }
 
 #[derive(Debug, Default)]
@@ -239,6 +241,9 @@ pub struct Context {
     /// Compatibility depth of the expression being visited (a conditional
     /// expression under a version guard, an `isinstance` check).
     compat_expr: Cell<usize>,
+    /// Comprehensions over data around the expression being visited
+    /// (`[model(x) for x in loader]`).
+    data_comprehension: Cell<usize>,
     /// Receivers of copying or reducing methods among the enclosing
     /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
     copied_reads: std::cell::RefCell<Vec<ExprId>>,
@@ -322,6 +327,7 @@ impl Context {
             class_stack: Vec::new(),
             compat_depth: 0,
             compat_expr: Cell::new(0),
+            data_comprehension: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),

@@ -218,6 +218,12 @@ impl Context {
         self.frame().batches.contains(name)
     }
 
+    /// Whether the current point is in a loop over data (a loader, a
+    /// dataset, batches) in this function, or in a comprehension over data.
+    pub fn in_data_loop(&self) -> bool {
+        self.data_comprehension.get() > 0 || self.frame().loops.iter().any(|l| l.over_data)
+    }
+
     /// Whether the current point is in a loop that steps an environment
     /// (`env.step(action)`, `envs.step(...)`): reinforcement learning's
     /// interaction loop, where a forward on one observation picks an action.

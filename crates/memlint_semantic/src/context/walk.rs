@@ -151,6 +151,12 @@ impl Context {
                 Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.id),
                 _ => None,
             };
+            // A comprehension over data: its first expression is what it
+            // iterates.
+            let over_data = matches!(&e.kind, ExprKind::Nested(es) if es.first().is_some_and(|it| cx.is_data_iterable(it)));
+            if over_data {
+                cx.data_comprehension.set(cx.data_comprehension.get() + 1);
+            }
             let written = match e.as_method_call() {
                 Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.id),
                 _ => None,
@@ -171,6 +177,9 @@ impl Context {
             }
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() - 1);
+            }
+            if over_data {
+                cx.data_comprehension.set(cx.data_comprehension.get() - 1);
             }
         }
         stmt.for_each_expr(|e| rec(e, self, visitor));
@@ -305,6 +314,7 @@ impl Context {
                     }
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
+                frame.over_data = self.is_data_iterable(iter);
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
