@@ -100,21 +100,29 @@ fn findings_rest_on_facts_from_other_files() {
         "pkg/val.py",
         "import torch\nfrom .utils import smart_inference_mode\n\n@smart_inference_mode()\ndef evaluate(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n\ndef evaluate_plain(model, val_loader):\n    model.eval()\n    return [model(x) for x in val_loader]\n",
     );
-    // A helper called from a training loop in another file is step code.
-    write(dir.path(), "pkg/clip.py", "import torch\n\ndef clip(model):\n    for p in model.parameters():\n        p.data.clamp_(-1, 1)\n\ndef unused(model):\n    for p in model.parameters():\n        p.data.clamp_(-1, 1)\n");
+    // A helper called from a training loop in another file, after its
+    // backward(): no graph needs the parameters there.
+    write(dir.path(), "pkg/clip.py", "import torch\n\ndef clip(model):\n    for p in model.parameters():\n        p.data.clamp_(-1, 1)\n");
+    // A parameter defined by a class of another file, read through `.data`
+    // into a loss that is backpropagated: it trains nothing.
+    write(
+        dir.path(),
+        "pkg/net.py",
+        "import torch\nfrom torch import nn\n\nclass Scaled(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.scale = nn.Parameter(torch.ones(1))\n",
+    );
     write(
         dir.path(),
         "train.py",
-        "import torch\nfrom pkg.clip import clip\n\ndef train(model, loader, opt):\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n        clip(model)\n",
+        "import torch\nfrom pkg.clip import clip\nfrom pkg.net import Scaled\n\nnet = Scaled()\n\ndef train(loader, opt):\n    for x in loader:\n        opt.zero_grad()\n        loss = (x * net.scale.data).sum()\n        loss.backward()\n        opt.step()\n        clip(net)\n",
     );
     let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
     let out = stdout(&o);
     assert!(out.contains("pkg/val.py:11:13: ML201"), "{out}");
     assert!(!out.contains("pkg/val.py:7"), "{out}");
-    assert!(out.contains("pkg/clip.py:5:10: ML103"), "{out}");
-    assert!(!out.contains("pkg/clip.py:9"), "{out}");
-    // Alone, the helper file has no step code calling `clip`.
-    let o = memlint(dir.path(), &["check", "pkg/clip.py", "--format", "concise", "--quiet"]);
+    assert!(out.contains("train.py:10:30: ML103"), "{out}");
+    assert!(!out.contains("pkg/clip.py"), "{out}");
+    // Alone, train.py does not know that `Scaled.scale` is a parameter.
+    let o = memlint(dir.path(), &["check", "train.py", "--format", "concise", "--quiet"]);
     assert!(!stdout(&o).contains("ML103"), "{}", stdout(&o));
 }
 
@@ -364,7 +372,7 @@ fn broken_pipe_exits_quietly() {
 #[test]
 fn unit_tests_in_test_modules_are_not_evaluation_code() {
     let dir = tempfile::tempdir().unwrap();
-    let body = "import torch\n\n\ndef test_forward(model, x):\n    model.eval()\n    return model(x)\n";
+    let body = "import torch\n\n\ndef test_forward(model, loader):\n    model.eval()\n    return [model(x) for x in loader]\n";
     write(dir.path(), "tests/test_model.py", body);
     write(dir.path(), "src/check_model.py", body);
     let o = memlint(dir.path(), &["check", "--format", "json"]);

@@ -101,8 +101,9 @@ pub(crate) enum DataUse {
 }
 
 /// Classifies a `.data` use on `value` (the object before `.data`), or
-/// `None` when `value` is not known to be a tensor.
-pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
+/// `None` when `value` is not known to be a tensor. `write`: the use
+/// changes or replaces the tensor (an in-place op through it, `.data =`).
+pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr, write: bool) -> Option<DataUse> {
     let cx = checker.cx;
     let graph = cx.carries_graph(value);
     let output = graph && matches!(cx.kind_of(value), Some(ValueKind::Output | ValueKind::Tensor));
@@ -123,12 +124,15 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if !cx.grad_enabled() {
         return Some(DataUse::Setup);
     }
-    // The hazard needs a graph that is live here and backpropagated later:
-    // after the `backward()` that freed it (a target-network update, the
-    // clipping or all-reduce of gradients), before a forward built one (the
-    // top of a training loop), or with no `backward()` to come (sampling,
-    // logging, metrics), nothing is corrupted.
-    if (cx.in_step_code() || graph) && cx.graph_may_be_live() && cx.backward_follows() {
+    // The hazard needs a `backward()` to come: a change needs a graph live
+    // here that saved the tensor (after the `backward()` that freed it, as
+    // in a target-network update or the clipping or all-reduce of
+    // gradients, or before a forward built one, at the top of a training
+    // loop, nothing is corrupted); a read of a parameter leaves it out of
+    // the graph being built. With no `backward()` to come (sampling,
+    // logging, metrics) neither matters.
+    let window = cx.backward_follows() && (!write || cx.graph_may_be_live());
+    if (cx.in_step_code() || graph) && window {
         Some(DataUse::Live)
     } else {
         Some(DataUse::Setup)
@@ -184,7 +188,7 @@ impl Rule for DataAttribute {
         let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Live)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value, true), Some(DataUse::Live)) {
                 continue;
             }
             if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
@@ -224,20 +228,27 @@ impl Rule for DataAttribute {
         if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
             return;
         }
-        if !matches!(data_use(checker, value), Some(DataUse::Live)) {
+        let write = checker.cx.is_written_through(expr.id);
+        if !matches!(data_use(checker, value, write), Some(DataUse::Live)) {
             return;
         }
         // A read of a graph's intermediate value (`fake.data` into a
         // gradient penalty, `loss.data` into a threshold) is a deliberate
         // detach: only a parameter or leaf read through `.data` leaves the
         // graph silently (`x * self.weight.data` trains no weight).
-        if !checker.cx.is_written_through(expr.id) && !Self::is_leaf_like(checker, value) {
+        if !write && !Self::is_leaf_like(checker, value) {
             return;
         }
         let name = checker.text(value.span).to_string();
-        let mut d = Self::META
-            .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-            .with_help(format!("use `{name}.detach()` to read the values, or change them inside `with torch.no_grad():`"));
+        let mut d = if write {
+            Self::META
+                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
+                .with_help(format!("change the values inside `with torch.no_grad():` on `{name}` itself"))
+        } else {
+            Self::META
+                .diagnostic(data_span(*attr_span), format!("`.data` reads the parameter `{name}` outside autograd: the `backward()` that follows gives this use no gradient"))
+                .with_help(format!("use `{name}` to train it through this use, or `{name}.detach()` to make the cut explicit"))
+        };
         // A read only: `.detach()` shares the storage but keeps the version
         // counter, so a later in-place change raises instead of corrupting.
         if !checker.cx.is_written_through(expr.id) {

@@ -8,7 +8,7 @@ declare_rule! {
     /// ## What it does
     /// Flags `.data` read or written on a tensor in construction,
     /// initialisation, conversion or loading code, the places
-    /// ML103 `data-attribute` leaves out because no graph is live there:
+    /// ML103 `data-attribute` leaves out because no graph needs the tensor there:
     /// `m.weight.data.normal_(0, 0.02)` in a `weights_init` passed to
     /// `model.apply`, `self.bias.data.zero_()` in `reset_parameters`,
     /// `b.data[:, 4] += 1.0` in a bias init, under `torch.no_grad()`
@@ -80,13 +80,13 @@ impl Rule for DataAttributeInSetup {
         }
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Setup)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value, true), Some(DataUse::Setup)) {
                 continue;
             }
             let name = checker.text(value.span).to_string();
             checker.report(
                 Self::META
-                    .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` where no graph is live: an idiom PyTorch discourages"))
+                    .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` where no graph needs it: an idiom PyTorch discourages"))
                     .with_help(format!("write `with torch.no_grad(): {name}.copy_(...)` instead")),
             );
         }
@@ -100,13 +100,13 @@ impl Rule for DataAttributeInSetup {
         if attr != nn::DATA || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
             return;
         }
-        if !matches!(data_use(checker, value), Some(DataUse::Setup)) {
+        if !matches!(data_use(checker, value, checker.cx.is_written_through(expr.id)), Some(DataUse::Setup)) {
             return;
         }
         let name = checker.text(value.span).to_string();
         checker.report(
             Self::META
-                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` where no graph is live: an idiom PyTorch discourages"))
+                .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` where no graph needs it: an idiom PyTorch discourages"))
                 .with_help(HELP),
         );
     }
