@@ -184,12 +184,27 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     one_per_line(source, &mut diagnostics);
+    one_per_statement(&parsed.module, &mut diagnostics);
     diagnostics
 }
 
 /// Rules that report a hazard once per line: `a.data = b.data` is one
-/// `.data` finding, `model(a) if c else model(b)` one forward.
+/// `.data` finding, `model(a) if c else model(b)` one forward; and once
+/// per statement, for a statement over several lines.
 const ONE_PER_LINE: &[&str] = &["ML103", "ML107", "ML201"];
+
+fn one_per_statement(module: &memlint_semantic::ir::Module, diagnostics: &mut Vec<Diagnostic>) {
+    let mut seen = std::collections::HashSet::new();
+    diagnostics.retain(|d| {
+        if !ONE_PER_LINE.contains(&d.code) {
+            return true;
+        }
+        match module.stmt_at(d.span.start) {
+            Some(id) => seen.insert((d.code, id)),
+            None => true,
+        }
+    });
+}
 
 fn one_per_line(source: &str, diagnostics: &mut Vec<Diagnostic>) {
     // Diagnostics are sorted by position: count newlines incrementally.

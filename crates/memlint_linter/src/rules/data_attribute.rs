@@ -14,7 +14,8 @@ declare_rule! {
     /// framework step hook (`training_step`), or a function called from one
     /// of those (in the same file or another file of the run); and anywhere
     /// on a value that carries autograd history (`layer(x).data`,
-    /// `loss.data`). One finding per line (`a.data = b.data` is one). Not on
+    /// `loss.data`). One finding per statement (`a.data = b.data` is one, and
+    /// so is a statement over several lines). Not on
     /// the running statistics of norm layers (`bn.running_mean.data`,
     /// `running_var`, `num_batches_tracked`): they never require grad.
     ///

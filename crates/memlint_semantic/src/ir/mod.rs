@@ -85,6 +85,23 @@ impl Module {
         }
     }
 
+    /// The innermost statement whose span holds byte `offset` (a simple
+    /// statement, or the compound statement whose header it is in).
+    pub fn stmt_at(&self, offset: u32) -> Option<StmtId> {
+        // In each block only the last statement starting at or before
+        // `offset` can hold it; its blocks are searched even past its own
+        // span (an `elif` clause's span ends before the clauses nested in
+        // its `else`).
+        fn find(block: &[Stmt], offset: u32) -> Option<StmtId> {
+            let at = block.partition_point(|s| s.span.start <= offset).checked_sub(1)?;
+            let s = &block[at];
+            s.all_blocks()
+                .find_map(|b| find(b, offset))
+                .or_else(|| (s.span.start <= offset && offset <= s.span.end).then_some(s.id))
+        }
+        find(&self.body, offset)
+    }
+
     /// The body of the innermost function that contains statement `id`
     /// (`None` at the top level of the module or of a class).
     pub fn enclosing_function_body(&self, id: StmtId) -> Option<&[Stmt]> {
