@@ -278,9 +278,10 @@ fn file_annotating_formats_point_into_the_notebook_json() {
     assert!(stdout(&o).contains("  cell 5:8:9  ML202 [warning]"), "{}", stdout(&o));
 }
 
-/// An exercise notebook's blanks (`d_loss = `, `criterion = # TODO`) are one
-/// ML000 for the notebook, naming every cell that does not parse, and the
-/// other cells are still checked.
+/// An exercise notebook's blanks (`d_loss = `, `criterion = # TODO`,
+/// `def forward(self, x):` with only a comment for body) are not reported;
+/// cells that do not parse for another reason are one ML000 for the
+/// notebook, naming each; the other cells are still checked.
 #[test]
 fn cells_that_do_not_parse_are_one_finding() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,6 +291,9 @@ fn cells_that_do_not_parse_are_one_finding() {
         "criterion = # TODO\n",
         "x = torch.zeros(3, requires_grad=True)\nx.add_(1)\n",
         "optimizer = \n",
+        "class Net(nn.Module):\n    def forward(self, x):\n        # TODO: your code here\n",
+        "y = (1,\n",
+        "def f(:\n    pass\n",
     ]
     .iter()
     .map(|s| serde_json::json!({"cell_type": "code", "source": s, "metadata": {}, "outputs": [], "execution_count": null}))
@@ -297,7 +301,7 @@ fn cells_that_do_not_parse_are_one_finding() {
     let nb = serde_json::json!({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5});
     std::fs::write(dir.path().join("exercise.ipynb"), nb.to_string()).unwrap();
     let o = memlint(dir.path(), &["check", "exercise.ipynb", "--format", "json"]);
-    assert_eq!(located(&o), ["exercise.ipynb 2:1:10 ML000", "exercise.ipynb 4:2:3 ML101"]);
-    let message = json(&o)["diagnostics"][0]["message"].as_str().unwrap().to_string();
-    assert!(message.ends_with("3 cells do not parse: cells 2, 3, 5"), "{message}");
+    assert_eq!(located(&o), ["exercise.ipynb 4:2:3 ML101", "exercise.ipynb 7:1:8 ML000"]);
+    let message = json(&o)["diagnostics"][1]["message"].as_str().unwrap().to_string();
+    assert!(message.ends_with("2 cells do not parse: cells 7, 8"), "{message}");
 }

@@ -34,10 +34,11 @@
 //!   cell magic (`%%bash`, `%%html`, `%%sql`, `%%script`, `%%python`, ...)
 //!   is not Python in this namespace and the cell is skipped.
 //! - Cells are compiled one at a time at run time, so each code cell is
-//!   parsed on its own for syntax errors: the cells that do not parse give
-//!   one `ML000` for the notebook, located in the first of them and naming
-//!   them all (an exercise notebook's blanks must not bury the findings of
-//!   the other cells); each is left out of the joined module (an unclosed
+//!   parsed on its own for syntax errors: a cell whose only errors are
+//!   exercise blanks (`loss = `, `lr = # TODO`, `x = pass`, a `def` whose
+//!   body is a comment) is not reported; the other cells that do not parse
+//!   give one `ML000` for the notebook, located in the first of them and
+//!   naming them all; each is left out of the joined module (an unclosed
 //!   bracket must not swallow the cells after it), and is checked alone
 //!   after the cells above it, so its recovered parts are still checked with
 //!   the names defined before it.
@@ -506,6 +507,43 @@ pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
     NotebookResult { text: nb.text, cells: Some(nb.cells), diagnostics }
 }
 
+/// Whether every parse error of a cell is an exercise blank: a value left
+/// out after `=` (`loss = `, `criterion = # TODO`, `Adam(lr=, ...)`) or a
+/// `pass` standing for one (`one_hot = pass`), on the error's line or, for
+/// an error at the start of a line, the last non-blank line before it; or
+/// a body left out (`def forward(self, x):` followed by comments only).
+fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool {
+    fn blank_after_equals(code: &str) -> bool {
+        let bytes = code.as_bytes();
+        bytes.iter().enumerate().any(|(i, &b)| {
+            if b != b'=' || bytes.get(i + 1) == Some(&b'=') || (i > 0 && matches!(bytes[i - 1], b'=' | b'!' | b'<' | b'>')) {
+                return false;
+            }
+            let rest = code[i + 1..].trim_start();
+            rest.is_empty() || rest.starts_with(',') || rest.starts_with(')') || rest == "pass" || rest.starts_with("pass ")
+        })
+    }
+    !errors.is_empty()
+        && errors.iter().all(|e| {
+            if e.message.starts_with("Expected an indented block") {
+                return true;
+            }
+            let at = (e.span.start as usize).min(source.len());
+            let Some(before) = source.get(..at) else { return false };
+            let line_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+            let prefix = &before[line_start..];
+            let line = if prefix.trim().is_empty() {
+                // The error opens a line: the blank is on the line before.
+                before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+            } else {
+                let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
+                &source[line_start..end]
+            };
+            let code = line.split('#').next().unwrap_or("");
+            blank_after_equals(code)
+        })
+}
+
 fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let mut comments = Vec::new();
@@ -520,7 +558,10 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
         let shift = |s: Span| Span::new(s.start + cell.span.start, s.end + cell.span.start);
         comments.extend(parsed.comments.iter().copied().map(shift));
         if let Some(first) = parsed.errors.first() {
-            if options.rules.contains(PARSE_ERROR.code) {
+            // A course notebook's blanks for the student (`loss = `,
+            // `lr = # TODO`, `x = pass`) are not mistakes to report: the
+            // cell's recovered parts are still checked.
+            if options.rules.contains(PARSE_ERROR.code) && !exercise_blanks(source, &parsed.errors) {
                 // An error at the end of the cell points at its last newline,
                 // so it is shown in this cell and not the next.
                 let last = cell.span.end.saturating_sub(1);
@@ -932,6 +973,19 @@ mod tests {
         let (file, diags) = r.into_source_file("nb.ipynb");
         let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
         assert_eq!(found, ["ML201 cell 3:3:11"]);
+    }
+
+    #[test]
+    fn exercise_blanks_are_told_from_mistakes() {
+        let blank = |src: &str| exercise_blanks(src, &memlint_python::parse(src).errors);
+        assert!(blank("loss = \n"));
+        assert!(blank("criterion = # TODO\n"));
+        assert!(blank("one_hot = pass\n"));
+        assert!(blank("opt = Adam(params, lr=)\n"));
+        assert!(blank("def forward(self, x):\n    # TODO\n"));
+        assert!(!blank("y = (1,\n"));
+        assert!(!blank("def f(:\n    pass\n"));
+        assert!(!blank("if a == :\n    pass\n"));
     }
 
     #[test]

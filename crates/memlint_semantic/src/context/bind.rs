@@ -450,7 +450,8 @@ impl Context {
     /// `enumerate(tqdm(dataset))`).
     pub(super) fn is_data_iterable(&self, iter: &Expr) -> bool {
         const DATA_WORDS: &[&str] = &[
-            "loader", "dataloader", "dl", "dataset", "datasets", "ds", "data", "batches", "set", "iter", "iterator",
+            "loader", "loaders", "dataloader", "dataloaders", "dl", "dls", "dataset", "datasets", "ds", "data", "batches",
+            "set", "sets", "iter", "iterator",
             "samples", "examples", "images", "queue", "split", "val", "valid", "validation", "test", "eval",
         ];
         let mut names = Vec::new();
