@@ -27,6 +27,9 @@ martinarjovsky/WassersteinGAN f7a01e82007ea408647c451b9e1c8f1932a3db67
 yunjey/pytorch-tutorial 0500d3df5a2a8080ccfccbc00aca0eacc21818db
 znxlwm/pytorch-generative-model-collections 0d183bb5ea2fbe069e1c6806c4a9a1fd8e81656f
 ikostrikov/pytorch-a2c-ppo-acktr-gail 41332b78dfb50321c29bade65f9d244387f68a60
+udacity/deep-learning-v2-pytorch c9404fc86181fc3f0906b368697268257f348535
+bentrevett/pytorch-seq2seq b3cd54c72cd6e4e63f672d334c795b4fe744ef92
+Atcold/NYU-DLSP20 3049c83260ba05700e2ab9b7ed13cdbe5ddba0fd
 "
 
 cargo build --release -q -p memlint
