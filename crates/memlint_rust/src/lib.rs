@@ -212,11 +212,7 @@ impl Lower {
 
     /// A function body: its tail is what it returns.
     fn fn_body(&mut self, b: &syn::Block) -> Vec<Stmt> {
-        let (mut stmts, tail) = self.block(b);
-        if let Some(tail) = tail {
-            stmts.push(self.returned(tail));
-        }
-        stmts
+        self.block_as_stmts(b, true)
     }
 
     /// The statement for a value in tail position: `return value`, with
@@ -271,9 +267,15 @@ impl Lower {
 
     /// A block's statements, its tail as a statement of its own.
     fn block_stmts(&mut self, b: &syn::Block) -> Vec<Stmt> {
+        self.block_as_stmts(b, false)
+    }
+
+    /// A block's statements and its tail: returned when the block is in
+    /// tail position (`returns`), else a statement of its own.
+    fn block_as_stmts(&mut self, b: &syn::Block, returns: bool) -> Vec<Stmt> {
         let (mut stmts, tail) = self.block(b);
         if let Some(t) = tail {
-            stmts.push(self.stmt_expr(t));
+            stmts.push(if returns { self.returned(t) } else { self.stmt_expr(t) });
         }
         stmts
     }
@@ -352,13 +354,12 @@ impl Lower {
     /// tail position and return their values.
     fn if_stmt(&mut self, i: &syn::ExprIf, tail: bool) -> StmtKind {
         let test = Box::new(self.expr(&i.cond));
-        let body = if tail { self.fn_body(&i.then_branch) } else { self.block_stmts(&i.then_branch) };
+        let body = self.block_as_stmts(&i.then_branch, tail);
         let orelse = match &i.else_branch {
             None => Vec::new(),
             Some((_, e)) => match &**e {
                 syn::Expr::If(inner) => vec![Stmt::new(spanned(inner), self.if_stmt(inner, tail))],
-                syn::Expr::Block(b) if tail => self.fn_body(&b.block),
-                syn::Expr::Block(b) => self.block_stmts(&b.block),
+                syn::Expr::Block(b) => self.block_as_stmts(&b.block, tail),
                 other => vec![if tail { self.returned(other) } else { self.stmt_expr(other) }],
             },
         };
@@ -383,7 +384,7 @@ impl Lower {
             }
             match &*arm.body {
                 syn::Expr::Block(b) if b.label.is_none() => {
-                    stmts.extend(if tail { self.fn_body(&b.block) } else { self.block_stmts(&b.block) })
+                    stmts.extend(self.block_as_stmts(&b.block, tail))
                 }
                 body if tail => stmts.push(self.returned(body)),
                 body => stmts.push(self.stmt_expr(body)),
@@ -430,10 +431,7 @@ impl Lower {
             }
             syn::Expr::Field(f) => {
                 let base = self.expr(&f.base);
-                let member = match &f.member {
-                    syn::Member::Named(i) => i.to_string(),
-                    syn::Member::Unnamed(i) => i.index.to_string(),
-                };
+                let member = member_name(&f.member);
                 return attr(base, &member, spanned(&f.member));
             }
             syn::Expr::Binary(b) => {
@@ -472,10 +470,7 @@ impl Lower {
                     .fields
                     .iter()
                     .map(|f| {
-                        let member = match &f.member {
-                            syn::Member::Named(i) => i.to_string(),
-                            syn::Member::Unnamed(i) => i.index.to_string(),
-                        };
+                        let member = member_name(&f.member);
                         (Ident::from(member), self.expr(&f.expr))
                     })
                     .collect(),
@@ -623,10 +618,7 @@ impl Lower {
                         .fields
                         .iter()
                         .map(|f| {
-                            let member = match &f.member {
-                                syn::Member::Named(i) => i.to_string(),
-                                syn::Member::Unnamed(i) => i.index.to_string(),
-                            };
+                            let member = member_name(&f.member);
                             (Ident::from(member), self.pat(&f.pat))
                         })
                         .collect(),
@@ -654,6 +646,14 @@ fn is_unit_control(e: &syn::Expr) -> bool {
         syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => true,
         syn::Expr::If(i) => i.else_branch.is_none(),
         _ => false,
+    }
+}
+
+/// A field's name: `x` of `a.x`, `0` of `a.0`.
+fn member_name(m: &syn::Member) -> String {
+    match m {
+        syn::Member::Named(i) => i.to_string(),
+        syn::Member::Unnamed(i) => i.index.to_string(),
     }
 }
 
