@@ -330,25 +330,13 @@ impl Context {
                     frame.unconditional.insert(t.clone(), everywhere.clone());
                 }
                 self.bind_loop_target(target, iter);
-                self.frame_mut().loops.push(frame);
-                let built = self.enter_loop(calls_backward);
-                self.walk_body(body, visitor);
-                visitor.leave_stmt(stmt, self);
-                self.leave_loop(built);
-                self.frame_mut().loops.pop();
-                self.walk_cond(orelse, visitor);
+                self.walk_loop(stmt, frame, calls_backward, body, orelse, visitor);
             }
             StmtKind::While { test: _, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = if calls_backward { LoopKind::Train } else { LoopKind::Other };
                 let frame = self.loop_frame(kind, calls_backward, body);
-                self.frame_mut().loops.push(frame);
-                let built = self.enter_loop(calls_backward);
-                self.walk_body(body, visitor);
-                visitor.leave_stmt(stmt, self);
-                self.leave_loop(built);
-                self.frame_mut().loops.pop();
-                self.walk_cond(orelse, visitor);
+                self.walk_loop(stmt, frame, calls_backward, body, orelse, visitor);
             }
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
@@ -363,7 +351,7 @@ impl Context {
                 // holds at the end of every arm that falls through.
                 let before = self.frame().eval_mode;
                 let built_before = self.frame().graph_built;
-                self.walk_cond(body, visitor);
+                self.walk_body(body, visitor);
                 let after_body = self.frame().eval_mode;
                 let built_body = self.frame().graph_built;
                 self.frame_mut().eval_mode = before;
@@ -372,7 +360,7 @@ impl Context {
                 self.option_depth -= option;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
-                self.walk_cond(orelse, visitor);
+                self.walk_body(orelse, visitor);
                 let after_else = self.frame().eval_mode;
                 let built_else = self.frame().graph_built;
                 let (body_through, else_through) = (falls_through(body), falls_through(orelse));
@@ -393,10 +381,10 @@ impl Context {
                 self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
             }
-            StmtKind::Block(body) => self.walk_cond(body, visitor),
+            StmtKind::Block(body) => self.walk_body(body, visitor),
             StmtKind::Try(t) => {
                 let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
-                self.walk_cond(body, visitor);
+                self.walk_body(body, visitor);
                 for h in handlers {
                     // An `except` handler is a fallback: compatibility code.
                     self.compat_depth += 1;
@@ -405,12 +393,12 @@ impl Context {
                         let name = Expr::new(h.span, ExprKind::Name(n.as_str().into()));
                         self.bind(&name, None);
                     }
-                    self.walk_cond(&h.body, visitor);
+                    self.walk_body(&h.body, visitor);
                     self.handlers.pop();
                     self.compat_depth -= 1;
                 }
-                self.walk_cond(orelse, visitor);
-                self.walk_cond(finalbody, visitor);
+                self.walk_body(orelse, visitor);
+                self.walk_body(finalbody, visitor);
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Raise(_) => {}
             StmtKind::With { items, body } => {
@@ -506,26 +494,30 @@ impl Context {
         self.update_graph_state(stmt);
     }
 
-    /// A block that runs only on some paths (an arm, a handler).
-    pub(super) fn walk_cond(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
-        self.walk_body(body, visitor);
-    }
-
-    /// Enters a loop's body: a training loop's iteration starts with no
-    /// graph of its own built.
-    pub(super) fn enter_loop(&mut self, training: bool) -> bool {
+    /// A loop's body in its frame, then its `else` block. A training
+    /// loop's iteration starts with no graph of its own built; after the
+    /// loop a graph may be live if one was before it (no iteration ran) or
+    /// one is at the end of its body. The loop's checks run once the body
+    /// is walked, inside the frame.
+    fn walk_loop(
+        &mut self,
+        stmt: &Stmt,
+        frame: LoopFrame,
+        training: bool,
+        body: &[Stmt],
+        orelse: &[Stmt],
+        visitor: &mut dyn Visitor,
+    ) {
+        self.frame_mut().loops.push(frame);
         let before = self.frame().graph_built;
         if training {
             self.frame_mut().graph_built = false;
         }
-        before
-    }
-
-    /// Leaves a loop's body: a graph may be live after the loop if one was
-    /// before it (no iteration ran) or one is at the end of its body.
-    pub(super) fn leave_loop(&mut self, before: bool) {
-        let f = self.frame_mut();
-        f.graph_built |= before;
+        self.walk_body(body, visitor);
+        visitor.leave_stmt(stmt, self);
+        self.frame_mut().graph_built |= before;
+        self.frame_mut().loops.pop();
+        self.walk_body(orelse, visitor);
     }
 
     /// After a simple statement: a `backward()` without `retain_graph=True`
