@@ -113,13 +113,13 @@ fn findings_rest_on_facts_from_other_files() {
     write(
         dir.path(),
         "train.py",
-        "import torch\nfrom pkg.clip import clip\nfrom pkg.net import Scaled\n\nnet = Scaled()\n\ndef train(loader, opt):\n    for x in loader:\n        opt.zero_grad()\n        loss = (x * net.scale.data).sum()\n        loss.backward()\n        opt.step()\n        clip(net)\n",
+        "import torch\nfrom pkg.clip import clip\nfrom pkg.net import Scaled\n\nnet = Scaled()\n\ndef train(model, loader, opt):\n    for x in loader:\n        opt.zero_grad()\n        out = model(x)\n        loss = (out * net.scale.data).sum()\n        loss.backward()\n        opt.step()\n        clip(net)\n",
     );
     let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
     let out = stdout(&o);
     assert!(out.contains("pkg/val.py:11:13: ML201"), "{out}");
     assert!(!out.contains("pkg/val.py:7"), "{out}");
-    assert!(out.contains("train.py:10:30: ML103"), "{out}");
+    assert!(out.contains("train.py:11:32: ML103"), "{out}");
     assert!(!out.contains("pkg/clip.py"), "{out}");
     // Alone, train.py does not know that `Scaled.scale` is a parameter.
     let o = memlint(dir.path(), &["check", "train.py", "--format", "concise", "--quiet"]);

@@ -102,9 +102,8 @@ pub(crate) enum DataUse {
 }
 
 /// Classifies a `.data` use on `value` (the object before `.data`), or
-/// `None` when `value` is not known to be a tensor. `write`: the use
-/// changes or replaces the tensor (an in-place op through it, `.data =`).
-pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr, write: bool) -> Option<DataUse> {
+/// `None` when `value` is not known to be a tensor.
+pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     let cx = checker.cx;
     let graph = cx.carries_graph(value);
     let output = graph && matches!(cx.kind_of(value), Some(ValueKind::Output | ValueKind::Tensor));
@@ -125,14 +124,14 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr, write: bool) -> Opti
     if !cx.grad_enabled() {
         return Some(DataUse::Setup);
     }
-    // The hazard needs a `backward()` to come: a change needs a graph live
-    // here that saved the tensor (after the `backward()` that freed it, as
-    // in a target-network update or the clipping or all-reduce of
-    // gradients, or before a forward built one, at the top of a training
-    // loop, nothing is corrupted); a read of a parameter leaves it out of
-    // the graph being built. With no `backward()` to come (sampling,
-    // logging, metrics) neither matters.
-    let window = cx.backward_follows() && (!write || cx.graph_may_be_live());
+    // The hazard needs a graph that may be live here and a `backward()` to
+    // come: a change corrupts what the graph saved, a read of a parameter
+    // leaves it out of the graph being built. After the `backward()` that
+    // freed the graph (a target-network update, the clipping or all-reduce
+    // of gradients), before a forward built one (the top of a training
+    // loop), or with no `backward()` to come (sampling, logging, metrics),
+    // neither happens.
+    let window = cx.backward_follows() && cx.graph_may_be_live();
     if (cx.in_step_code() || graph) && window {
         Some(DataUse::Live)
     } else {
@@ -189,7 +188,7 @@ impl Rule for DataAttribute {
         let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != nn::DATA || !matches!(data_use(checker, value, true), Some(DataUse::Live)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Live)) {
                 continue;
             }
             if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
@@ -230,7 +229,7 @@ impl Rule for DataAttribute {
             return;
         }
         let write = checker.cx.is_written_through(expr.id);
-        if !matches!(data_use(checker, value, write), Some(DataUse::Live)) {
+        if !matches!(data_use(checker, value), Some(DataUse::Live)) {
             return;
         }
         // A read of a graph's intermediate value (`fake.data` into a

@@ -80,7 +80,7 @@ impl Rule for DataAttributeInSetup {
         }
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
-            if attr != nn::DATA || !matches!(data_use(checker, value, true), Some(DataUse::Setup)) {
+            if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Setup)) {
                 continue;
             }
             let name = checker.text(value.span).to_string();
@@ -100,7 +100,7 @@ impl Rule for DataAttributeInSetup {
         if attr != nn::DATA || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
             return;
         }
-        if !matches!(data_use(checker, value, checker.cx.is_written_through(expr.id)), Some(DataUse::Setup)) {
+        if !matches!(data_use(checker, value), Some(DataUse::Setup)) {
             return;
         }
         let name = checker.text(value.span).to_string();
