@@ -4,19 +4,18 @@
 #   scripts/gpu-check.sh build   # here (no GPU needed): release memprobe and
 #                                # memprobe-worker + GPU test binary, stripped,
 #                                # into target/gpu-carry/
-#   scripts/gpu-check.sh run     # on the GPU machine, from the repo root, with
-#                                # target/gpu-carry carried over: nvidia-smi,
-#                                # `memprobe bench --device cuda --all` on mlp,
-#                                # convnet and transformer, `memprobe run --torch`
-#                                # and `memprobe ab` (AMP off/on) of a small
-#                                # PyTorch training script, the ignored GPU tests;
-#                                # reports under docs/results/<date>-<gpu>/ (and
-#                                # copied to $OUT when the device tool sets it)
+#   scripts/gpu-check.sh run     # on a machine with an NVIDIA GPU, from the repo
+#                                # root, with target/gpu-carry copied over: the
+#                                # ignored GPU tests, `memprobe run --torch` and
+#                                # `memprobe ab` (AMP off/on) of a small PyTorch
+#                                # training script, `memprobe bench --device cuda
+#                                # --all` on convnet, mlp and transformer; reports
+#                                # under docs/results/<date>-<gpu>/, and when OUT
+#                                # names a directory, packed into
+#                                # $OUT/gpu-results.tar.gz after each stage
 #
-# With the device tool of this project:
-#   scripts/gpu-check.sh build
-#   run(command="bash scripts/gpu-check.sh run", carry=["target/gpu-carry"], timeout_s=480)
-# then commit the files that come back under docs/results/.
+# MEMPROBE_GPU_RUNS (default 4) and MEMPROBE_GPU_SIZE (default medium) size it.
+# Unpack the archive in the repo root and commit docs/results/.
 #
 # The binaries have an rpath to this machine's venv; on the GPU machine the
 # torch 2.11 libraries are found through the local python's torch (or
@@ -69,16 +68,15 @@ run() {
     day="$(date -u +%Y-%m-%d)"
     dir="docs/results/${day}-${gpu:-gpu}"
     mkdir -p "$dir"
-    local status=0 w
-    for w in mlp convnet transformer; do
-        echo "== memprobe bench --device cuda --all --workload $w" >&2
-        "$carry/memprobe" bench --device cuda --all --workload "$w" --size "${MEMPROBE_GPU_SIZE:-medium}" \
-            --runs 3 --warmup 3 --steps 10 --quiet \
-            --json "$dir/bench-$w.json" --markdown "$dir/bench-$w.md" | tee "$dir/bench-$w.txt" || status=1
-    done
+    local status=0 w py tmp
+    # The archive is rewritten after each stage, so a run stopped at a time
+    # limit still hands back what finished.
+    save() { if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-results.tar.gz" "$dir"; fi; }
+    echo "== ignored GPU tests" >&2
+    MEMPROBE_BIN="$carry/memprobe" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 | tee "$dir/gpu-tests.txt" || status=1
+    save
     # Your-own-job paths: `run --torch` on a small PyTorch training script, and
     # `ab` of that script without and with AMP.
-    local py tmp
     py="$(command -v python3 || command -v python)"
     tmp="$(mktemp -d)"
     cat >"$tmp/train.py" <<'PY'
@@ -100,14 +98,18 @@ PY
     echo "== memprobe run --torch" >&2
     "$carry/memprobe" run --torch --json "$dir/run-torch.json" --svg "$dir/run-torch.svg" --markdown "$dir/run-torch.md" \
         -- "$py" "$tmp/train.py" 2>&1 | tee "$dir/run-torch.txt" || status=1
+    save
     echo "== memprobe ab: without vs with AMP" >&2
-    "$carry/memprobe" ab --runs 3 --json "$dir/ab-amp.json" --markdown "$dir/ab-amp.md" \
+    "$carry/memprobe" ab --runs "${MEMPROBE_GPU_RUNS:-4}" --json "$dir/ab-amp.json" --markdown "$dir/ab-amp.md" \
         -- "$py" "$tmp/train.py" --- "$py" "$tmp/train.py" --amp 2>&1 | tee "$dir/ab-amp.txt" || status=1
-    echo "== ignored GPU tests" >&2
-    MEMPROBE_BIN="$carry/memprobe" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 | tee "$dir/gpu-tests.txt" || status=1
-    if [ -n "${OUT:-}" ]; then
-        mkdir -p "$OUT/$dir" && cp "$dir"/* "$OUT/$dir/"
-    fi
+    save
+    for w in convnet mlp transformer; do
+        echo "== memprobe bench --device cuda --all --workload $w" >&2
+        "$carry/memprobe" bench --device cuda --all --workload "$w" --size "${MEMPROBE_GPU_SIZE:-medium}" \
+            --runs "${MEMPROBE_GPU_RUNS:-4}" --warmup 3 --steps 10 --quiet \
+            --json "$dir/bench-$w.json" --markdown "$dir/bench-$w.md" | tee "$dir/bench-$w.txt" || status=1
+        save
+    done
     exit "$status"
 }
 

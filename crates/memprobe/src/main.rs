@@ -469,7 +469,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         freeze: a.freeze,
         all: a.all,
     };
-    let exe = worker_proc::locate_worker()?;
+    let worker = worker_proc::locate_worker()?;
     let opts = BenchOptions {
         workload,
         device,
@@ -480,7 +480,7 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         threads: a.threads,
         sample_interval_ms: a.sample_interval_ms,
-        worker_exe: exe,
+        worker,
         command: std::env::args().collect(),
     };
     // Installed before any work so a Ctrl-C at any point yields a partial report.

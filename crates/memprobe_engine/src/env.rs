@@ -24,9 +24,67 @@ pub fn cuda_driver_version() -> Option<String> {
     (rc == cudarc::driver::sys::cudaError_enum::CUDA_SUCCESS).then_some(()).and_then(|_| ffi::format_cuda_version(v))
 }
 
+/// Why libtorch's CUDA half could not be loaded, when it could not.
+static CUDA_LOAD_ERROR: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// Loads `libtorch_cuda.so` (and with it `libc10_cuda.so`) into the process.
+///
+/// The worker links only libtorch's CPU half, so one binary starts against a
+/// CPU-only torch too; the CUDA half registers its hooks with libtorch when
+/// loaded, which must happen before anything asks libtorch about CUDA. Call it
+/// first thing in `main`. A torch without a CUDA half (a CPU build) is not an
+/// error: CUDA is then simply unavailable, and [`cuda_load_error`] says why.
+#[allow(unsafe_code)] // dlopen/dlerror with NUL-terminated strings we own.
+pub fn load_torch_cuda() {
+    CUDA_LOAD_ERROR.get_or_init(|| {
+        let dir = std::env::var_os(memprobe_host::torch_lib::TORCH_LIB_DIR_ENV).map(std::path::PathBuf::from);
+        let path = match &dir {
+            Some(d) => {
+                let p = d.join("libtorch_cuda.so");
+                if !p.exists() {
+                    return Some(format!("this torch has no CUDA support ({} has no libtorch_cuda.so: a CPU-only build)", d.display()));
+                }
+                p.into_os_string()
+            }
+            None => "libtorch_cuda.so".into(),
+        };
+        let Ok(c) = std::ffi::CString::new(std::os::unix::ffi::OsStringExt::into_vec(path)) else {
+            return Some("the torch library path contains a NUL byte".into());
+        };
+        let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        if handle.is_null() {
+            let err = unsafe { libc::dlerror() };
+            let msg = if err.is_null() {
+                "dlopen failed".to_string()
+            } else {
+                unsafe { std::ffi::CStr::from_ptr(err) }.to_string_lossy().into_owned()
+            };
+            Some(format!("libtorch_cuda.so could not be loaded: {msg}"))
+        } else {
+            None
+        }
+    });
+}
+
+/// Why libtorch has no CUDA in this process, when [`load_torch_cuda`] failed.
+pub fn cuda_load_error() -> Option<&'static str> {
+    CUDA_LOAD_ERROR.get().and_then(|e| e.as_deref())
+}
+
 /// Whether libtorch sees a usable CUDA device.
 pub fn torch_cuda_available() -> bool {
-    cuda_driver_present() && tch::Cuda::is_available()
+    cuda_load_error().is_none() && cuda_driver_present() && tch::Cuda::is_available()
+}
+
+/// Why CUDA is unavailable, in words for a `--device cuda` error.
+pub fn cuda_unavailable_reason() -> String {
+    if let Some(e) = cuda_load_error() {
+        e.to_string()
+    } else if cuda_driver_present() {
+        "the NVIDIA driver is present but libtorch sees no CUDA device".to_string()
+    } else {
+        "no NVIDIA driver found".to_string()
+    }
 }
 
 /// NVML index of CUDA device 0: the first entry of CUDA_VISIBLE_DEVICES when it

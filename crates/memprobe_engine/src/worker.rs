@@ -29,6 +29,7 @@ use memprobe_report::WorkloadInfo;
 /// prints the outcome. Returns the process exit code (0 ok, 2 rejected input,
 /// 3 reported error).
 pub fn worker_main() -> i32 {
+    crate::env::load_torch_cuda();
     let mut input = String::new();
     let out = match std::io::stdin().read_to_string(&mut input) {
         Err(e) => WorkerOutput::Failed { message: format!("reading plan from stdin: {e}") },
@@ -94,11 +95,7 @@ fn describe(req: &DescribeRequest) -> Result<Description, EngineError> {
         DeviceRequest::Cpu => (DeviceChoice::Cpu, None),
         DeviceRequest::Cuda => {
             if !crate::env::torch_cuda_available() {
-                let why = if crate::env::cuda_driver_present() {
-                    "the NVIDIA driver is present but libtorch sees no CUDA device"
-                } else {
-                    "no NVIDIA driver found"
-                };
+                let why = crate::env::cuda_unavailable_reason();
                 return Err(EngineError::DeviceUnavailable(format!("--device cuda: {why}; use --device cpu")));
             }
             (DeviceChoice::Cuda, None)
@@ -178,7 +175,7 @@ fn run_plan(plan: &WorkerPlan) -> Result<WorkerOutput, EngineError> {
     }
     let device = plan.device.tch();
     if plan.device == DeviceChoice::Cuda && !crate::env::torch_cuda_available() {
-        return Err(EngineError::DeviceUnavailable("worker: CUDA is not available".into()));
+        return Err(EngineError::DeviceUnavailable(format!("worker: CUDA is not available: {}", crate::env::cuda_unavailable_reason())));
     }
     match plan.task {
         WorkerTask::Measure => measure(plan, device).map(WorkerOutput::Measured),

@@ -1,7 +1,6 @@
 //! The bench orchestrator: validates input, plans variants, runs workers
 //! interleaved over repeats, and assembles the report.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,7 +10,7 @@ use memprobe_report::{
 
 use crate::plan::{DescribeRequest, DeviceChoice, DeviceRequest, WorkerOutput, WorkerPlan, WorkerTask, WorkloadSpec};
 use crate::variants::{self, Flags, VariantSpec};
-use crate::worker_proc::{describe, spawn_worker, WorkerRun};
+use crate::worker_proc::{describe, spawn_worker, Worker, WorkerRun};
 use crate::HostError as EngineError;
 
 /// Everything `memprobe bench` needs.
@@ -36,7 +35,7 @@ pub struct BenchOptions {
     /// NVML sampling period, ms.
     pub sample_interval_ms: u64,
     /// The worker executable (`memprobe-worker`).
-    pub worker_exe: PathBuf,
+    pub worker: Worker,
     /// Command line, for the record.
     pub command: Vec<String>,
 }
@@ -99,7 +98,7 @@ pub fn prepare(opts: BenchOptions) -> Result<Prepared, EngineError> {
         }
     }
     let described = describe(
-        &opts.worker_exe,
+        &opts.worker,
         &DescribeRequest { workload: opts.workload.clone(), device: opts.device, seed: opts.seed, threads: opts.threads },
     )?;
     let traits = described.traits;
@@ -192,7 +191,7 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
         let s = &specs[i];
         observer.starting(&s.info.label, "correctness check");
         let plan = plan_for(&opts, device, s, WorkerTask::Check, 0);
-        let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
+        let outcome = match spawn_worker(&opts.worker, &plan, &s.info.id.to_string())? {
             WorkerRun::Output(WorkerOutput::Checked { checks }, _, _) => {
                 variants[i].correctness = checks;
                 "checked".to_string()
@@ -236,7 +235,7 @@ pub fn run(prepared: Prepared, observer: &mut dyn Observer, interrupted: &Atomic
             observer.starting(&s.info.label, &format!("run {}/{}", repeat + 1, opts.runs));
             schedule.push(s.info.id);
             let plan = plan_for(&opts, device, s, WorkerTask::Measure, repeat);
-            let outcome = match spawn_worker(&opts.worker_exe, &plan, &s.info.id.to_string())? {
+            let outcome = match spawn_worker(&opts.worker, &plan, &s.info.id.to_string())? {
                 WorkerRun::Output(WorkerOutput::Measured(m), wall, pid) => {
                     variants[i].runs.push(RunRecord {
                         repeat,

@@ -17,6 +17,7 @@ pub mod plan;
 pub mod proctree;
 pub mod run;
 pub mod variants;
+pub mod torch_lib;
 pub mod worker_proc;
 
 pub use error::HostError;

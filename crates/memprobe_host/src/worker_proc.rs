@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::plan::{DescribeRequest, Description, WorkerOutput, WorkerPlan, WorkerRequest};
+use crate::torch_lib::{self, Resolved, WORKER_TORCH_VERSION};
 use crate::HostError;
 
 /// File name of the worker executable, looked up next to the parent.
@@ -28,14 +29,39 @@ pub const FAULT_ENV: &str = "MEMPROBE_FAULT";
 /// Variant id passed to workers through the environment for fault injection.
 pub const VARIANT_ENV: &str = "MEMPROBE_VARIANT_ID";
 
+/// The worker executable and the libtorch it is to run against.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    /// Path of `memprobe-worker`.
+    pub exe: PathBuf,
+    /// The libtorch resolved for it ([`torch_lib::resolve`]).
+    pub libtorch: Resolved,
+}
+
+impl Worker {
+    /// A worker at `exe` with the libtorch resolved from the environment
+    /// (refused when its version is not the worker's).
+    pub fn new(exe: PathBuf) -> Result<Worker, HostError> {
+        Ok(Worker { exe, libtorch: torch_lib::resolve()? })
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        if let Resolved::Found(t) = &self.libtorch {
+            cmd.envs(torch_lib::worker_env(t));
+        }
+        cmd
+    }
+}
+
 /// Finds `memprobe-worker`: `$MEMPROBE_WORKER` when set, else the file next
-/// to the running executable. The error says where it looked and how to
-/// build it.
-pub fn locate_worker() -> Result<PathBuf, HostError> {
+/// to the running executable, and resolves its libtorch. The error says
+/// where it looked and how to build it.
+pub fn locate_worker() -> Result<Worker, HostError> {
     if let Some(p) = std::env::var_os(WORKER_ENV) {
         let p = PathBuf::from(p);
         return if p.is_file() {
-            Ok(p)
+            Worker::new(p)
         } else {
             Err(HostError::WorkerMissing(format!("{WORKER_ENV}={}: no such file", p.display())))
         };
@@ -44,7 +70,7 @@ pub fn locate_worker() -> Result<PathBuf, HostError> {
     let dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
     let p = dir.join(WORKER_EXE);
     if p.is_file() {
-        Ok(p)
+        Worker::new(p)
     } else {
         Err(HostError::WorkerMissing(format!(
             "`memprobe bench` needs {WORKER_EXE}, the part of memprobe that links libtorch, and it was not found at {} \
@@ -71,13 +97,14 @@ pub enum WorkerRun {
 }
 
 /// Starts a worker process running `plan` and waits for it.
-pub fn spawn_worker(exe: &Path, plan: &WorkerPlan, variant_id: &str) -> Result<WorkerRun, HostError> {
-    spawn_request(exe, &WorkerRequest::Run(plan.clone()), Some(variant_id))
+pub fn spawn_worker(worker: &Worker, plan: &WorkerPlan, variant_id: &str) -> Result<WorkerRun, HostError> {
+    spawn_request(worker, &WorkerRequest::Run(plan.clone()), Some(variant_id))
 }
 
-fn spawn_request(exe: &Path, req: &WorkerRequest, variant_id: Option<&str>) -> Result<WorkerRun, HostError> {
+fn spawn_request(worker: &Worker, req: &WorkerRequest, variant_id: Option<&str>) -> Result<WorkerRun, HostError> {
+    let exe = &worker.exe;
     let started = Instant::now();
-    let mut cmd = Command::new(exe);
+    let mut cmd = worker.command();
     if let Some(id) = variant_id {
         cmd.env(VARIANT_ENV, id);
     }
@@ -120,8 +147,9 @@ fn spawn_request(exe: &Path, req: &WorkerRequest, variant_id: Option<&str>) -> R
 /// Asks a worker to build the workload on the CPU and probe the machine.
 /// A worker that cannot start (its libtorch missing) or rejects the input is
 /// an error that says so.
-pub fn describe(exe: &Path, req: &DescribeRequest) -> Result<Description, HostError> {
-    match spawn_request(exe, &WorkerRequest::Describe(req.clone()), None)? {
+pub fn describe(worker: &Worker, req: &DescribeRequest) -> Result<Description, HostError> {
+    let exe = &worker.exe;
+    match spawn_request(worker, &WorkerRequest::Describe(req.clone()), None)? {
         WorkerRun::Output(WorkerOutput::Described(d), _, _) => Ok(*d),
         WorkerRun::Output(WorkerOutput::Rejected { message }, _, _) => Err(HostError::Usage(message)),
         WorkerRun::Output(WorkerOutput::Failed { message }, _, _) | WorkerRun::Output(WorkerOutput::Oom { message }, _, _) => {
@@ -130,12 +158,25 @@ pub fn describe(exe: &Path, req: &DescribeRequest) -> Result<Description, HostEr
         WorkerRun::Output(other, _, _) => Err(HostError::Worker(format!("unexpected answer to describe: {other:?}"))),
         WorkerRun::Crashed { exit_status, stderr_tail } => {
             if stderr_tail.contains("error while loading shared libraries") {
-                Err(HostError::WorkerMissing(format!(
-                    "{} cannot start: its libtorch is missing ({}); rebuild it against an installed torch \
-                     (`. scripts/torch-env.sh && cargo build --release -p memprobe_worker`)",
-                    exe.display(),
-                    stderr_tail.trim()
-                )))
+                let install = format!(
+                    "install torch {WORKER_TORCH_VERSION} into the Python you work in \
+                     (`python3 -m pip install torch=={WORKER_TORCH_VERSION}`) and run memprobe with that Python active, \
+                     or set LIBTORCH to an unpacked libtorch {WORKER_TORCH_VERSION}"
+                );
+                Err(HostError::WorkerMissing(match &worker.libtorch {
+                    Resolved::Found(t) => format!(
+                        "{} cannot start with the libtorch at {} ({}): {}. That torch looks incomplete: reinstall it, or {install}",
+                        exe.display(),
+                        t.lib_dir.display(),
+                        t.source,
+                        stderr_tail.trim()
+                    ),
+                    Resolved::NotFound(why) => format!(
+                        "{} needs libtorch {WORKER_TORCH_VERSION} and cannot load one ({}; {why}): {install}",
+                        exe.display(),
+                        stderr_tail.trim()
+                    ),
+                }))
             } else {
                 Err(HostError::Worker(format!("{} died describing the workload ({exit_status}): {stderr_tail}", exe.display())))
             }
