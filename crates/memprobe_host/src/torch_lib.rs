@@ -7,7 +7,9 @@
 //! 1. `LIBTORCH`: an unpacked libtorch (its `lib/` directory; its
 //!    `build-version` file gives the version), as tch's build uses it;
 //! 2. the torch package of the active Python: `$VIRTUAL_ENV/bin/python`,
-//!    then `$CONDA_PREFIX/bin/python`, then `python3` and `python` on `PATH`;
+//!    then `$CONDA_PREFIX/bin/python`, then the `python` beside the memprobe
+//!    executable (memprobe installed with pip into the environment that holds
+//!    torch, not activated), then `python3` and `python` on `PATH`;
 //! 3. none found: the worker starts with the libtorch it was linked against
 //!    (a development build carries an rpath to it); if that fails too, the
 //!    error says what to install.
@@ -48,8 +50,12 @@ pub enum Resolved {
     /// A libtorch of the right version (or of unknown version).
     Found(LibTorch),
     /// None found; the worker runs with the libtorch it was linked against.
-    /// The text says where memprobe looked, for the error if that fails.
-    NotFound(String),
+    NotFound {
+        /// Where memprobe looked, for the error if that fails.
+        looked: String,
+        /// The active Python, when one runs (it has no torch).
+        python: Option<PathBuf>,
+    },
 }
 
 /// The release part of a torch version: `2.11.0+cu130` -> `2.11.0`.
@@ -59,11 +65,12 @@ pub fn release(version: &str) -> &str {
 
 /// Resolves the libtorch for the worker from the process environment.
 pub fn resolve() -> Result<Resolved, HostError> {
-    resolve_with(&|k| std::env::var_os(k))
+    let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf));
+    resolve_with(&|k| std::env::var_os(k), exe_dir.as_deref())
 }
 
-/// [`resolve`] with the environment given (for tests).
-pub fn resolve_with(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Resolved, HostError> {
+/// [`resolve`] with the environment and the executable's directory given.
+pub fn resolve_with(env: &dyn Fn(&str) -> Option<OsString>, exe_dir: Option<&Path>) -> Result<Resolved, HostError> {
     if let Some(root) = env("LIBTORCH").filter(|v| !v.is_empty()) {
         let root = PathBuf::from(root);
         let lib_dir = root.join("lib");
@@ -80,10 +87,14 @@ pub fn resolve_with(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Resolved, 
         return Ok(Resolved::Found(found));
     }
     let mut looked = Vec::new();
-    for python in candidate_pythons(env) {
+    let mut active = None;
+    for python in candidate_pythons(env, exe_dir) {
         match torch_of(&python) {
             PythonTorch::NoPython => continue,
-            PythonTorch::NoTorch => looked.push(format!("{} has no torch", python.display())),
+            PythonTorch::NoTorch => {
+                looked.push(format!("{} has no torch", python.display()));
+                active = Some(python);
+            }
             PythonTorch::Torch { version, lib_dir } => {
                 let found = LibTorch { lib_dir, version: Some(version), source: format!("the torch of {}", python.display()) };
                 check_version(&found, Some(&python))?;
@@ -97,7 +108,7 @@ pub fn resolve_with(env: &dyn Fn(&str) -> Option<OsString>) -> Result<Resolved, 
     if looked.is_empty() {
         looked.push("no Python found (VIRTUAL_ENV, CONDA_PREFIX, python3 and python on PATH)".into());
     }
-    Ok(Resolved::NotFound(looked.join("; ")))
+    Ok(Resolved::NotFound { looked: looked.join("; "), python: active })
 }
 
 fn check_version(found: &LibTorch, python: Option<&Path>) -> Result<(), HostError> {
@@ -120,7 +131,7 @@ fn check_version(found: &LibTorch, python: Option<&Path>) -> Result<(), HostErro
 }
 
 /// The Pythons that may be the active one, most specific first.
-fn candidate_pythons(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+fn candidate_pythons(env: &dyn Fn(&str) -> Option<OsString>, exe_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(prefix) = env(var).filter(|v| !v.is_empty()) {
@@ -129,6 +140,9 @@ fn candidate_pythons(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
                 out.push(p);
             }
         }
+    }
+    if let Some(p) = exe_dir.map(|d| d.join("python")).filter(|p| is_executable(p)) {
+        out.push(p);
     }
     if let Some(path) = env("PATH") {
         for name in ["python3", "python"] {
@@ -219,7 +233,7 @@ mod tests {
     fn libtorch_env_of_the_right_version_is_used() {
         let d = fake_libtorch(Some("2.11.0+cpu"));
         let root = d.path().as_os_str().to_owned();
-        let r = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone())).unwrap();
+        let r = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone()), None).unwrap();
         let Resolved::Found(found) = r else { panic!("{r:?}") };
         assert_eq!(found.lib_dir, d.path().join("lib"));
         assert_eq!(found.version.as_deref(), Some("2.11.0+cpu"));
@@ -229,7 +243,7 @@ mod tests {
     fn libtorch_env_of_another_version_is_refused_naming_both() {
         let d = fake_libtorch(Some("2.9.1+cpu"));
         let root = d.path().as_os_str().to_owned();
-        let e = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone())).unwrap_err().to_string();
+        let e = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone()), None).unwrap_err().to_string();
         assert!(e.contains("built for torch 2.11.0") && e.contains("2.9.1+cpu"), "{e}");
     }
 
@@ -237,7 +251,7 @@ mod tests {
     fn libtorch_env_without_the_library_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().as_os_str().to_owned();
-        let e = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone())).unwrap_err().to_string();
+        let e = resolve_with(&|k| (k == "LIBTORCH").then(|| root.clone()), None).unwrap_err().to_string();
         assert!(e.contains("no lib/libtorch_cpu.so"), "{e}");
     }
 
@@ -259,19 +273,20 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().as_os_str().to_owned();
         fake_python(d.path(), Some("2.11.0+cu130"));
-        let r = resolve_with(&|k| (k == "PATH").then(|| path.clone())).unwrap();
+        let r = resolve_with(&|k| (k == "PATH").then(|| path.clone()), None).unwrap();
         let Resolved::Found(found) = r else { panic!("{r:?}") };
         assert_eq!(found.lib_dir, PathBuf::from("/opt/torch/lib"));
         assert!(found.source.contains("python3"), "{found:?}");
 
         fake_python(d.path(), Some("2.10.0+cu128"));
-        let e = resolve_with(&|k| (k == "PATH").then(|| path.clone())).unwrap_err().to_string();
+        let e = resolve_with(&|k| (k == "PATH").then(|| path.clone()), None).unwrap_err().to_string();
         assert!(e.contains("-m pip install torch==2.11.0") && e.contains("2.10.0+cu128"), "{e}");
 
         fake_python(d.path(), None);
-        let r = resolve_with(&|k| (k == "PATH").then(|| path.clone())).unwrap();
-        let Resolved::NotFound(why) = r else { panic!("{r:?}") };
-        assert!(why.contains("has no torch"), "{why}");
+        let r = resolve_with(&|k| (k == "PATH").then(|| path.clone()), None).unwrap();
+        let Resolved::NotFound { looked, python } = r else { panic!("{r:?}") };
+        assert!(looked.contains("has no torch"), "{looked}");
+        assert_eq!(python, Some(d.path().join("python3")));
     }
 
     #[test]

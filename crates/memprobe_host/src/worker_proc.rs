@@ -158,9 +158,13 @@ pub fn describe(worker: &Worker, req: &DescribeRequest) -> Result<Description, H
         WorkerRun::Output(other, _, _) => Err(HostError::Worker(format!("unexpected answer to describe: {other:?}"))),
         WorkerRun::Crashed { exit_status, stderr_tail } => {
             if stderr_tail.contains("error while loading shared libraries") {
+                let python = match &worker.libtorch {
+                    Resolved::NotFound { python: Some(p), .. } => p.display().to_string(),
+                    _ => "python3".to_string(),
+                };
                 let install = format!(
                     "install torch {WORKER_TORCH_VERSION} into the Python you work in \
-                     (`python3 -m pip install torch=={WORKER_TORCH_VERSION}`) and run memprobe with that Python active, \
+                     (`{python} -m pip install torch=={WORKER_TORCH_VERSION}`) and run memprobe with that Python active, \
                      or set LIBTORCH to an unpacked libtorch {WORKER_TORCH_VERSION}"
                 );
                 Err(HostError::WorkerMissing(match &worker.libtorch {
@@ -171,8 +175,8 @@ pub fn describe(worker: &Worker, req: &DescribeRequest) -> Result<Description, H
                         t.source,
                         stderr_tail.trim()
                     ),
-                    Resolved::NotFound(why) => format!(
-                        "{} needs libtorch {WORKER_TORCH_VERSION} and cannot load one ({}; {why}): {install}",
+                    Resolved::NotFound { looked, .. } => format!(
+                        "{} needs libtorch {WORKER_TORCH_VERSION} and cannot load one ({}; {looked}): {install}",
                         exe.display(),
                         stderr_tail.trim()
                     ),
