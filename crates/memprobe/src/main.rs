@@ -221,10 +221,21 @@ struct RunArgs {
     /// Write the summary as markdown here.
     #[arg(long, value_name = "PATH")]
     markdown: Option<PathBuf>,
-    /// Put a start-up hook on the child's PYTHONPATH that reports
-    /// torch.cuda.memory_allocated/reserved and their peaks per device.
+    /// Put a start-up hook on the child's PYTHONPATH that reports the
+    /// allocator's figures per device and every training step (an optimizer
+    /// step(), else a backward(), else a top-level module forward): its
+    /// time, its peak and what it leaves allocated, with a steady-state
+    /// summary and a leak verdict. No change to the script.
     #[arg(long)]
     torch: bool,
+    /// Leading steps left out of the steady-state summary (default: a tenth
+    /// of the steps, at least 3).
+    #[arg(long, value_name = "N", requires = "torch")]
+    warmup_steps: Option<usize>,
+    /// Smallest growth per step of the memory left after each step that is
+    /// called a leak (64KiB, 1MiB, 1.5GiB; a plain number is bytes).
+    #[arg(long, value_name = "SIZE", default_value = "64KiB", value_parser = parse_size, requires = "torch")]
+    growth_threshold: f64,
     /// Draw the memory timeline as SVG here.
     #[arg(long, value_name = "PATH")]
     svg: Option<PathBuf>,
@@ -234,6 +245,28 @@ struct RunArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// Parses `64KiB`, `1MiB`, `1.5GiB`, `2MB` or a plain number of bytes.
+fn parse_size(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "kb" => 1e3,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "mb" => 1e6,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "gb" => 1e9,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (use B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("{s:?} is not a size (e.g. 64KiB, 1MiB)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{s:?}: the size must be zero or more"));
+    }
+    Ok(v * scale)
 }
 
 /// Parses `5%` or `5` (percent) into 0.05.
@@ -548,7 +581,13 @@ fn save_report(path: &std::path::Path, text: &str, what: &str) -> bool {
 }
 
 fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let opts = memprobe_host::run::RunOptions { command: a.command, interval: a.interval, torch: a.torch, discard_output: false };
+    let opts = memprobe_host::run::RunOptions {
+        command: a.command,
+        interval: a.interval,
+        torch: a.torch,
+        discard_output: false,
+        step_settings: memprobe_report::run::StepSettings { warmup_steps: a.warmup_steps, growth_threshold_bytes: a.growth_threshold },
+    };
     let report = match memprobe_host::run::run(&opts) {
         Ok(r) => r,
         Err(HostError::Command(m)) if m.starts_with("cannot start") => {

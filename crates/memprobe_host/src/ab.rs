@@ -84,6 +84,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
                 interval: opts.interval,
                 torch: false,
                 discard_output: !opts.show_output,
+                step_settings: Default::default(),
             })?;
             driver = driver.or(r.host.driver_version.clone());
             if !r.forwarded_signals.is_empty() || matches!(r.exit.signal, Some(2) | Some(15)) {

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use memprobe_report::run::{
     ExitInfo, HostInfo, MemorySeries, ProcessSeries, RunReport, TorchDeviceSeries, TorchProcessInfo, TorchView,
 };
+use memprobe_report::run::StepSettings;
+use memprobe_report::steps::{StepKind, StepSeries};
 use memprobe_report::{SamplerCost, ToolInfo, SCHEMA_VERSION};
 
 use crate::gpu::GpuSampler;
@@ -34,6 +36,8 @@ pub struct RunOptions {
     /// Send the command's stdout/stderr to /dev/null (`ab`), instead of
     /// passing them through.
     pub discard_output: bool,
+    /// How the `--torch` steps are summarised.
+    pub step_settings: StepSettings,
 }
 
 /// Exit status used when the command cannot be started (as a shell: 127).
@@ -321,12 +325,17 @@ impl TorchHook {
 struct TorchCollector {
     devices: HashMap<(u32, u32), TorchDeviceSeries>,
     processes: HashMap<u32, TorchProcessInfo>,
+    steps: HashMap<u32, StepSeries>,
 }
 
 impl TorchCollector {
     fn add(&mut self, msg: &serde_json::Value, start_unix: f64) {
         let Some(pid) = msg["pid"].as_u64().map(|p| p as u32) else { return };
         let t = msg["t"].as_f64().map(|t| (t - start_unix).max(0.0)).unwrap_or(0.0);
+        if let Some(step) = msg.get("step") {
+            self.add_step(pid, t, step);
+            return;
+        }
         let info = self.processes.entry(pid).or_insert(TorchProcessInfo { pid, torch_version: None, cuda: false, note: None });
         if let Some(v) = msg["torch"].as_str() {
             info.torch_version = Some(v.to_string());
@@ -350,6 +359,51 @@ impl TorchCollector {
         }
     }
 
+    /// One step's end. A step of a higher kind than the process's series
+    /// (its first backward after forwards, its first optimizer step after
+    /// backwards) starts the series anew: the hook counts those from then on.
+    fn add_step(&mut self, pid: u32, t: f64, step: &serde_json::Value) {
+        let Some(kind) = step["kind"].as_str().and_then(StepKind::parse) else { return };
+        let cuda_figures: Vec<(u64, u64)> = step["cuda"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| (d.get(1).and_then(|x| x.as_u64()).unwrap_or(0), d.get(2).and_then(|x| x.as_u64()).unwrap_or(0)))
+            .collect();
+        let cuda = !cuda_figures.is_empty();
+        let series = self.steps.entry(pid).or_insert_with(|| StepSeries::new(pid, kind, cuda));
+        if kind < series.kind {
+            return;
+        }
+        if kind > series.kind || (cuda && !series.cuda) {
+            // A higher kind, or CUDA initialised after host-only steps: the
+            // figures so far are not comparable with what follows.
+            *series = StepSeries::new(pid, kind, cuda);
+        }
+        if series.cuda && !cuda {
+            return;
+        }
+        series.t_s.push(t);
+        series.step_s.push(step["dt"].as_f64());
+        if cuda {
+            series.peak_bytes.push(Some(cuda_figures.iter().map(|f| f.0).sum()));
+            series.left_bytes.push(Some(cuda_figures.iter().map(|f| f.1).sum()));
+            // The hook reset the allocator's peak: keep the run's true peak.
+            for d in step["cuda"].as_array().into_iter().flatten() {
+                let f = |i: usize| d.get(i).and_then(|x| x.as_u64()).unwrap_or(0);
+                if let Some(dev) = self.devices.get_mut(&(pid, f(0) as u32)) {
+                    dev.peak_allocated_bytes = dev.peak_allocated_bytes.max(f(1));
+                    dev.peak_reserved_bytes = dev.peak_reserved_bytes.max(f(3));
+                }
+            }
+        } else {
+            let reset = step["hwm_reset"].as_bool().unwrap_or(false);
+            series.host_peak_per_step &= reset;
+            series.peak_bytes.push(step["hwm"].as_u64());
+            series.left_bytes.push(step["rss"].as_u64());
+        }
+    }
+
     fn finish(self) -> TorchView {
         let mut processes: Vec<TorchProcessInfo> = self.processes.into_values().collect();
         processes.sort_by_key(|p| p.pid);
@@ -364,7 +418,9 @@ impl TorchCollector {
         }
         let mut devices: Vec<TorchDeviceSeries> = self.devices.into_values().collect();
         devices.sort_by_key(|d| (d.pid, d.device));
-        TorchView { devices, processes }
+        let mut steps: Vec<StepSeries> = self.steps.into_values().filter(|s| !s.is_empty()).collect();
+        steps.sort_by_key(|s| s.pid);
+        TorchView { devices, processes, steps }
     }
 }
 
@@ -617,6 +673,21 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
     if let Some(v) = &torch_view {
         if v.processes.is_empty() {
             notes.push("--torch: no Python process loaded the hook (not a Python command, or PYTHONPATH reset by the command)".into());
+        } else if v.steps.is_empty() && v.processes.iter().any(|p| p.torch_version.is_some()) {
+            notes.push("--torch: no training steps seen (no optimizer step(), backward() or module forward ran)".into());
+        }
+        if let Some(main) = v.main_steps() {
+            if !main.cuda && !main.host_peak_per_step {
+                notes.push("--torch: the peak RSS per step could not be reset (/proc/self/clear_refs not writable): each step's host peak is the process's peak so far".into());
+            }
+            let other = v.steps.iter().filter(|s| s.pid != main.pid && !s.is_empty()).count();
+            if other > 0 {
+                notes.push(format!(
+                    "--torch: {other} other process(es) took steps too; the summary shows PID {} ({} steps); the JSON has every series",
+                    main.pid,
+                    main.len()
+                ));
+            }
         }
     }
     let mut report = RunReport {
@@ -644,6 +715,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             cpu_fraction: if duration_s > 0.0 { cpu / duration_s } else { 0.0 },
         },
         notes,
+        step_settings: opts.step_settings.clone(),
         summary: None,
     };
     report.summarize();

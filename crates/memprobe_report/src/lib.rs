@@ -28,6 +28,7 @@ pub mod host;
 pub mod run;
 mod schema;
 pub mod stats;
+pub mod steps;
 mod summary;
 pub mod verdict;
 mod write;

@@ -287,6 +287,19 @@ pub struct TorchView {
     /// Processes that loaded the hook, with their torch version and what
     /// they could not see (e.g. no CUDA).
     pub processes: Vec<TorchProcessInfo>,
+    /// The training steps of each process that took any (empty in older
+    /// reports).
+    #[serde(default)]
+    pub steps: Vec<crate::steps::StepSeries>,
+}
+
+impl TorchView {
+    /// The process whose steps the summary describes: the one with the most
+    /// steps of the highest kind (the trainer, not a DataLoader worker or a
+    /// side evaluation process).
+    pub fn main_steps(&self) -> Option<&crate::steps::StepSeries> {
+        self.steps.iter().filter(|s| !s.is_empty()).max_by_key(|s| (s.kind, s.len(), std::cmp::Reverse(s.pid)))
+    }
 }
 
 /// One Python process that ran the hook.
@@ -344,6 +357,9 @@ pub struct RunReport {
     pub sampler: SamplerCost,
     /// Remarks.
     pub notes: Vec<String>,
+    /// How steps are summarised (warm-up, growth threshold).
+    #[serde(default)]
+    pub step_settings: StepSettings,
     /// What the summary table shows, as figures ([`RunReport::summarize`]).
     /// Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -372,7 +388,15 @@ impl RunReport {
             peak_pss_bytes: self.peak_pss_bytes(),
             peak_rss_bytes: self.peak_rss_bytes(),
             rows: crate::export::run::run_rows(self),
+            steps: self.step_summary(),
         });
+    }
+
+    /// The steady-state summary of the main process's steps, with the
+    /// settings the run was made with.
+    pub fn step_summary(&self) -> Option<crate::steps::StepSummary> {
+        let series = self.torch.as_ref()?.main_steps()?;
+        Some(series.summarize(self.step_settings.warmup_steps, self.step_settings.growth_threshold_bytes))
     }
 
     /// Peak host PSS of the tree (the largest sampled sum): its memory
@@ -390,6 +414,28 @@ impl RunReport {
             None => self.peak_rss_bytes().map(|r| (r, "peak RSS (tree)")),
         }
     }
+}
+
+/// How a run's steps are summarised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSettings {
+    /// Leading steps excluded as warm-up (`None`: a tenth, at least 3).
+    pub warmup_steps: Option<usize>,
+    /// Smallest growth of the memory left after each step that is called a
+    /// leak, bytes per step.
+    pub growth_threshold_bytes: f64,
+}
+
+impl Default for StepSettings {
+    fn default() -> StepSettings {
+        StepSettings { warmup_steps: None, growth_threshold_bytes: StepSettings::DEFAULT_GROWTH_THRESHOLD }
+    }
+}
+
+impl StepSettings {
+    /// 64 KiB per step: below it, a host RSS series moves with allocator
+    /// noise; a loss kept with its graph retains megabytes per step.
+    pub const DEFAULT_GROWTH_THRESHOLD: f64 = 65536.0;
 }
 
 /// One row of the `run` summary table, as figures (`None`: not measured).
@@ -421,6 +467,9 @@ pub struct RunSummary {
     pub peak_rss_bytes: Option<u64>,
     /// Every row of the table.
     pub rows: Vec<SummaryRow>,
+    /// The training steps of the main process (`--torch`), steady state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<crate::steps::StepSummary>,
 }
 
 /// Which kind of report a file holds.

@@ -47,6 +47,30 @@ pub fn fmt_mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
+/// Bytes in the largest unit that keeps the figure at or above 1 (B, KiB,
+/// MiB, GiB), three significant figures at most.
+pub fn fmt_size(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes.abs();
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    let digits = if u == 0 || v >= 100.0 { 0 } else if v >= 10.0 { 1 } else { 2 };
+    let sign = if bytes < 0.0 { "-" } else { "" };
+    format!("{sign}{v:.digits$} {}", units[u])
+}
+
+/// [`fmt_size`] with its sign always shown.
+pub fn fmt_signed_size(bytes: f64) -> String {
+    if bytes < 0.0 {
+        fmt_size(bytes)
+    } else {
+        format!("+{}", fmt_size(bytes))
+    }
+}
+
 /// Signed byte delta as MiB plus percentage.
 pub fn fmt_delta(delta: i64, ratio: Option<f64>) -> String {
     let mib = delta as f64 / (1024.0 * 1024.0);

@@ -187,6 +187,9 @@ fn render_run_on(r: &RunReport, markdown: bool, on_stderr: bool) -> String {
     if markdown {
         out.push('\n');
     }
+    if let Some(st) = r.summary.as_ref().and_then(|s| s.steps.as_ref()).cloned().or_else(|| r.step_summary()) {
+        out.push_str(&render_steps(&st, markdown));
+    }
     if let Some(n) = &r.gpu_note {
         out.push_str(&format!("{bullet}GPU: {n}\n"));
     }
@@ -299,6 +302,51 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
     }
     for n in &r.notes {
         out.push_str(&line(format!("note: {n}")));
+    }
+    out
+}
+
+/// The steady-state steps of a run: time, peak, what each step leaves, the
+/// leak verdict.
+fn render_steps(st: &crate::steps::StepSummary, markdown: bool) -> String {
+    use super::{fmt_ms, fmt_size};
+    let (bullet, indent) = if markdown { ("- ", "  ") } else { ("  ", "    ") };
+    let source = if st.cuda { "CUDA caching allocator" } else { "host RSS" };
+    let mut out = String::new();
+    let head = format!(
+        "steps: PID {} · a step ends at each {} · {} steps, the first {} left out as warm-up · memory: {source}",
+        st.pid,
+        st.kind.describe(),
+        st.steps,
+        st.warmup_steps
+    );
+    let mut lines = vec![head];
+    if let (Some(m), Some(iqr)) = (st.step_median_s, st.step_iqr_s) {
+        lines.push(format!(
+            "step time {} ms median (IQR {} ms){}",
+            fmt_ms(m * 1000.0),
+            fmt_ms(iqr * 1000.0),
+            st.steps_per_s.map(|r| format!(", {r:.2} steps/s")).unwrap_or_default()
+        ));
+    }
+    if let (Some(max), Some(med)) = (st.peak_max_bytes, st.peak_median_bytes) {
+        lines.push(format!("peak within a step {} (median {})", fmt_size(max as f64), fmt_size(med as f64)));
+    }
+    if let (Some(a), Some(b)) = (st.left_first_bytes, st.left_last_bytes) {
+        lines.push(format!("left after a step: {} after warm-up, {} after the last", fmt_size(a as f64), fmt_size(b as f64)));
+    }
+    lines.push(format!("memory left after each step: {}", st.growth.describe()));
+    for (i, l) in lines.iter().enumerate() {
+        let first = if i == 0 { bullet.to_string() } else { indent.to_string() };
+        let rest = if markdown { indent.to_string() } else { format!("{indent}  ") };
+        if markdown {
+            out.push_str(&format!("{first}{l}\n"));
+        } else {
+            out.push_str(&super::table::wrap(l, super::table::TERMINAL_WIDTH, &first, &rest));
+        }
+    }
+    if markdown {
+        out.push('\n');
     }
     out
 }

@@ -1,0 +1,125 @@
+//! `memprobe run --torch` sees the training steps of an unchanged PyTorch
+//! script (CPU, real torch): per-step time, peak and memory left, the
+//! steady-state summary and the leak verdict.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tests::*;
+
+static BIN: std::sync::LazyLock<PathBuf> = std::sync::LazyLock::new(|| bin("memprobe", "memprobe"));
+
+fn python() -> String {
+    let py = std::env::var("MEMPROBE_PYTHON").ok().filter(|p| Path::new(p).exists()).unwrap_or_else(|| "python3".into());
+    let has_torch = Command::new(&py).args(["-c", "import torch"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    assert!(has_torch, "{py} has no torch: run the tests after `. scripts/torch-env.sh` (MEMPROBE_PYTHON)");
+    py
+}
+
+/// Hidden width and validation batch of [`TRAIN`]: the validation forward
+/// that the leaking loop keeps with its graph retains the ReLU output
+/// (BV x H float32, saved by ReLU and by the second Linear) and the log-softmax
+/// output (BV x 8 float32). Each retained ReLU output is 32 MiB, above
+/// glibc's largest mmap threshold, so it is its own mapping and host RSS
+/// grows by what torch keeps, not by allocator fragmentation.
+const H: u64 = 4096;
+const BV: u64 = 2048;
+
+/// A training loop that also computes a validation loss each step; with
+/// `--leak` it sums that loss as a tensor (its graph kept, ML202), else as
+/// `.item()`.
+const TRAIN: &str = r#"
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+leak = "--leak" in sys.argv
+B, BV, H, STEPS = 256, 2048, 4096, 30
+model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))
+xv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))
+val_total = 0.0
+for _ in range(STEPS):
+    opt.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    val = nn.functional.cross_entropy(model(xv), yv)
+    val_total = val_total + (val if leak else val.item())
+print("mean validation loss", float(val_total) / STEPS)
+"#;
+
+fn run_torch(dir: &Path, name: &str, body: &str, args: &[&str]) -> (Output, Value) {
+    let s = dir.join(name);
+    std::fs::write(&s, body).unwrap();
+    let json = dir.join(format!("{name}.json"));
+    let mut cmd = Command::new(&*BIN);
+    cmd.args(["run", "--torch", "--json", json.to_str().unwrap(), "--", &python(), "-W", "ignore", s.to_str().unwrap()]);
+    let o = cmd.args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (o, v)
+}
+
+fn steps_summary(v: &Value) -> &Value {
+    &v["summary"]["steps"]
+}
+
+#[test]
+fn a_validation_loss_kept_with_its_graph_grows_by_the_retained_bytes_per_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = run_torch(dir.path(), "train.py", TRAIN, &["--leak"]);
+    let st = steps_summary(&v);
+    assert_eq!(st["kind"], "optimizer", "{st}");
+    assert_eq!(st["steps"], 30, "{st}");
+    assert_eq!(st["cuda"], false);
+    assert_eq!(st["growth"]["verdict"], "grows", "{st}");
+    let retained = (BV * H * 4 + BV * 8 * 4) as f64;
+    let slope = st["growth"]["slope_bytes_per_step"].as_f64().unwrap();
+    assert!((slope - retained).abs() <= 0.2 * retained, "slope {slope} vs {retained} retained per step");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("a step ends at each optimizer step()") && err.contains("memory left after each step: grows"), "{err}");
+    // Every step is in the JSON series, with its time (the first has none).
+    let series = &v["torch"]["steps"][0];
+    assert_eq!(series["t_s"].as_array().unwrap().len(), 30);
+    assert!(series["step_s"][0].is_null() && series["step_s"][1].as_f64().is_some_and(|t| t > 0.0), "{series}");
+}
+
+#[test]
+fn the_same_loop_with_item_is_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, v) = run_torch(dir.path(), "train.py", TRAIN, &[]);
+    let st = steps_summary(&v);
+    assert_eq!(st["growth"]["verdict"], "flat", "{st}");
+    assert!(st["step_median_s"].as_f64().is_some_and(|t| t > 0.0) && st["steps_per_s"].as_f64().is_some(), "{st}");
+    assert!(st["peak_max_bytes"].as_u64().is_some_and(|p| p >= st["left_last_bytes"].as_u64().unwrap()), "{st}");
+}
+
+#[test]
+fn an_evaluation_loop_without_optimizer_or_backward_counts_forwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "import torch, torch.nn as nn\nm = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))\n\
+        with torch.no_grad():\n    for _ in range(12):\n        m(torch.randn(16, 32))\n";
+    let (_, v) = run_torch(dir.path(), "eval.py", body, &[]);
+    let st = steps_summary(&v);
+    assert_eq!(st["kind"], "forward", "{st}");
+    assert_eq!(st["steps"], 12, "one step per top-level forward, not per submodule: {st}");
+}
+
+#[test]
+fn a_script_without_steps_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = run_torch(dir.path(), "plain.py", "import torch\nprint(float(torch.ones(4).sum()))\n", &[]);
+    assert!(v["summary"].get("steps").is_none_or(Value::is_null), "{}", v["summary"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no training steps seen"), "{err}");
+}
+
+#[test]
+fn step_options_need_torch_and_a_valid_size() {
+    let o = Command::new(&*BIN).args(["run", "--warmup-steps", "2", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(&*BIN).args(["run", "--torch", "--growth-threshold", "12parsecs", "--", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"), "{}", String::from_utf8_lossy(&o.stderr));
+}
