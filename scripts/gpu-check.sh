@@ -72,8 +72,15 @@ run() {
     # The archive is rewritten after each stage, so a run stopped at a time
     # limit still hands back what finished.
     save() { if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-results.tar.gz" "$dir"; fi; }
+    {
+        echo "worker: $("$carry/memprobe-worker" --version 2>&1)"
+        echo "python3: $(command -v python3) $(python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>/dev/null)"
+        echo "smaps_rollup: $(test -r /proc/self/smaps_rollup && echo readable || echo missing)"
+        echo "clear_refs: $(test -w /proc/self/clear_refs && echo writable || echo not writable)"
+    } | tee "$dir/machine.txt"
     echo "== ignored GPU tests" >&2
-    MEMPROBE_BIN="$carry/memprobe" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 | tee "$dir/gpu-tests.txt" || status=1
+    MEMPROBE_BIN="$carry/memprobe" MEMPROBE_PYTHON="$(command -v python3)" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 \
+        | tee "$dir/gpu-tests.txt" || status=1
     save
     # Your-own-job paths: `run --torch` on a small PyTorch training script, and
     # `ab` of that script without and with AMP.

@@ -61,3 +61,66 @@ fn cuda_fp16_grad_scaler_and_cudnn_rows_run() {
     let amp = variant(&r, "amp-fp16");
     assert!(amp["correctness"][0]["passed"].as_bool().unwrap(), "{}", amp["correctness"]);
 }
+
+/// A training loop on CUDA that keeps each step's validation loss with its
+/// graph, run unchanged under `memprobe run --torch`.
+const CUDA_TRAIN: &str = r#"
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+leak = "--leak" in sys.argv
+B, BV, H, STEPS = 256, 2048, 4096, 30
+model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x, y = torch.randn(B, 64, device="cuda"), torch.randint(0, 8, (B,), device="cuda")
+xv, yv = torch.randn(BV, 64, device="cuda"), torch.randint(0, 8, (BV,), device="cuda")
+val_total = 0.0
+for _ in range(STEPS):
+    opt.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    val = nn.functional.cross_entropy(model(xv), yv)
+    val_total = val_total + (val if leak else val.item())
+print("mean validation loss", float(val_total) / STEPS)
+"#;
+
+fn run_steps(leak: bool) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("train.py");
+    std::fs::write(&s, CUDA_TRAIN).unwrap();
+    let json = dir.path().join("run.json");
+    let py = std::env::var("MEMPROBE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "--torch", "--quiet", "--json", json.to_str().unwrap(), "--", &py, s.to_str().unwrap()]);
+    if leak {
+        cmd.arg("--leak");
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and driver"]
+fn cuda_steps_give_allocator_peaks_and_a_leak_verdict() {
+    let v = run_steps(true);
+    let st = &v["summary"]["steps"];
+    assert_eq!(st["cuda"], true, "{st}");
+    assert_eq!(st["kind"], "optimizer");
+    assert_eq!(st["steps"], 30);
+    assert_eq!(st["growth"]["verdict"], "grows", "{st}");
+    // ReLU output (BV x H) and log-softmax output (BV x 8), float32, per step.
+    let retained = (2048.0 * 4096.0 + 2048.0 * 8.0) * 4.0;
+    let slope = st["growth"]["slope_bytes_per_step"].as_f64().unwrap();
+    assert!((slope - retained).abs() <= 0.2 * retained, "slope {slope} vs {retained}");
+    // Each step's peak is at least what it leaves allocated.
+    let series = &v["torch"]["steps"][0];
+    let peaks = series["peak_bytes"].as_array().unwrap();
+    let left = series["left_bytes"].as_array().unwrap();
+    assert!(peaks.iter().zip(left).all(|(p, l)| p.as_u64() >= l.as_u64()), "{series}");
+
+    let v = run_steps(false);
+    let st = &v["summary"]["steps"];
+    assert_eq!(st["growth"]["verdict"], "flat", "{st}");
+    assert!(st["step_median_s"].as_f64().is_some_and(|t| t > 0.0));
+}

@@ -123,3 +123,30 @@ fn step_options_need_torch_and_a_valid_size() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown unit"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+#[test]
+fn compare_fails_a_new_run_that_leaks_per_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _) = run_torch(dir.path(), "base.py", TRAIN, &[]);
+    let (_, _) = run_torch(dir.path(), "new.py", TRAIN, &["--leak"]);
+    let base = dir.path().join("base.py.json");
+    let new = dir.path().join("new.py.json");
+    let gate = |a: &Path, b: &Path| {
+        Command::new(&*BIN)
+            .args(["compare", "--allow-different-hosts", "--max-growth-per-step", "1MiB"])
+            .arg(a)
+            .arg(b)
+            .output()
+            .unwrap()
+    };
+    let o = gate(&base, &new);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("grows") && out.contains("above the allowed 1.00 MiB per step"), "{out}");
+    assert!(out.contains("step time (steady state)"), "{out}");
+    // The leak-free run passes the growth gate (NEW flat).
+    let o = gate(&new, &base);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("memory left after each step: flat"), "{out}");
+    assert!(!out.contains("above the allowed"), "{out}");
+}

@@ -379,6 +379,11 @@ struct CompareArgs {
     /// the difference would not be the code's.
     #[arg(long)]
     allow_different_hosts: bool,
+    /// Fail when NEW (a `run --torch` report) leaks: its memory left after
+    /// each step grows significantly by more than this per step (64KiB,
+    /// 1MiB; a plain number is bytes).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_growth_per_step: Option<f64>,
 }
 
 struct Progress {
@@ -678,6 +683,7 @@ fn compare_cmd(a: CompareArgs) -> ExitCode {
         time: VerdictConfig { confidence: a.confidence, threshold: a.max_time_regression, ..VerdictConfig::time() },
         memory: VerdictConfig { confidence: a.confidence, threshold: a.max_memory_regression, ..VerdictConfig::memory() },
         allow_different_hosts: a.allow_different_hosts,
+        max_growth_per_step: a.max_growth_per_step,
     };
     let result = match compare_reports(&base, &new, &o) {
         Ok(r) => r,

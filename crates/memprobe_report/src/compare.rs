@@ -25,12 +25,30 @@ pub struct CompareOptions {
     /// (`--allow-different-hosts`); the differences become notes.
     #[serde(default)]
     pub allow_different_hosts: bool,
+    /// The most a NEW `run --torch` report's memory may grow per step
+    /// (`--max-growth-per-step`, bytes): a significant growth above it is a
+    /// regression.
+    #[serde(default)]
+    pub max_growth_per_step: Option<f64>,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { time: VerdictConfig::time(), memory: VerdictConfig::memory(), allow_different_hosts: false }
+        CompareOptions {
+            time: VerdictConfig::time(),
+            memory: VerdictConfig::memory(),
+            allow_different_hosts: false,
+            max_growth_per_step: None,
+        }
     }
+}
+
+/// Steady-state step times of a `run --torch` report's main process.
+fn steady_step_times(r: &RunReport) -> Option<Vec<f64>> {
+    let series = r.torch.as_ref()?.main_steps()?;
+    let warmup = r.step_settings.warmup_steps.unwrap_or_else(|| series.default_warmup()).min(series.len());
+    let v: Vec<f64> = series.step_s[warmup..].iter().flatten().copied().collect();
+    (v.len() >= 2).then_some(v)
 }
 
 /// `what: BASE x, NEW y` when the two differ.
@@ -249,6 +267,34 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<
         let mut m = compare(Metric::Memory, "peak GPU memory (NVML, tree)", &[b], &[n], &o.memory);
         row.regression |= single_run(&mut m);
         row.comparisons.push(m);
+    }
+    // Steady-state steps (`run --torch` on both sides): the step times, one
+    // sample per step, free of start-up time.
+    if let (Some(b), Some(n)) = (steady_step_times(base), steady_step_times(new)) {
+        let mut c = compare(Metric::Time, "step time (steady state)", &b, &n, &o.time);
+        c.warnings.push("unit = one training step of one run: steps of a run are not independent, so the interval is optimistic".into());
+        row.regression |= is_regression(&c);
+        row.comparisons.push(c);
+    }
+    if let Some(max) = o.max_growth_per_step {
+        match new.step_summary() {
+            Some(st) => {
+                let g = &st.growth;
+                if g.verdict == crate::steps::GrowthVerdict::Grows && g.slope_bytes_per_step.is_some_and(|s| s > max) {
+                    row.regression = true;
+                    row.notes.push(format!(
+                        "NEW: memory left after each step {}, above the allowed {} per step",
+                        g.describe(),
+                        crate::export::fmt_size(max)
+                    ));
+                } else {
+                    row.notes.push(format!("NEW: memory left after each step: {}", g.describe()));
+                }
+            }
+            None => notes.push(
+                "--max-growth-per-step: NEW has no training steps (record it with `memprobe run --torch`); growth not checked".into(),
+            ),
+        }
     }
     if base.command != new.command {
         notes.push(format!("the commands differ: BASE `{}`, NEW `{}`", base.command.join(" "), new.command.join(" ")));
