@@ -82,22 +82,27 @@ for _ in range(STEPS):
     val = nn.functional.cross_entropy(model(xv), yv)
     val_total = val_total + (val if leak else val.item())
 print("mean validation loss", float(val_total) / STEPS)
+print("max_memory_allocated", torch.cuda.max_memory_allocated())
 "#;
 
 fn run_steps(leak: bool) -> Value {
+    run_steps_with(leak, &[]).0
+}
+
+fn run_steps_with(leak: bool, extra: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("train.py");
     std::fs::write(&s, CUDA_TRAIN).unwrap();
     let json = dir.path().join("run.json");
     let py = std::env::var("MEMPROBE_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut cmd = Command::new(bin());
-    cmd.args(["run", "--torch", "--quiet", "--json", json.to_str().unwrap(), "--", &py, s.to_str().unwrap()]);
+    cmd.args(["run", "--torch", "--quiet", "--json", json.to_str().unwrap()]).args(extra).args(["--", &py, s.to_str().unwrap()]);
     if leak {
         cmd.arg("--leak");
     }
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    (serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap(), String::from_utf8_lossy(&o.stdout).to_string())
 }
 
 #[test]
@@ -123,4 +128,12 @@ fn cuda_steps_give_allocator_peaks_and_a_leak_verdict() {
     let st = &v["summary"]["steps"];
     assert_eq!(st["growth"]["verdict"], "flat", "{st}");
     assert!(st["step_median_s"].as_f64().is_some_and(|t| t > 0.0));
+
+    // --keep-peak-stats: the script's own max_memory_allocated() stays its
+    // lifetime peak, the largest step peak.
+    let (v, out) = run_steps_with(false, &["--keep-peak-stats"]);
+    let own: u64 = out.lines().find_map(|l| l.strip_prefix("max_memory_allocated ")).and_then(|x| x.trim().parse().ok()).expect("printed");
+    let peaks = v["torch"]["steps"][0]["peak_bytes"].as_array().unwrap().iter().filter_map(Value::as_u64).max().unwrap();
+    assert!(own >= peaks, "the script saw {own}, the steps peaked at {peaks}");
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("--keep-peak-stats")), "{}", v["notes"]);
 }

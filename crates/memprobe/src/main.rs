@@ -236,6 +236,11 @@ struct RunArgs {
     /// called a leak (64KiB, 1MiB, 1.5GiB; a plain number is bytes).
     #[arg(long, value_name = "SIZE", default_value = "64KiB", value_parser = parse_size, requires = "torch")]
     growth_threshold: f64,
+    /// Do not reset torch's CUDA peak counters at each step's end: the
+    /// script's own torch.cuda.max_memory_allocated() then stays its
+    /// lifetime peak, and each step's peak is the peak so far.
+    #[arg(long, requires = "torch")]
+    keep_peak_stats: bool,
     /// Draw the memory timeline as SVG here.
     #[arg(long, value_name = "PATH")]
     svg: Option<PathBuf>,
@@ -591,7 +596,11 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         interval: a.interval,
         torch: a.torch,
         discard_output: false,
-        step_settings: memprobe_report::run::StepSettings { warmup_steps: a.warmup_steps, growth_threshold_bytes: a.growth_threshold },
+        step_settings: memprobe_report::run::StepSettings {
+            warmup_steps: a.warmup_steps,
+            growth_threshold_bytes: a.growth_threshold,
+            keep_peak_stats: a.keep_peak_stats,
+        },
     };
     let report = match memprobe_host::run::run(&opts) {
         Ok(r) => r,

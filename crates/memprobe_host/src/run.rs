@@ -386,6 +386,7 @@ impl TorchCollector {
         series.t_s.push(t);
         series.step_s.push(step["dt"].as_f64());
         if cuda {
+            series.host_peak_per_step &= step["cuda_peak_reset"].as_bool().unwrap_or(true);
             series.peak_bytes.push(Some(cuda_figures.iter().map(|f| f.0).sum()));
             series.left_bytes.push(Some(cuda_figures.iter().map(|f| f.1).sum()));
             // The hook reset the allocator's peak: keep the run's true peak.
@@ -455,6 +456,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         cmd.env("PYTHONPATH", pp);
         cmd.env("MEMPROBE_TORCH_FIFO", h.fifo_path());
         cmd.env("MEMPROBE_TORCH_INTERVAL", format!("{}", opts.interval.as_secs_f64()));
+        if opts.step_settings.keep_peak_stats {
+            cmd.env("MEMPROBE_TORCH_RESET_PEAK", "0");
+        }
     }
     // The command runs in a process group of its own, so a signal sent to
     // memprobe's group (`timeout -s INT`, `kill -INT -PGID`, a scheduler's
@@ -679,6 +683,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         if let Some(main) = v.main_steps() {
             if !main.cuda && !main.host_peak_per_step {
                 notes.push("--torch: the peak RSS per step could not be reset (/proc/self/clear_refs not writable): each step's host peak is the process's peak so far".into());
+            }
+            if main.cuda && main.host_peak_per_step {
+                notes.push("--torch: the allocator's peak counters are reset at each step's end, so the script's own torch.cuda.max_memory_allocated() reads the peak since the last step (--keep-peak-stats leaves them alone)".into());
+            }
+            if main.cuda && !main.host_peak_per_step {
+                notes.push("--torch --keep-peak-stats: each step's peak is the allocator's peak so far, not within the step".into());
             }
             let other = v.steps.iter().filter(|s| s.pid != main.pid && !s.is_empty()).count();
             if other > 0 {

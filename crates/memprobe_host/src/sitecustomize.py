@@ -17,6 +17,10 @@
 #   includes the step's GPU work: MEMPROBE_TORCH_SYNC=0 leaves it out) and
 #   what is left allocated, and the process's RSS and its high-water mark
 #   since the last step (reset through /proc/self/clear_refs where allowed).
+#   Resetting the allocator's peak means the script's own
+#   torch.cuda.max_memory_allocated() reads the peak since the last step:
+#   MEMPROBE_TORCH_RESET_PEAK=0 (`memprobe run --keep-peak-stats`) leaves
+#   the counters alone, and each step's peak is then the peak so far.
 import os as _os
 
 
@@ -89,6 +93,7 @@ def _memprobe_steps(fd, lock):
     import time
 
     sync = _os.environ.get("MEMPROBE_TORCH_SYNC", "1") != "0"
+    reset_peak = _os.environ.get("MEMPROBE_TORCH_RESET_PEAK", "1") != "0"
     levels = {"forward": 1, "backward": 2, "optimizer": 3}
     state = {"level": 0, "n": 0, "last": None, "first_opt": None, "handles": [], "clear_refs": True}
     local = threading.local()
@@ -135,7 +140,8 @@ def _memprobe_steps(fd, lock):
                     if peak == 0:
                         continue
                     cuda.append([d, peak, torch.cuda.memory_allocated(d), torch.cuda.max_memory_reserved(d)])
-                    torch.cuda.reset_peak_memory_stats(d)
+                    if reset_peak:
+                        torch.cuda.reset_peak_memory_stats(d)
         except Exception:
             cuda = []
         now = time.perf_counter()
@@ -149,6 +155,7 @@ def _memprobe_steps(fd, lock):
             "rss": rss,
             "hwm": hwm,
             "hwm_reset": reset,
+            "cuda_peak_reset": reset_peak,
         }
         state["last"] = now
         state["n"] += 1

@@ -424,11 +424,14 @@ pub struct StepSettings {
     /// Smallest growth of the memory left after each step that is called a
     /// leak, bytes per step.
     pub growth_threshold_bytes: f64,
+    /// Leave torch's CUDA peak counters alone (`--keep-peak-stats`).
+    #[serde(default)]
+    pub keep_peak_stats: bool,
 }
 
 impl Default for StepSettings {
     fn default() -> StepSettings {
-        StepSettings { warmup_steps: None, growth_threshold_bytes: StepSettings::DEFAULT_GROWTH_THRESHOLD }
+        StepSettings { warmup_steps: None, growth_threshold_bytes: StepSettings::DEFAULT_GROWTH_THRESHOLD, keep_peak_stats: false }
     }
 }
 

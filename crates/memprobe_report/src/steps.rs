@@ -61,8 +61,9 @@ pub struct StepSeries {
     /// What each step left: CUDA bytes still allocated after it, or the
     /// host RSS at its end.
     pub left_bytes: Vec<Option<u64>>,
-    /// Whether the host high-water mark could be reset per step (else a
-    /// host peak is the process's peak so far).
+    /// Whether each peak is the step's own: the host high-water mark could
+    /// be reset per step, or the CUDA allocator's peak counters were (not
+    /// with `--keep-peak-stats`); else a peak is the process's peak so far.
     pub host_peak_per_step: bool,
 }
 
