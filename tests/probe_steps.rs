@@ -33,7 +33,8 @@ const TRAIN: &str = r#"
 import sys, torch, torch.nn as nn
 torch.manual_seed(0)
 leak = "--leak" in sys.argv
-B, BV, H, STEPS = 256, 2048, 4096, 30
+B, BV, H = 256, 2048, 4096
+STEPS = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 30
 model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))
@@ -149,4 +150,39 @@ fn compare_fails_a_new_run_that_leaks_per_step() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("memory left after each step: flat"), "{out}");
     assert!(!out.contains("above the allowed"), "{out}");
+}
+
+#[test]
+fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("train.py");
+    std::fs::write(&s, TRAIN).unwrap();
+    let json = dir.path().join("ab.json");
+    let py = python();
+    let script = s.to_str().unwrap();
+    let o = Command::new(&*BIN)
+        .args(["ab", "--torch", "--runs", "2", "--json", json.to_str().unwrap(), "--"])
+        .args([py.as_str(), "-W", "ignore", script, "--steps", "16", "--leak", "---", py.as_str(), "-W", "ignore", script, "--steps", "16"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let whats: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["what"].as_str().unwrap()).collect();
+    assert_eq!(&whats[..3], ["step time (steady-state median)", "peak within a step (host RSS)", "wall time"], "{whats:?}");
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("memory left after each step, A: grows")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("memory left after each step, B: flat in 2 of 2 runs")), "{notes:?}");
+    assert!(v["results"][0]["steps"]["steps"].as_u64() == Some(16), "{}", v["results"][0]);
+    assert!(out.contains("step time (steady-state median)") && out.contains(" ms "), "{out}");
+
+    // Without the step metrics ab runs no hook and compares processes only.
+    let o = Command::new(&*BIN)
+        .args(["ab", "--runs", "1", "--metric", "wall", "--json", json.to_str().unwrap(), "--", "true", "---", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let whats: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["what"].as_str().unwrap()).collect();
+    assert_eq!(whats, ["wall time"]);
 }

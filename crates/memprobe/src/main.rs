@@ -210,6 +210,20 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(v * scale))
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AbMetricArg {
+    /// Steady-state step time (median per run).
+    StepTime,
+    /// The largest peak within a step.
+    Peak,
+    /// The memory left after each step: each side's leak verdict.
+    Growth,
+    /// Whole-process wall time.
+    Wall,
+    /// Peak memory of the process tree (PSS, RSS, NVML).
+    Memory,
+}
+
 #[derive(clap::Args)]
 struct RunArgs {
     /// Sampling period (10ms, 0.5s, 250us; a plain number is milliseconds).
@@ -312,6 +326,20 @@ struct AbArgs {
     /// Confidence of the test and the interval.
     #[arg(long, default_value = "95%", value_parser = parse_confidence)]
     confidence: f64,
+    /// Run each side under the `run --torch` hook and compare the training
+    /// steps too: steady-state step time, the peak within a step, and each
+    /// side's leak verdict, free of start-up time.
+    #[arg(long)]
+    torch: bool,
+    /// What to compare, in order (comma-separated): step-time, peak, growth
+    /// (these imply --torch), wall, memory. Default: wall,memory; with
+    /// --torch: step-time,peak,growth,wall,memory.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC")]
+    metric: Vec<AbMetricArg>,
+    /// Leading steps of each run left out of its steady state (default: a
+    /// tenth, at least 3).
+    #[arg(long, value_name = "N")]
+    warmup_steps: Option<usize>,
     /// Pass the commands' stdout/stderr through (discarded by default).
     #[arg(long)]
     show_output: bool,
@@ -641,6 +669,22 @@ fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
         ignore_failure: a.ignore_failure,
         time: VerdictConfig { confidence: a.confidence, threshold: a.time_threshold, ..VerdictConfig::time() },
         memory: VerdictConfig { confidence: a.confidence, threshold: a.memory_threshold, ..VerdictConfig::memory() },
+        metrics: if a.metric.is_empty() {
+            memprobe_host::ab::AbMetric::defaults(a.torch)
+        } else {
+            use memprobe_host::ab::AbMetric;
+            a.metric
+                .iter()
+                .map(|m| match m {
+                    AbMetricArg::StepTime => AbMetric::StepTime,
+                    AbMetricArg::Peak => AbMetric::Peak,
+                    AbMetricArg::Growth => AbMetric::Growth,
+                    AbMetricArg::Wall => AbMetric::Wall,
+                    AbMetricArg::Memory => AbMetric::Memory,
+                })
+                .collect()
+        },
+        step_settings: memprobe_report::run::StepSettings { warmup_steps: a.warmup_steps, ..Default::default() },
     };
     let total = a.runs + a.warmup;
     let mut progress = |side: &str, repeat: u32, warm: bool| {

@@ -36,6 +36,42 @@ pub struct AbOptions {
     pub time: VerdictConfig,
     /// Verdict settings for memory.
     pub memory: VerdictConfig,
+    /// What to compare, in this order (`--metric`).
+    pub metrics: Vec<AbMetric>,
+    /// How each run's steps are summarised (with the step metrics).
+    pub step_settings: memprobe_report::run::StepSettings,
+}
+
+/// What `ab` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbMetric {
+    /// Whole-process wall time.
+    Wall,
+    /// Peak memory of the tree (PSS, RSS, NVML).
+    Memory,
+    /// Steady-state step time, the median of each run (needs the `--torch` hook).
+    StepTime,
+    /// The largest peak within a step of each run (the CUDA allocator's, or host RSS).
+    Peak,
+    /// The memory left after each step: each side's leak verdict.
+    Growth,
+}
+
+impl AbMetric {
+    /// Whether the metric needs the `--torch` hook's steps.
+    pub fn needs_steps(self) -> bool {
+        matches!(self, AbMetric::StepTime | AbMetric::Peak | AbMetric::Growth)
+    }
+
+    /// The default: wall time and memory, and with steps first the step
+    /// metrics.
+    pub fn defaults(steps: bool) -> Vec<AbMetric> {
+        if steps {
+            vec![AbMetric::StepTime, AbMetric::Peak, AbMetric::Growth, AbMetric::Wall, AbMetric::Memory]
+        } else {
+            vec![AbMetric::Wall, AbMetric::Memory]
+        }
+    }
 }
 
 /// Splits `A... --- B...`; each side must be non-empty.
@@ -75,6 +111,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
     let mut notes = Vec::new();
     let mut complete = true;
     let mut driver = None;
+    let steps = opts.metrics.iter().any(|m| m.needs_steps());
     'outer: for repeat in 0..opts.warmup + opts.runs {
         let warm = repeat < opts.warmup;
         for (side, cmd) in [("a", &opts.a), ("b", &opts.b)] {
@@ -82,9 +119,9 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
             let r = run(&RunOptions {
                 command: cmd.clone(),
                 interval: opts.interval,
-                torch: false,
+                torch: steps,
                 discard_output: !opts.show_output,
-                step_settings: Default::default(),
+                step_settings: opts.step_settings.clone(),
             })?;
             driver = driver.or(r.host.driver_version.clone());
             if !r.forwarded_signals.is_empty() || matches!(r.exit.signal, Some(2) | Some(15)) {
@@ -116,6 +153,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
                 peak_pss_bytes: r.peak_pss_bytes(),
                 peak_gpu_bytes: peak_gpu(&r),
                 exit: r.exit.clone(),
+                steps: r.step_summary(),
             });
         }
     }
@@ -125,29 +163,59 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
     // Memory is the tree's footprint (PSS) when every run has it, else RSS.
     let pss = results.iter().all(|r| r.peak_pss_bytes.is_some());
     let memory = |r: &AbRun| Some(if pss { r.peak_pss_bytes.unwrap_or(0) } else { r.peak_rss_bytes } as f64);
-    let mut comparisons = vec![
-        compare(Metric::Time, "wall time", &vals("a", &|r| Some(r.wall_s)), &vals("b", &|r| Some(r.wall_s)), &opts.time),
-        compare(
-            Metric::Memory,
-            if pss { "peak PSS (tree)" } else { "peak RSS (tree)" },
-            &vals("a", &memory),
-            &vals("b", &memory),
-            &opts.memory,
-        ),
-    ];
-    if pss {
-        comparisons.push(compare(
-            Metric::Memory,
-            "peak RSS (tree)",
-            &vals("a", &|r| Some(r.peak_rss_bytes as f64)),
-            &vals("b", &|r| Some(r.peak_rss_bytes as f64)),
-            &opts.memory,
-        ));
-    }
-    let ga = vals("a", &|r| r.peak_gpu_bytes.map(|b| b as f64));
-    let gb = vals("b", &|r| r.peak_gpu_bytes.map(|b| b as f64));
-    if !ga.is_empty() || !gb.is_empty() {
-        comparisons.push(compare(Metric::Memory, "peak GPU memory (NVML, tree)", &ga, &gb, &opts.memory));
+    let mut comparisons = Vec::new();
+    for metric in &opts.metrics {
+        match metric {
+            AbMetric::Wall => comparisons.push(compare(
+                Metric::Time,
+                "wall time",
+                &vals("a", &|r| Some(r.wall_s)),
+                &vals("b", &|r| Some(r.wall_s)),
+                &opts.time,
+            )),
+            AbMetric::Memory => {
+                comparisons.push(compare(
+                    Metric::Memory,
+                    if pss { "peak PSS (tree)" } else { "peak RSS (tree)" },
+                    &vals("a", &memory),
+                    &vals("b", &memory),
+                    &opts.memory,
+                ));
+                if pss {
+                    comparisons.push(compare(
+                        Metric::Memory,
+                        "peak RSS (tree)",
+                        &vals("a", &|r| Some(r.peak_rss_bytes as f64)),
+                        &vals("b", &|r| Some(r.peak_rss_bytes as f64)),
+                        &opts.memory,
+                    ));
+                }
+                let ga = vals("a", &|r| r.peak_gpu_bytes.map(|b| b as f64));
+                let gb = vals("b", &|r| r.peak_gpu_bytes.map(|b| b as f64));
+                if !ga.is_empty() || !gb.is_empty() {
+                    comparisons.push(compare(Metric::Memory, "peak GPU memory (NVML, tree)", &ga, &gb, &opts.memory));
+                }
+            }
+            AbMetric::StepTime => {
+                let f = |r: &AbRun| r.steps.as_ref().and_then(|s| s.step_median_s);
+                let mut c = compare(Metric::Time, "step time (steady-state median)", &vals("a", &f), &vals("b", &f), &opts.time);
+                step_gaps(&results, &f, &mut c);
+                comparisons.push(c);
+            }
+            AbMetric::Peak => {
+                let cuda = results.iter().any(|r| r.steps.as_ref().is_some_and(|s| s.cuda));
+                let f = |r: &AbRun| r.steps.as_ref().and_then(|s| s.peak_max_bytes).map(|b| b as f64);
+                let what = if cuda { "peak within a step (CUDA allocator)" } else { "peak within a step (host RSS)" };
+                let mut c = compare(Metric::Memory, what, &vals("a", &f), &vals("b", &f), &opts.memory);
+                step_gaps(&results, &f, &mut c);
+                comparisons.push(c);
+            }
+            AbMetric::Growth => {
+                for side in ["a", "b"] {
+                    notes.push(format!("memory left after each step, {}: {}", side.to_uppercase(), growth_line(&results, side)));
+                }
+            }
+        }
     }
     // With --ignore-failure, figures of failed runs measure a crash, not
     // the command: the verdicts are withdrawn and the failures named.
@@ -196,6 +264,47 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
         complete,
         notes,
     })
+}
+
+/// Runs without steps leave a comparison short: say so.
+fn step_gaps(results: &[AbRun], f: &dyn Fn(&AbRun) -> Option<f64>, c: &mut memprobe_report::verdict::Comparison) {
+    let missing = results.iter().filter(|r| f(r).is_none()).count();
+    if missing > 0 {
+        c.warnings.push(format!(
+            "{missing} of {} runs took no steps the --torch hook saw (no optimizer step(), backward() or module forward)",
+            results.len()
+        ));
+    }
+}
+
+/// One side's leak verdicts over its runs: "grows 34.4 MiB per step in 4 of
+/// 4 runs (median slope)", "flat in 4 of 4 runs", or why there is none.
+fn growth_line(results: &[AbRun], side: &str) -> String {
+    use memprobe_report::steps::GrowthVerdict;
+    let runs: Vec<&AbRun> = results.iter().filter(|r| r.side == side).collect();
+    let verdicts: Vec<&memprobe_report::steps::Growth> = runs.iter().filter_map(|r| r.steps.as_ref().map(|s| &s.growth)).collect();
+    if verdicts.is_empty() {
+        return "no steps seen".into();
+    }
+    let grows: Vec<f64> = verdicts
+        .iter()
+        .filter(|g| g.verdict == GrowthVerdict::Grows)
+        .filter_map(|g| g.slope_bytes_per_step)
+        .collect();
+    let flat = verdicts.iter().filter(|g| g.verdict == GrowthVerdict::Flat).count();
+    let n = runs.len();
+    if grows.len() * 2 > verdicts.len() {
+        let median = memprobe_report::stats::median(&grows).unwrap_or(0.0);
+        format!("grows {} per step in {} of {n} runs (median slope)", memprobe_report::export::fmt_size(median), grows.len())
+    } else if flat * 2 > verdicts.len() {
+        format!("flat in {flat} of {n} runs")
+    } else {
+        format!(
+            "no clear verdict ({} grow, {flat} flat, {} with too few steps, of {n} runs)",
+            grows.len(),
+            verdicts.len() - grows.len() - flat
+        )
+    }
 }
 
 #[cfg(test)]

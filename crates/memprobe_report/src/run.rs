@@ -538,6 +538,9 @@ pub struct AbRun {
     pub peak_gpu_bytes: Option<u64>,
     /// How it ended.
     pub exit: ExitInfo,
+    /// The run's steady-state steps (`ab --torch`), when it took any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<crate::steps::StepSummary>,
 }
 
 /// A `memprobe ab` report.

@@ -242,7 +242,10 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
         t.set_header(vec!["metric", "A median", "A min–max", "B median", "B min–max", "B vs A", "verdict"]);
     }
     for c in &r.comparisons {
+        // A step takes milliseconds, a process seconds.
+        let per_step = c.what.starts_with("step time");
         let fmt = |x: f64| match c.metric {
+            crate::verdict::Metric::Time if per_step => format!("{} ms", super::fmt_ms(x * 1000.0)),
             crate::verdict::Metric::Time => format!("{x:.3} s"),
             crate::verdict::Metric::Memory => mib_f(x),
         };
