@@ -557,3 +557,27 @@ fn an_ab_report_renders_as_a_chart() {
     assert!(text.contains("wall time") && text.contains("peak PSS"), "a panel per metric");
     assert_valid_svg(&text, "ab.png");
 }
+
+#[test]
+fn each_process_gets_its_cpu_time_and_share() {
+    let dir = tempfile::tempdir().unwrap();
+    // The parent spins for about 0.6 s while its child sleeps.
+    let s = script(
+        dir.path(),
+        "cpu.py",
+        "import subprocess, sys, time\nc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.8)'])\n\
+         t = time.time()\nx = 0\nwhile time.time() - t < 0.6:\n    x += 1\nc.wait()\n",
+    );
+    let json = dir.path().join("run.json");
+    let o = memprobe_run(&["--json", json.to_str().unwrap(), "--", &python(), s.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&json);
+    let procs = r["processes"].as_array().unwrap();
+    let cpu = |pick: &dyn Fn(&Value) -> bool| procs.iter().find(|p| pick(p)).and_then(|p| p["cpu_s"].as_f64()).unwrap();
+    let parent = cpu(&|p| p["command"].as_str().unwrap().contains("cpu.py"));
+    let child = cpu(&|p| p["command"].as_str().unwrap().contains("time.sleep"));
+    // A loaded machine gives the spinning loop less than its 0.6 s of wall
+    // time; the sleeping child still uses far less than it.
+    assert!(parent >= 0.15 && parent > 3.0 * child, "the spinning parent used {parent} s of CPU, the sleeping child {child} s");
+    assert!(stderr(&o).contains("% of a core)"), "{}", stderr(&o));
+}

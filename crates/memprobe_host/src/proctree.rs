@@ -84,6 +84,31 @@ fn read_ppid(pid: u32) -> Option<u32> {
     rest.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
+/// CPU time the process has used so far (user + system, its threads
+/// included, not its children), seconds, from /proc/PID/stat.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the command: state(0) ppid(1) ... utime(11) stime(12), in clock ticks.
+    let mut f = rest.split_ascii_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / clock_ticks())
+}
+
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        #[allow(unsafe_code)] // sysconf(3) with a constant name.
+        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if t > 0 {
+            t as f64
+        } else {
+            100.0
+        }
+    })
+}
+
 /// Memory of one process from /proc/PID/status; `None` when it is gone (or a
 /// zombie without memory).
 pub fn proc_mem(pid: u32) -> Option<ProcMem> {
@@ -167,6 +192,15 @@ mod tests {
         assert_eq!(descendants(me)[0], me);
         assert!(proc_mem(u32::MAX - 1).is_none());
         assert!(smaps_rollup(me).0.is_some_and(|p| p > 0 && p <= m.rss_bytes), "{m:?}");
+        let before = cpu_seconds(me).unwrap();
+        let mut x = 0u64;
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_millis(200) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let used = cpu_seconds(me).unwrap() - before;
+        assert!(used >= 0.05, "200 ms of spinning counted {used} s of CPU");
     }
 
     #[test]

@@ -579,6 +579,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
                     hwm_bytes: None,
                     pss: MemorySeries::default(),
                     uss: MemorySeries::default(),
+                    cpu_s: None,
                 });
                 procs.len() - 1
             });
@@ -590,6 +591,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             }
             p.rss.push(t, m.rss_bytes);
             p.hwm_bytes = m.hwm_bytes.or(p.hwm_bytes);
+            p.cpu_s = proctree::cpu_seconds(pid).or(p.cpu_s);
             if let Some(v) = pss {
                 p.pss.push(t, v);
             }

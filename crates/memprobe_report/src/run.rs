@@ -223,6 +223,26 @@ pub struct ProcessSeries {
     /// Unique set size (private pages) over time.
     #[serde(default)]
     pub uss: MemorySeries,
+    /// CPU time used (user + system, its threads, not its children) at its
+    /// last sample, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+}
+
+impl ProcessSeries {
+    /// Seconds between its first and last sample (plus one interval).
+    pub fn lived_s(&self, interval_s: f64) -> f64 {
+        match (self.rss.t_s.first(), self.rss.t_s.last()) {
+            (Some(a), Some(b)) => b - a + interval_s,
+            _ => 0.0,
+        }
+    }
+
+    /// CPU time over its lifetime: 1.0 is one core busy all the time.
+    pub fn cpu_share(&self, interval_s: f64) -> Option<f64> {
+        let lived = self.lived_s(interval_s);
+        self.cpu_s.filter(|_| lived > 0.0).map(|c| c / lived)
+    }
 }
 
 /// One GPU of the node, sampled through NVML.
@@ -639,6 +659,7 @@ mod tests {
             hwm_bytes: hwm,
             pss: MemorySeries::default(),
             uss: MemorySeries::default(),
+            cpu_s: None,
         };
         let mut r: RunReport = serde_json::from_str(include_str!("../tests/golden/run-minimal.json")).unwrap();
         r.tree_rss = s.clone();

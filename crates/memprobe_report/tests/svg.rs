@@ -94,6 +94,7 @@ fn run_timeline_renders_with_a_series_per_node() {
                 hwm_bytes: None,
                 pss: MemorySeries::default(),
                 uss: MemorySeries::default(),
+                cpu_s: None,
             }],
             gpus: vec![],
             gpu_note: Some("no NVIDIA driver found".into()),

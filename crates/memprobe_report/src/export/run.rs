@@ -111,10 +111,7 @@ pub fn run_rows(r: &RunReport) -> Vec<crate::run::SummaryRow> {
     let (mut short, mut short_peak) = (0usize, 0u64);
     for p in &r.processes {
         let peak = p.rss.summary().map_or(0, |s| s.peak_bytes).max(p.hwm_bytes.unwrap_or(0));
-        let lived = match (p.rss.t_s.first(), p.rss.t_s.last()) {
-            (Some(a), Some(b)) => b - a + r.interval_ms / 1000.0,
-            _ => 0.0,
-        };
+        let lived = p.lived_s(r.interval_ms / 1000.0);
         if lived < SHORT_LIVED_TIME * r.duration_s && (peak as f64) <= SHORT_LIVED_SHARE * tree_peak {
             short += 1;
             short_peak = short_peak.max(peak);
@@ -122,7 +119,12 @@ pub fn run_rows(r: &RunReport) -> Vec<crate::run::SummaryRow> {
         }
         let hwm = p.hwm_bytes.map(|h| format!("VmHWM {}", fmt_mib(h))).unwrap_or_default();
         let pss = p.pss.summary().map(|s| format!("peak PSS {}", fmt_mib(s.peak_bytes)));
-        let note = [Some(hwm).filter(|h| !h.is_empty()), pss].into_iter().flatten().collect::<Vec<_>>().join(", ");
+        // CPU time and share: what tuning DataLoader workers needs.
+        let cpu = p.cpu_s.map(|c| match p.cpu_share(r.interval_ms / 1000.0) {
+            Some(share) => format!("CPU {c:.1} s ({:.0}% of a core)", share * 100.0),
+            None => format!("CPU {c:.1} s"),
+        });
+        let note = [Some(hwm).filter(|h| !h.is_empty()), pss, cpu].into_iter().flatten().collect::<Vec<_>>().join(", ");
         // A command line with line breaks (`python -c "..."`) stays on one row.
         rows.push(summary_row(format!("PID {} {} · RSS", p.pid, one_line(&p.command, COMMAND_WIDTH)), &p.rss, note));
     }
