@@ -149,7 +149,8 @@ fn compare_fails_a_new_run_that_leaks_per_step() {
     let o = gate(&new, &base);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("memory left after each step: flat"), "{out}");
-    assert!(!out.contains("above the allowed"), "{out}");
+    assert!(!out.contains("per step, above the allowed"), "{out}");
+    assert!(out.contains(" ms (n="), "step times in ms: {out}");
 }
 
 #[test]
