@@ -187,3 +187,53 @@ fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
     let whats: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["what"].as_str().unwrap()).collect();
     assert_eq!(whats, ["wall time"]);
 }
+
+#[test]
+fn run_lint_ranks_the_ml202_site_first_when_the_run_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join("pkg")).unwrap();
+    std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    // An evaluation helper elsewhere in the project: ML201, nothing measured points at it.
+    std::fs::write(
+        root.join("pkg/evaluate.py"),
+        "import torch\n\ndef evaluate(model, loader):\n    model.eval()\n    total = 0.0\n    for x, y in loader:\n        \
+         total += torch.nn.functional.cross_entropy(model(x), y).item()\n    return total\n",
+    )
+    .unwrap();
+    // The script: the validation loss summed with its graph (ML202, line 16)
+    // and the allocator's cache emptied each step (ML205, line 17).
+    let script = "import sys, torch, torch.nn as nn\ntorch.manual_seed(0)\nB, BV, H, STEPS = 256, 2048, 4096, 16\n\
+        model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))\nopt = torch.optim.SGD(model.parameters(), lr=1e-3)\n\
+        x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))\nxv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))\n\
+        val_total = 0.0\nfor step in range(STEPS):\n    opt.zero_grad(set_to_none=True)\n\
+        \x20   loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n\
+        \x20   val_loss = nn.functional.cross_entropy(model(xv), yv)\n    # the validation loss of this step\n\
+        \x20   val_total += val_loss\n    torch.cuda.empty_cache()\nprint(float(val_total) / STEPS)\n";
+    let s = root.join("train.py");
+    std::fs::write(&s, script).unwrap();
+    let json = dir.path().join("run.json");
+    let o = Command::new(&*BIN)
+        .args(["run", "--torch", "--lint", "--json", json.to_str().unwrap(), "--", &python(), "-W", "ignore", s.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let lint = &v["lint"];
+    let codes: Vec<&str> = lint["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["ML202", "ML205", "ML201"], "{lint}");
+    let first = &lint["findings"][0];
+    assert_eq!(first["line"], 16, "{first}");
+    assert_eq!(first["strength"], 3);
+    assert!(first["explains"].as_str().unwrap().contains("grows"), "{first}");
+    assert!(lint["findings"][2]["explains"].as_str().is_some_and(|e| e.contains("evaluating")), "{lint}");
+    assert!(err.contains("1. ") && err.contains("ML202 loss-accumulated-with-graph") && err.contains("-> explains:"), "{err}");
+
+    // A command without a Python script: said, nothing linted.
+    let o = Command::new(&*BIN).args(["run", "--lint", "--json", json.to_str().unwrap(), "--", "true"]).output().unwrap();
+    assert!(o.status.success());
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(v["lint"]["note"].as_str().unwrap().contains("names no Python script"), "{}", v["lint"]);
+}

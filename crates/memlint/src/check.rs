@@ -153,6 +153,7 @@ fn renderer(args: &CheckArgs, jobs: &[Job]) -> Box<dyn Renderer> {
     }
 }
 
+/// Runs `memlint check`: plans, checks, renders, fixes; returns the exit code.
 pub fn run(args: &CheckArgs) -> Result<u8> {
     if args.unsafe_fixes && !args.fix && !args.diff {
         anyhow::bail!("`--unsafe-fixes` needs `--fix` or `--diff`");
@@ -180,34 +181,7 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
 
     let mode = if args.unsafe_fixes { FixMode::Unsafe } else { FixMode::Safe };
     let fixing = args.fix || args.diff;
-    // Two phases over the files of the run: each file's summary (in
-    // parallel), joined into the project index; then each file's rules
-    // with the index (in parallel). The first phase keeps the text and IR
-    // of the files the second will check, up to `KEEP_PARSED_BYTES` of
-    // source; the rest are read and parsed again.
-    let roots: Arc<rustc_hash::FxHashSet<String>> =
-        Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
-    let budget = std::sync::atomic::AtomicUsize::new(KEEP_PARSED_BYTES);
-    let limit = args.max_file_size;
-    let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
-    let mut summaries = Vec::with_capacity(phase_one.len());
-    let mut second: Vec<(&Job, Option<Kept>)> = Vec::with_capacity(jobs.len());
-    for (job, one) in jobs.iter().zip(phase_one) {
-        match one {
-            Some(one) => {
-                if !one.nothing_to_report {
-                    second.push((job, one.kept));
-                }
-                summaries.push(one.summary);
-            }
-            None => second.push((job, None)),
-        }
-    }
-    let index = Arc::new(ProjectIndex::build(summaries));
-    let checked: Vec<Checked> = second
-        .into_par_iter()
-        .filter_map(|(j, kept)| check_file(j, kept, fixing.then_some(mode), &index, &roots, limit))
-        .collect();
+    let (checked, index) = check_jobs(&jobs, fixing.then_some(mode), args.max_file_size);
     // Nothing reads the index any more, and the process ends once the
     // report is written: freeing its maps name by name would cost about
     // 10 ms on transformers for nothing.
@@ -240,6 +214,50 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
 
     let failing = report.diagnostics().any(|(_, d)| d.severity >= fail_on);
     Ok(if failing && !args.exit_zero { crate::EXIT_FINDINGS } else { 0 })
+}
+
+/// Checks the planned files: each file's summary (in parallel), joined into
+/// the project index; then each file's rules with the index (in parallel).
+fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, Arc<ProjectIndex>) {
+    // Two phases over the files of the run: each file's summary (in
+    // parallel), joined into the project index; then each file's rules
+    // with the index (in parallel). The first phase keeps the text and IR
+    // of the files the second will check, up to `KEEP_PARSED_BYTES` of
+    // source; the rest are read and parsed again.
+    let roots: Arc<rustc_hash::FxHashSet<String>> =
+        Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
+    let budget = std::sync::atomic::AtomicUsize::new(KEEP_PARSED_BYTES);
+    let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
+    let mut summaries = Vec::with_capacity(phase_one.len());
+    let mut second: Vec<(&Job, Option<Kept>)> = Vec::with_capacity(jobs.len());
+    for (job, one) in jobs.iter().zip(phase_one) {
+        match one {
+            Some(one) => {
+                if !one.nothing_to_report {
+                    second.push((job, one.kept));
+                }
+                summaries.push(one.summary);
+            }
+            None => second.push((job, None)),
+        }
+    }
+    let index = Arc::new(ProjectIndex::build(summaries));
+    let checked: Vec<Checked> = second
+        .into_par_iter()
+        .filter_map(|(j, kept)| check_file(j, kept, fix, &index, &roots, limit))
+        .collect();
+    (checked, index)
+}
+
+/// The findings `memlint check ARGS` would report, as values (no output, no
+/// baseline, no fixes): what [`crate::lint`] returns.
+pub fn findings(args: &CheckArgs) -> Result<Vec<FileReport>> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let Plan { jobs, .. } = plan(args, &cwd)?;
+    let mut files: Vec<FileReport> =
+        check_jobs(&jobs, None, args.max_file_size).0.into_iter().map(|c| c.report).filter(|f| !f.diagnostics.is_empty()).collect();
+    files.sort_by(|a, b| a.file.path().cmp(b.file.path()));
+    Ok(files)
 }
 
 /// For the human formats: how many findings `--fix` (and `--unsafe-fixes`) would fix.

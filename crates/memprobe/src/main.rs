@@ -5,6 +5,8 @@
 //! run; the orchestration is in `memprobe_host`, the report format in
 //! `memprobe_report`.
 
+mod lint;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -255,6 +257,12 @@ struct RunArgs {
     /// lifetime peak, and each step's peak is the peak so far.
     #[arg(long, requires = "torch")]
     keep_peak_stats: bool,
+    /// Check the project the command runs with memlint's memory rules
+    /// (ML103, ML201, ML202, ML203, ML205) and list the findings beside the
+    /// figures, those that best explain what was measured first (a growing
+    /// run and an ML202 site). Best with --torch.
+    #[arg(long)]
+    lint: bool,
     /// Draw the memory timeline as SVG here.
     #[arg(long, value_name = "PATH")]
     svg: Option<PathBuf>,
@@ -630,7 +638,9 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
             keep_peak_stats: a.keep_peak_stats,
         },
     };
-    let report = match memprobe_host::run::run(&opts) {
+    // Linted before the job: a finding is of the code as it was run.
+    let lint = a.lint.then(|| lint::lint_command(&opts.command));
+    let mut report = match memprobe_host::run::run(&opts) {
         Ok(r) => r,
         Err(HostError::Command(m)) if m.starts_with("cannot start") => {
             eprintln!("memprobe: error: {m}");
@@ -638,6 +648,10 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
+    if let Some(mut view) = lint {
+        lint::rank(&mut view, &report);
+        report.lint = Some(view);
+    }
     if !a.quiet {
         eprint!("{}", memprobe_report::export::run::render_run_stderr(&report));
     }

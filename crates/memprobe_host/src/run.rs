@@ -728,6 +728,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
         },
         notes,
         step_settings: opts.step_settings.clone(),
+        lint: None,
         summary: None,
     };
     report.summarize();

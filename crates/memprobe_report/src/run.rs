@@ -380,6 +380,10 @@ pub struct RunReport {
     /// How steps are summarised (warm-up, growth threshold).
     #[serde(default)]
     pub step_settings: StepSettings,
+    /// memlint's memory findings on the project the command ran
+    /// (`run --lint`), ranked by how well each explains the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<LintView>,
     /// What the summary table shows, as figures ([`RunReport::summarize`]).
     /// Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -434,6 +438,44 @@ impl RunReport {
             None => self.peak_rss_bytes().map(|r| (r, "peak RSS (tree)")),
         }
     }
+}
+
+/// memlint's findings beside a run's figures (`run --lint`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LintView {
+    /// The directory that was linted (the project around the script).
+    pub root: String,
+    /// The scripts the command runs.
+    pub scripts: Vec<String>,
+    /// The rules asked for.
+    pub rules: Vec<String>,
+    /// The findings, best explanation first.
+    pub findings: Vec<LintFinding>,
+    /// Why nothing was linted, or what went wrong.
+    pub note: Option<String>,
+}
+
+/// One memlint finding, with what in the run it would explain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LintFinding {
+    /// Rule code (`ML202`).
+    pub code: String,
+    /// Rule name.
+    pub name: String,
+    /// File, as memlint shows it.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// The finding's message.
+    pub message: String,
+    /// What measured in this run the finding would explain, when it
+    /// explains anything.
+    pub explains: Option<String>,
+    /// How well: 3 the finding's hazard is what the figures show (an ML202
+    /// site and a growing run), 2 it may be, 1 nothing measured points at it.
+    pub strength: u8,
 }
 
 /// How a run's steps are summarised.

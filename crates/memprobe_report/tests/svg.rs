@@ -102,6 +102,7 @@ fn run_timeline_renders_with_a_series_per_node() {
             sampler: SamplerCost { what: "x".into(), interval_ms: 50.0, samples: 100, mean_sample_us: 10.0, cpu_fraction: 0.01 },
             notes: vec![],
             step_settings: Default::default(),
+            lint: None,
             summary: None,
         }
     };

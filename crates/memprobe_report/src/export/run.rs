@@ -192,6 +192,9 @@ fn render_run_on(r: &RunReport, markdown: bool, on_stderr: bool) -> String {
     if let Some(st) = r.summary.as_ref().and_then(|s| s.steps.as_ref()).cloned().or_else(|| r.step_summary()) {
         out.push_str(&render_steps(&st, markdown));
     }
+    if let Some(l) = &r.lint {
+        out.push_str(&render_lint(l, markdown));
+    }
     if let Some(n) = &r.gpu_note {
         out.push_str(&format!("{bullet}GPU: {n}\n"));
     }
@@ -349,6 +352,52 @@ fn render_steps(st: &crate::steps::StepSummary, markdown: bool) -> String {
         } else {
             out.push_str(&super::table::wrap(l, super::table::TERMINAL_WIDTH, &first, &rest));
         }
+    }
+    if markdown {
+        out.push('\n');
+    }
+    out
+}
+
+/// memlint's findings beside the figures, best explanation first.
+fn render_lint(l: &crate::run::LintView, markdown: bool) -> String {
+    let (bullet, indent) = if markdown { ("- ", "  ") } else { ("  ", "    ") };
+    let mut out = String::new();
+    let line = |text: &str, first: &str, rest: &str| {
+        if markdown {
+            format!("{first}{text}\n")
+        } else {
+            super::table::wrap(text, super::table::TERMINAL_WIDTH, first, rest)
+        }
+    };
+    if let Some(n) = &l.note {
+        out.push_str(&line(n, bullet, indent));
+        return out;
+    }
+    let head = format!(
+        "memlint ({}) on {}: {}",
+        l.rules.join(", "),
+        l.root,
+        match l.findings.len() {
+            0 => "no findings".to_string(),
+            1 => "1 finding".to_string(),
+            n => format!("{n} findings, the best explanation of the figures first"),
+        }
+    );
+    out.push_str(&line(&head, bullet, indent));
+    for (i, f) in l.findings.iter().enumerate() {
+        let text = format!(
+            "{}. {}:{}:{} {} {}: {}{}",
+            i + 1,
+            f.path,
+            f.line,
+            f.column,
+            f.code,
+            f.name,
+            f.message,
+            f.explains.as_ref().map(|e| format!(" -> explains: {e}")).unwrap_or_default()
+        );
+        out.push_str(&line(&text, indent, &format!("{indent}   ")));
     }
     if markdown {
         out.push('\n');
