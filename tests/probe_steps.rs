@@ -171,9 +171,9 @@ fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let whats: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["what"].as_str().unwrap()).collect();
     assert_eq!(&whats[..3], ["step time (steady-state median)", "peak within a step (host RSS)", "wall time"], "{whats:?}");
-    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
-    assert!(notes.iter().any(|n| n.starts_with("memory left after each step, A: grows")), "{notes:?}");
-    assert!(notes.iter().any(|n| n.starts_with("memory left after each step, B: flat in 2 of 2 runs")), "{notes:?}");
+    let growth: Vec<&str> = v["growth"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(growth[0].starts_with("A: grows"), "{growth:?}");
+    assert_eq!(growth[1], "B: flat in 2 of 2 runs");
     assert!(v["results"][0]["steps"]["steps"].as_u64() == Some(16), "{}", v["results"][0]);
     assert!(out.contains("step time (steady-state median)") && out.contains(" ms "), "{out}");
 
@@ -236,4 +236,60 @@ fn run_lint_ranks_the_ml202_site_first_when_the_run_grows() {
     assert!(o.status.success());
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["lint"]["note"].as_str().unwrap().contains("names no Python script"), "{}", v["lint"]);
+}
+
+/// The ML202 script of the `--lint` test without the ML205 line: a
+/// validation loss summed with its graph each step.
+const ML202_SCRIPT: &str = "import torch, torch.nn as nn\ntorch.manual_seed(0)\nB, BV, H, STEPS = 256, 2048, 4096, 16\n\
+    model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))\nopt = torch.optim.SGD(model.parameters(), lr=1e-3)\n\
+    x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))\nxv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))\n\
+    val_total = 0.0\nfor step in range(STEPS):\n    opt.zero_grad(set_to_none=True)\n\
+    \x20   loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n\
+    \x20   val_loss = nn.functional.cross_entropy(model(xv), yv)\n    val_total += val_loss\nprint(float(val_total) / STEPS)\n";
+
+#[test]
+fn ab_fix_measures_what_the_ml202_fix_buys_and_leaves_the_project_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
+    let s = root.join("train.py");
+    std::fs::write(&s, ML202_SCRIPT).unwrap();
+    let before = std::fs::read(&s).unwrap();
+    let listing = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+        v.sort();
+        v
+    };
+    let files_before = listing(&root);
+    let json = dir.path().join("ab.json");
+    let o = Command::new(&*BIN)
+        .args(["ab", "--fix", "ML202", "--runs", "4", "--json", json.to_str().unwrap(), "--", &python(), "-W", "ignore"])
+        .arg(&s)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}{err}");
+    // The diff came first, on the project's paths.
+    assert!(err.contains("-    val_total += val_loss") && err.contains("+    val_total += val_loss.detach()"), "{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["fix"]["code"], "ML202");
+    assert_eq!(v["fix"]["fixed"], 1);
+    let growth: Vec<&str> = v["growth"].as_array().unwrap().iter().map(|g| g.as_str().unwrap()).collect();
+    assert!(growth[0].starts_with("A: grows") && growth[1] == "B: flat in 4 of 4 runs", "{growth:?}");
+    let peak = v["comparisons"].as_array().unwrap().iter().find(|c| c["what"].as_str().unwrap().starts_with("peak within a step")).unwrap();
+    assert_eq!(peak["verdict"], "better", "the fix lowers the per-step peak significantly: {peak}");
+    assert!(out.contains("ML202 fix: growth grows") && out.contains("-> flat in 4 of 4 runs"), "{out}");
+    // The user's project is as it was: same file, same bytes, nothing added.
+    assert_eq!(std::fs::read(&s).unwrap(), before);
+    assert_eq!(listing(&root), files_before);
+
+    // A rule without findings, or without a fix, is said and nothing runs.
+    let o = Command::new(&*BIN).args(["ab", "--fix", "ML205", "--", &python()]).arg(&s).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no ML205 finding: nothing to fix"), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&*BIN).args(["ab", "--fix", "ML999", "--", &python()]).arg(&s).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such memlint rule"));
 }

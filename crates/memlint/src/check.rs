@@ -260,6 +260,65 @@ pub fn findings(args: &CheckArgs) -> Result<Vec<FileReport>> {
     Ok(files)
 }
 
+/// What [`fix`] did.
+#[derive(Debug, Clone, Default)]
+pub struct FixOutcome {
+    /// Unified diff of every file changed (paths as memlint shows them).
+    pub diff: String,
+    /// Findings fixed.
+    pub fixed: usize,
+    /// Files written.
+    pub files: usize,
+    /// Findings of the selected rules left (no fix, or a fix refused).
+    pub remaining: usize,
+    /// Fixes not applied, with why.
+    pub refused: Vec<String>,
+}
+
+/// Applies the fixes of the rules `args` selects to its files, as
+/// `memlint check --fix` does (unsafe fixes too when `args.unsafe_fixes`),
+/// and returns the diff instead of printing it. A file changed on disk
+/// since it was read is left as it is and named in the error.
+pub fn fix(args: &CheckArgs) -> Result<FixOutcome> {
+    let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+    let Plan { jobs, .. } = plan(args, &cwd)?;
+    let mode = if args.unsafe_fixes { FixMode::Unsafe } else { FixMode::Safe };
+    let (mut checked, _) = check_jobs(&jobs, Some(mode), args.max_file_size);
+    checked.sort_by(|a, b| a.report.file.path().cmp(b.report.file.path()));
+    let mut out = FixOutcome::default();
+    for c in checked {
+        let path = c.report.file.path().to_string();
+        let Some(fix) = c.fix else {
+            out.remaining += c.report.diagnostics.len();
+            continue;
+        };
+        out.refused.extend(fix.refused.iter().map(|r| format!("{path}:{}: {} fix not applied: {}", r.line, r.code, r.reason)));
+        out.remaining += fix.remaining.len();
+        let original = fix.notebook.as_ref().map_or(c.report.file.text(), |n| n.original.as_str());
+        if fix.fixed == 0 || fix.text == original {
+            continue;
+        }
+        let bytes = |text: &str| {
+            let mut b = Vec::with_capacity(text.len() + 3);
+            if c.bom {
+                b.extend_from_slice("\u{feff}".as_bytes());
+            }
+            b.extend_from_slice(text.as_bytes());
+            b
+        };
+        let (before, after) = (bytes(original), bytes(&fix.text));
+        safe_io::replace_unchanged(&c.path, &before, &after)
+            .map_err(|e| anyhow::anyhow!("{}: not written: {e} ({} file(s) fixed before it)", c.path.display(), out.files))?;
+        let display = memlint_diagnostics::fingerprint::normalize_path(&path);
+        let text_diff = similar::TextDiff::from_lines(original, fix.text.as_str());
+        out.diff
+            .push_str(&text_diff.unified_diff().context_radius(3).header(&format!("a/{display}"), &format!("b/{display}")).to_string());
+        out.fixed += fix.fixed;
+        out.files += 1;
+    }
+    Ok(out)
+}
+
 /// For the human formats: how many findings `--fix` (and `--unsafe-fixes`) would fix.
 fn fix_hint(args: &CheckArgs, report: &Report) -> Option<String> {
     if args.quiet || !matches!(args.format, OutputFormat::Full | OutputFormat::Concise | OutputFormat::Grouped) {

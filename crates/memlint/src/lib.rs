@@ -71,23 +71,36 @@ pub fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-/// The findings of memlint's rules on `paths` (files or directories,
-/// walked as `memlint check` walks them, with the configuration files it
-/// would read), restricted to the rules `select` names (codes or prefixes,
-/// as `--select`; all default rules when empty). Files in the order of
-/// their paths; a file without findings is left out.
-pub fn lint(paths: &[PathBuf], select: &[&str]) -> anyhow::Result<Vec<FileReport>> {
+/// The arguments of `memlint check FLAGS --select SELECT -- PATHS`.
+fn check_args(flags: &[&str], paths: &[PathBuf], select: &[&str]) -> anyhow::Result<args::CheckArgs> {
     use clap::Parser;
     let mut argv: Vec<std::ffi::OsString> = vec!["memlint".into(), "check".into()];
+    argv.extend(flags.iter().map(|f| f.into()));
     if !select.is_empty() {
         argv.push("--select".into());
         argv.push(select.join(",").into());
     }
     argv.push("--".into());
     argv.extend(paths.iter().map(|p| p.clone().into_os_string()));
-    let cli = args::Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    match cli.command {
-        args::Command::Check(a) => check::findings(&a),
+    match args::Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?.command {
+        args::Command::Check(a) => Ok(a),
         _ => unreachable!("the argument list above is a check"),
     }
+}
+
+/// The findings of memlint's rules on `paths` (files or directories,
+/// walked as `memlint check` walks them, with the configuration files it
+/// would read), restricted to the rules `select` names (codes or prefixes,
+/// as `--select`; all default rules when empty). Files in the order of
+/// their paths; a file without findings is left out.
+pub fn lint(paths: &[PathBuf], select: &[&str]) -> anyhow::Result<Vec<FileReport>> {
+    check::findings(&check_args(&[], paths, select)?)
+}
+
+/// Applies the fixes of the rules `select` names (unsafe fixes too when
+/// `unsafe_fixes`) to the files under `paths`, as `memlint check --fix`
+/// does, and returns what changed.
+pub fn fix(paths: &[PathBuf], select: &[&str], unsafe_fixes: bool) -> anyhow::Result<check::FixOutcome> {
+    let flags: &[&str] = if unsafe_fixes { &["--fix", "--unsafe-fixes"] } else { &["--fix"] };
+    check::fix(&check_args(flags, paths, select)?)
 }

@@ -6,6 +6,7 @@
 //! `memprobe_report`.
 
 mod lint;
+mod mirror;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -348,6 +349,12 @@ struct AbArgs {
     /// tenth, at least 3).
     #[arg(long, value_name = "N")]
     warmup_steps: Option<usize>,
+    /// Measure what memlint's fix for this rule buys: B is the one command
+    /// given, run on a copy of its project with the rule's fixes applied
+    /// (unsafe ones too; the diff is shown first); A is the command as it
+    /// is. The user's files are not touched. Implies --torch.
+    #[arg(long, value_name = "CODE")]
+    fix: Option<String>,
     /// Pass the commands' stdout/stderr through (discarded by default).
     #[arg(long)]
     show_output: bool,
@@ -637,6 +644,7 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
             growth_threshold_bytes: a.growth_threshold,
             keep_peak_stats: a.keep_peak_stats,
         },
+        cwd: None,
     };
     // Linted before the job: a finding is of the code as it was run.
     let lint = a.lint.then(|| lint::lint_command(&opts.command));
@@ -670,12 +678,100 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from((report.exit.shell_status() & 0xff) as u8))
 }
 
+/// B's side of `ab --fix`: the fixed copy of the project, the command
+/// pointed at it, and what was fixed.
+struct PreparedFix {
+    command: Vec<String>,
+    cwd: Option<PathBuf>,
+    summary: memprobe_report::run::AbFix,
+    #[allow(dead_code)] // held so the copy lives until the A/B is done
+    mirror: mirror::Mirror,
+}
+
+fn prepare_fix(code: &str, command: &[String]) -> anyhow::Result<PreparedFix> {
+    let code = code.to_ascii_uppercase();
+    if memlint_linter::rule_by_code(&code).is_none() {
+        return Err(HostError::Usage(format!("--fix {code}: no such memlint rule (see `memlint rules`)")).into());
+    }
+    if command.iter().any(|a| a == memprobe_host::ab::SEPARATOR) {
+        return Err(HostError::Usage(format!(
+            "--fix takes one command (B is that command on a fixed copy of its project), not two separated by {}",
+            memprobe_host::ab::SEPARATOR
+        ))
+        .into());
+    }
+    let Some(script) = lint::scripts(command).into_iter().next() else {
+        return Err(HostError::Usage("--fix: the command names no Python script (.py, .ipynb, or -m module)".into()).into());
+    };
+    let root = lint::project_root(&script);
+    let mirror = mirror::Mirror::new(&root).with_context(|| format!("--fix: copying {}", root.display()))?;
+    let outcome = memlint::fix(std::slice::from_ref(&mirror.root), &[code.as_str()], true)
+        .with_context(|| format!("--fix {code}: applying memlint's fixes to the copy of {}", root.display()))?;
+    if outcome.fixed == 0 {
+        let why = if outcome.remaining > 0 {
+            format!("{} {code} finding(s), none with a fix memlint can apply: {code} has no automatic fix", outcome.remaining)
+        } else {
+            format!("no {code} finding: nothing to fix")
+        };
+        return Err(HostError::Usage(format!("--fix {code} on {}: {why}", root.display())).into());
+    }
+    // The diff first, with the copy's paths shown as the project's.
+    let diff = outcome.diff.replace(&mirror.root.display().to_string(), &root.display().to_string());
+    eprint!("{diff}");
+    eprintln!(
+        "memprobe ab --fix {code}: B runs on a copy of {} with {} fix(es) in {} file(s){}",
+        root.display(),
+        outcome.fixed,
+        outcome.files,
+        if outcome.refused.is_empty() { String::new() } else { format!("; not applied: {}", outcome.refused.join("; ")) }
+    );
+    // Arguments that name files of the project point into the copy; the
+    // working directory too when it lies inside the project.
+    let b: Vec<String> = command
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            let p = std::path::Path::new(arg);
+            match (i > 0 && p.exists()).then(|| mirror.map(p)).flatten() {
+                Some(m) => m.display().to_string(),
+                None => arg.clone(),
+            }
+        })
+        .collect();
+    let cwd = std::env::current_dir().ok().and_then(|d| mirror.map(&d));
+    Ok(PreparedFix {
+        command: b,
+        cwd,
+        summary: memprobe_report::run::AbFix {
+            code,
+            root: root.display().to_string(),
+            fixed: outcome.fixed,
+            files: outcome.files,
+            diff,
+        },
+        mirror,
+    })
+}
+
 fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
     use memprobe_report::verdict::VerdictConfig;
-    let (cmd_a, cmd_b) = memprobe_host::ab::split_commands(&a.commands)?;
+    // --fix: one command; B runs it on a fixed copy of its project.
+    let fixed = match &a.fix {
+        Some(code) => Some(prepare_fix(code, &a.commands)?),
+        None => None,
+    };
+    let (cmd_a, cmd_b, b_cwd) = match &fixed {
+        Some(f) => (a.commands.clone(), f.command.clone(), f.cwd.clone()),
+        None => {
+            let (x, y) = memprobe_host::ab::split_commands(&a.commands)?;
+            (x, y, None)
+        }
+    };
+    let torch = a.torch || fixed.is_some();
     let opts = memprobe_host::ab::AbOptions {
         a: cmd_a,
         b: cmd_b,
+        b_cwd,
         runs: a.runs,
         warmup: a.warmup,
         interval: a.interval,
@@ -684,7 +780,7 @@ fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
         time: VerdictConfig { confidence: a.confidence, threshold: a.time_threshold, ..VerdictConfig::time() },
         memory: VerdictConfig { confidence: a.confidence, threshold: a.memory_threshold, ..VerdictConfig::memory() },
         metrics: if a.metric.is_empty() {
-            memprobe_host::ab::AbMetric::defaults(a.torch)
+            memprobe_host::ab::AbMetric::defaults(torch)
         } else {
             use memprobe_host::ab::AbMetric;
             a.metric
@@ -710,7 +806,11 @@ fn ab_cmd(a: AbArgs) -> anyhow::Result<ExitCode> {
             if warm { " (warm-up)" } else { "" }
         );
     };
-    let report = memprobe_host::ab::ab(&opts, &mut progress)?;
+    let mut report = memprobe_host::ab::ab(&opts, &mut progress)?;
+    if let Some(f) = fixed {
+        report.fix = Some(f.summary);
+        // The copy goes with `f.mirror` here; the report keeps the diff.
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(memprobe_report::export::run::render_ab(&report, false).as_bytes());
     let mut saved = true;

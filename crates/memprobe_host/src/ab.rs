@@ -40,6 +40,9 @@ pub struct AbOptions {
     pub metrics: Vec<AbMetric>,
     /// How each run's steps are summarised (with the step metrics).
     pub step_settings: memprobe_report::run::StepSettings,
+    /// Working directory of command B (`ab --fix`: the fixed copy), else
+    /// memprobe's own.
+    pub b_cwd: Option<std::path::PathBuf>,
 }
 
 /// What `ab` compares.
@@ -122,6 +125,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
                 torch: steps,
                 discard_output: !opts.show_output,
                 step_settings: opts.step_settings.clone(),
+                cwd: if side == "b" { opts.b_cwd.clone() } else { None },
             })?;
             driver = driver.or(r.host.driver_version.clone());
             if !r.forwarded_signals.is_empty() || matches!(r.exit.signal, Some(2) | Some(15)) {
@@ -164,6 +168,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
     let pss = results.iter().all(|r| r.peak_pss_bytes.is_some());
     let memory = |r: &AbRun| Some(if pss { r.peak_pss_bytes.unwrap_or(0) } else { r.peak_rss_bytes } as f64);
     let mut comparisons = Vec::new();
+    let mut growth = Vec::new();
     for metric in &opts.metrics {
         match metric {
             AbMetric::Wall => comparisons.push(compare(
@@ -212,7 +217,7 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
             }
             AbMetric::Growth => {
                 for side in ["a", "b"] {
-                    notes.push(format!("memory left after each step, {}: {}", side.to_uppercase(), growth_line(&results, side)));
+                    growth.push(format!("{}: {}", side.to_uppercase(), growth_line(&results, side)));
                 }
             }
         }
@@ -263,6 +268,8 @@ pub fn ab(opts: &AbOptions, progress: AbProgress<'_>) -> Result<AbReport, HostEr
         comparisons,
         complete,
         notes,
+        growth,
+        fix: None,
     })
 }
 

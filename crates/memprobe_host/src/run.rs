@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub discard_output: bool,
     /// How the `--torch` steps are summarised.
     pub step_settings: StepSettings,
+    /// Working directory of the command (memprobe's own when `None`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Exit status used when the command cannot be started (as a shell: 127).
@@ -444,6 +446,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
 
     let mut cmd = Command::new(program);
     cmd.args(&opts.command[1..]);
+    if let Some(dir) = &opts.cwd {
+        cmd.current_dir(dir);
+    }
     if opts.discard_output {
         cmd.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
     }

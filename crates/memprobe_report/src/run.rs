@@ -634,6 +634,28 @@ pub struct AbReport {
     pub complete: bool,
     /// Remarks.
     pub notes: Vec<String>,
+    /// Each side's leak verdict over its runs (`A: grows 35.1 MiB per step
+    /// in 4 of 4 runs (median slope)`), with the growth metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub growth: Vec<String>,
+    /// `ab --fix`: B is A run on a copy of its project with these fixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<AbFix>,
+}
+
+/// The fixes `ab --fix` applied to B's copy of the project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbFix {
+    /// The rule whose fixes were applied.
+    pub code: String,
+    /// The project that was copied.
+    pub root: String,
+    /// Findings fixed.
+    pub fixed: usize,
+    /// Files changed.
+    pub files: usize,
+    /// The unified diff of the copy against the project.
+    pub diff: String,
 }
 
 impl AbReport {

@@ -131,7 +131,9 @@ impl StepSeries {
             peak_median_bytes: median(&peaks).map(|x| x as u64),
             left_first_bytes: left.first().map(|&(_, b)| b as u64),
             left_last_bytes: left.last().map(|&(_, b)| b as u64),
-            growth: Growth::estimate(&left, threshold_bytes),
+            // Host RSS moves in steps of megabytes as the C allocator grows
+            // and trims its heap: growth there must also add up.
+            growth: Growth::estimate(&left, threshold_bytes, if self.cuda { 0.0 } else { Growth::HOST_MIN_TOTAL }),
         }
     }
 }
@@ -182,6 +184,10 @@ pub struct Growth {
     pub confidence: f64,
     /// Smallest slope called growth, bytes per step.
     pub threshold_bytes_per_step: f64,
+    /// Least fitted growth over the steady state called growth, bytes (host
+    /// RSS: [`Growth::HOST_MIN_TOTAL`]; 0 for the CUDA allocator's figures).
+    #[serde(default)]
+    pub min_total_bytes: f64,
     /// Steps the slope was estimated from.
     pub steps: usize,
     /// The verdict.
@@ -207,15 +213,22 @@ impl Growth {
     /// At most this many points enter the pairwise slopes (evenly spaced):
     /// n points give n(n-1)/2 slopes.
     const MAX_POINTS: usize = 500;
+    /// On host RSS, the least growth over the steady state that is called a
+    /// leak: glibc grows and trims its heap by several MiB at a time, so a
+    /// lone jump of that size is not one.
+    pub const HOST_MIN_TOTAL: f64 = 16.0 * 1024.0 * 1024.0;
 
-    /// The growth of `points` (step index, bytes left).
-    pub fn estimate(points: &[(f64, f64)], threshold_bytes: f64) -> Growth {
+    /// The growth of `points` (step index, bytes left): called growth when
+    /// the interval lies above zero, the slope reaches `threshold_bytes` per
+    /// step and the fitted growth over the points reaches `min_total_bytes`.
+    pub fn estimate(points: &[(f64, f64)], threshold_bytes: f64, min_total_bytes: f64) -> Growth {
         let mut g = Growth {
             slope_bytes_per_step: None,
             low_bytes_per_step: None,
             high_bytes_per_step: None,
             confidence: 0.95,
             threshold_bytes_per_step: threshold_bytes,
+            min_total_bytes,
             steps: points.len(),
             verdict: GrowthVerdict::TooFewSteps,
         };
@@ -254,7 +267,12 @@ impl Growth {
         g.slope_bytes_per_step = Some(slope);
         g.low_bytes_per_step = Some(lo);
         g.high_bytes_per_step = Some(hi);
-        g.verdict = if lo > 0.0 && slope >= threshold_bytes { GrowthVerdict::Grows } else { GrowthVerdict::Flat };
+        let span = pts[n - 1].0 - pts[0].0;
+        g.verdict = if lo > 0.0 && slope >= threshold_bytes && slope * span >= min_total_bytes {
+            GrowthVerdict::Grows
+        } else {
+            GrowthVerdict::Flat
+        };
         g
     }
 
@@ -272,12 +290,17 @@ impl Growth {
                 fmt(hi)
             ),
             (GrowthVerdict::Flat, Some(s), Some(lo), Some(hi)) => format!(
-                "flat ({} per step, {:.0}% CI {} to {}; growth is called from {} per step)",
+                "flat ({} per step, {:.0}% CI {} to {}; growth is called from {} per step{})",
                 fmt(s),
                 self.confidence * 100.0,
                 fmt(lo),
                 fmt(hi),
-                crate::export::fmt_size(self.threshold_bytes_per_step)
+                crate::export::fmt_size(self.threshold_bytes_per_step),
+                if self.min_total_bytes > 0.0 {
+                    format!(" and {} over the steady state", crate::export::fmt_size(self.min_total_bytes))
+                } else {
+                    String::new()
+                }
             ),
             _ => format!("too few steps ({} after warm-up; {} needed)", self.steps, Self::MIN_STEPS),
         }
@@ -325,6 +348,19 @@ mod tests {
         let g = series(&left).summarize(None, 65536.0).growth;
         assert_eq!(g.verdict, GrowthVerdict::Flat);
         assert!(g.low_bytes_per_step.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn one_heap_jump_of_host_rss_is_not_a_leak() {
+        // 4 MiB up twice in 20 steps, as glibc grows its heap: flat on host
+        // RSS, while the same bytes from the CUDA allocator would be growth.
+        let mib = 1u64 << 20;
+        let left: Vec<u64> = (0..20u64).map(|i| 600 * mib + if i >= 8 { 4 * mib } else { 0 } + if i >= 12 { 4 * mib } else { 0 }).collect();
+        let mut s = series(&left);
+        s.cuda = false;
+        assert_eq!(s.summarize(None, 65536.0).growth.verdict, GrowthVerdict::Flat);
+        s.cuda = true;
+        assert_eq!(s.summarize(None, 65536.0).growth.verdict, GrowthVerdict::Grows);
     }
 
     #[test]

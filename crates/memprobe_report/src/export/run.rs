@@ -240,6 +240,13 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
             one_line(&r.b.join(" "), 95)
         ));
     }
+    if let Some(f) = &r.fix {
+        let text = format!(
+            "B is A on a copy of {} with memlint's {} fix ({} finding(s) in {} file(s); the diff is in the JSON)",
+            f.root, f.code, f.fixed, f.files
+        );
+        out.push_str(&if markdown { format!("{text}\n\n") } else { super::table::wrap(&text, super::table::TERMINAL_WIDTH, "  ", "    ") });
+    }
     let mut t = table(markdown);
     if markdown {
         t.set_header(vec!["metric", "A median", "A spread (min–max)", "B median", "B spread (min–max)", "B vs A", "verdict"]);
@@ -281,6 +288,17 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
         for c in &r.comparisons {
             out.push_str(&super::table::wrap(&format!("{}: {}", c.what, c.describe()), super::table::TERMINAL_WIDTH, bullet, "    "));
         }
+    }
+    for g in &r.growth {
+        let text = format!("memory left after each step, {g}");
+        out.push_str(&if markdown { format!("{bullet}{text}\n") } else { super::table::wrap(&text, super::table::TERMINAL_WIDTH, bullet, "    ") });
+    }
+    if let Some(f) = &r.fix {
+        out.push_str(&if markdown {
+            format!("{bullet}**{}**\n", fix_headline(&f.code, r))
+        } else {
+            super::table::wrap(&fix_headline(&f.code, r), super::table::TERMINAL_WIDTH, bullet, "    ")
+        });
     }
     let mut methods: Vec<String> = Vec::new();
     for c in &r.comparisons {
@@ -403,4 +421,21 @@ fn render_lint(l: &crate::run::LintView, markdown: bool) -> String {
         out.push('\n');
     }
     out
+}
+
+/// "ML202 fix: growth 34.7 MiB per step -> flat; peak within a step (host
+/// RSS) -44.2% (smaller, p=0.029); ...": what the fix changed, metric by
+/// metric, with each verdict.
+fn fix_headline(code: &str, r: &AbReport) -> String {
+    let mut parts = Vec::new();
+    let side = |s: &str| r.growth.iter().find_map(|g| g.strip_prefix(&format!("{s}: ")).map(str::to_string));
+    if let (Some(a), Some(b)) = (side("A"), side("B")) {
+        parts.push(format!("growth {a} -> {b}"));
+    }
+    for c in &r.comparisons {
+        let change = c.change.map(|x| format!("{:+.1}%", x * 100.0)).unwrap_or_else(|| "-".into());
+        let p = c.p_value.map(|p| if p < 0.001 { ", p<0.001".to_string() } else { format!(", p={p:.3}") }).unwrap_or_default();
+        parts.push(format!("{} {change} ({}{p})", c.what, c.verdict_short()));
+    }
+    format!("{code} fix: {}", parts.join("; "))
 }
