@@ -144,7 +144,7 @@ fn compare_fails_a_new_run_that_leaks_per_step() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("grows") && out.contains("above the allowed 1.00 MiB per step"), "{out}");
-    assert!(out.contains("step time (steady state)"), "{out}");
+    assert!(out.contains("step time (steady state)") && out.contains("peak within a step (host RSS)"), "{out}");
     // The leak-free run passes the growth gate (NEW flat).
     let o = gate(&new, &base);
     let out = String::from_utf8_lossy(&o.stdout);

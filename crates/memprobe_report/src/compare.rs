@@ -277,6 +277,15 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<
         row.regression |= is_regression(&c);
         row.comparisons.push(c);
     }
+    let step_peak = |r: &RunReport| r.step_summary().and_then(|s| s.peak_max_bytes.map(|p| (p as f64, s.cuda)));
+    if let (Some((b, bc)), Some((n, nc))) = (step_peak(base), step_peak(new)) {
+        if bc == nc {
+            let what = if nc { "peak within a step (CUDA allocator)" } else { "peak within a step (host RSS)" };
+            let mut m = compare(Metric::Memory, what, &[b], &[n], &o.memory);
+            row.regression |= single_run(&mut m);
+            row.comparisons.push(m);
+        }
+    }
     if let Some(max) = o.max_growth_per_step {
         match new.step_summary() {
             Some(st) => {
