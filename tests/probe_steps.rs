@@ -145,6 +145,15 @@ fn compare_fails_a_new_run_that_leaks_per_step() {
     assert_eq!(o.status.code(), Some(1), "{out}{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("grows") && out.contains("above the allowed 1.00 MiB per step"), "{out}");
     assert!(out.contains("step time (steady state)") && out.contains("peak within a step (host RSS)"), "{out}");
+    // Judged on the steps alone: no duration or tree-memory rows.
+    let o = Command::new(&*BIN)
+        .args(["compare", "--allow-different-hosts", "--metric", "step-time,peak"])
+        .arg(&base)
+        .arg(&new)
+        .output()
+        .unwrap();
+    let only = String::from_utf8_lossy(&o.stdout);
+    assert!(only.contains("step time (steady state)") && !only.contains("duration") && !only.contains("peak PSS"), "{only}");
     // The leak-free run passes the growth gate (NEW flat).
     let o = gate(&new, &base);
     let out = String::from_utf8_lossy(&o.stdout);
@@ -163,7 +172,7 @@ fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
     let script = s.to_str().unwrap();
     let o = Command::new(&*BIN)
         .args(["ab", "--torch", "--runs", "2", "--json", json.to_str().unwrap(), "--"])
-        .args([py.as_str(), "-W", "ignore", script, "--steps", "16", "--leak", "---", py.as_str(), "-W", "ignore", script, "--steps", "16"])
+        .args([py.as_str(), "-W", "ignore", script, "--steps", "30", "--leak", "---", py.as_str(), "-W", "ignore", script, "--steps", "30"])
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
@@ -174,7 +183,7 @@ fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
     let growth: Vec<&str> = v["growth"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert!(growth[0].starts_with("A: grows"), "{growth:?}");
     assert_eq!(growth[1], "B: flat in 2 of 2 runs");
-    assert!(v["results"][0]["steps"]["steps"].as_u64() == Some(16), "{}", v["results"][0]);
+    assert!(v["results"][0]["steps"]["steps"].as_u64() == Some(30), "{}", v["results"][0]);
     assert!(out.contains("step time (steady-state median)") && out.contains(" ms "), "{out}");
 
     // Without the step metrics ab runs no hook and compares processes only.
@@ -240,7 +249,7 @@ fn run_lint_ranks_the_ml202_site_first_when_the_run_grows() {
 
 /// The ML202 script of the `--lint` test without the ML205 line: a
 /// validation loss summed with its graph each step.
-const ML202_SCRIPT: &str = "import torch, torch.nn as nn\ntorch.manual_seed(0)\nB, BV, H, STEPS = 256, 2048, 4096, 16\n\
+const ML202_SCRIPT: &str = "import torch, torch.nn as nn\ntorch.manual_seed(0)\nB, BV, H, STEPS = 256, 2048, 4096, 30\n\
     model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))\nopt = torch.optim.SGD(model.parameters(), lr=1e-3)\n\
     x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))\nxv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))\n\
     val_total = 0.0\nfor step in range(STEPS):\n    opt.zero_grad(set_to_none=True)\n\

@@ -432,6 +432,24 @@ struct CompareArgs {
     /// 1MiB; a plain number is bytes).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_growth_per_step: Option<f64>,
+    /// Which figures of two `run` reports are judged (comma-separated):
+    /// wall (duration), memory (peak of the tree, NVML), step-time and peak
+    /// (the steady-state steps of `run --torch` reports). Default: all that
+    /// both reports have. Growth is judged by --max-growth-per-step.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "METRIC")]
+    metric: Vec<CompareMetricArg>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum CompareMetricArg {
+    /// Whole-process duration.
+    Wall,
+    /// Peak memory of the process tree (PSS or RSS, NVML).
+    Memory,
+    /// Steady-state step time, step by step.
+    StepTime,
+    /// The largest peak within a step.
+    Peak,
 }
 
 struct Progress {
@@ -851,6 +869,15 @@ fn compare_cmd(a: CompareArgs) -> ExitCode {
         memory: VerdictConfig { confidence: a.confidence, threshold: a.max_memory_regression, ..VerdictConfig::memory() },
         allow_different_hosts: a.allow_different_hosts,
         max_growth_per_step: a.max_growth_per_step,
+        run_metrics: memprobe_report::compare::RunMetrics(a.metric.iter().fold(0, |m, x| {
+            use memprobe_report::compare::RunMetrics as R;
+            m | match x {
+                CompareMetricArg::Wall => R::WALL,
+                CompareMetricArg::Memory => R::MEMORY,
+                CompareMetricArg::StepTime => R::STEP_TIME,
+                CompareMetricArg::Peak => R::PEAK,
+            }
+        })),
     };
     let result = match compare_reports(&base, &new, &o) {
         Ok(r) => r,

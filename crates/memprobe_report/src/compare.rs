@@ -30,6 +30,31 @@ pub struct CompareOptions {
     /// regression.
     #[serde(default)]
     pub max_growth_per_step: Option<f64>,
+    /// Which figures of two `run` reports are compared (`--metric`); all
+    /// when empty.
+    #[serde(default)]
+    pub run_metrics: RunMetrics,
+}
+
+/// The figures of a `run` report `compare` may judge (`--metric wall,memory,
+/// step-time,peak`), as a set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunMetrics(pub u8);
+
+impl RunMetrics {
+    /// Whole-process duration.
+    pub const WALL: u8 = 1;
+    /// Peak memory of the tree (PSS or RSS, NVML).
+    pub const MEMORY: u8 = 2;
+    /// Steady-state step times (`run --torch`).
+    pub const STEP_TIME: u8 = 4;
+    /// The largest peak within a step (`run --torch`).
+    pub const PEAK: u8 = 8;
+
+    /// Whether `metric` is compared (everything when none was named).
+    pub fn has(self, metric: u8) -> bool {
+        self.0 == 0 || self.0 & metric != 0
+    }
 }
 
 impl Default for CompareOptions {
@@ -39,6 +64,7 @@ impl Default for CompareOptions {
             memory: VerdictConfig::memory(),
             allow_different_hosts: false,
             max_growth_per_step: None,
+            run_metrics: RunMetrics::default(),
         }
     }
 }
@@ -248,14 +274,18 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<
         row.regression = true;
         row.notes.push(format!("NEW {how}: a failed run is a regression"));
     }
-    let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
+    let m = o.run_metrics;
+    if m.has(RunMetrics::WALL) {
+        let mut t = compare(Metric::Time, "duration", &[base.duration_s], &[new.duration_s], &o.time);
+        row.regression |= single_run(&mut t);
+        row.comparisons.push(t);
+    }
     // The tree's footprint (PSS) when both reports have it, else RSS.
     let both_pss = base.peak_pss_bytes().is_some() && new.peak_pss_bytes().is_some();
     let (what, peak): (&str, fn(&RunReport) -> Option<u64>) =
         if both_pss { ("peak PSS (tree)", RunReport::peak_pss_bytes) } else { ("peak RSS (tree)", RunReport::peak_rss_bytes) };
-    row.regression |= single_run(&mut t);
-    row.comparisons.push(t);
-    if let (Some(b), Some(n)) = (peak(base), peak(new)) {
+    let peaks = if m.has(RunMetrics::MEMORY) { (peak(base), peak(new)) } else { (None, None) };
+    if let (Some(b), Some(n)) = peaks {
         let mut m = compare(Metric::Memory, what, &[b as f64], &[n as f64], &o.memory);
         row.regression |= single_run(&mut m);
         row.comparisons.push(m);
@@ -264,21 +294,24 @@ fn compare_run(base: &RunReport, new: &RunReport, o: &CompareOptions) -> Result<
         let v: Vec<u64> = r.gpus.iter().filter_map(|g| g.tree_process.summary().map(|s| s.peak_bytes)).collect();
         (!v.is_empty()).then(|| v.iter().sum::<u64>() as f64)
     };
-    if let (Some(b), Some(n)) = (gpu(base), gpu(new)) {
+    let gpus = if m.has(RunMetrics::MEMORY) { (gpu(base), gpu(new)) } else { (None, None) };
+    if let (Some(b), Some(n)) = gpus {
         let mut m = compare(Metric::Memory, "peak GPU memory (NVML, tree)", &[b], &[n], &o.memory);
         row.regression |= single_run(&mut m);
         row.comparisons.push(m);
     }
     // Steady-state steps (`run --torch` on both sides): the step times, one
     // sample per step, free of start-up time.
-    if let (Some(b), Some(n)) = (steady_step_times(base), steady_step_times(new)) {
+    let steps = if m.has(RunMetrics::STEP_TIME) { (steady_step_times(base), steady_step_times(new)) } else { (None, None) };
+    if let (Some(b), Some(n)) = steps {
         let mut c = compare(Metric::Time, "step time (steady state)", &b, &n, &o.time);
         c.warnings.push("unit = one training step of one run: steps of a run are not independent, so the interval is optimistic".into());
         row.regression |= is_regression(&c);
         row.comparisons.push(c);
     }
     let step_peak = |r: &RunReport| r.step_summary().and_then(|s| s.peak_max_bytes.map(|p| (p as f64, s.cuda)));
-    if let (Some((b, bc)), Some((n, nc))) = (step_peak(base), step_peak(new)) {
+    let step_peaks = if m.has(RunMetrics::PEAK) { (step_peak(base), step_peak(new)) } else { (None, None) };
+    if let (Some((b, bc)), Some((n, nc))) = step_peaks {
         if bc == nc {
             let what = if nc { "peak within a step (CUDA allocator)" } else { "peak within a step (host RSS)" };
             let mut m = compare(Metric::Memory, what, &[b], &[n], &o.memory);
