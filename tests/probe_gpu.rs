@@ -62,29 +62,6 @@ fn cuda_fp16_grad_scaler_and_cudnn_rows_run() {
     assert!(amp["correctness"][0]["passed"].as_bool().unwrap(), "{}", amp["correctness"]);
 }
 
-/// A training loop on CUDA that keeps each step's validation loss with its
-/// graph, run unchanged under `memprobe run --torch`.
-const CUDA_TRAIN: &str = r#"
-import sys, torch, torch.nn as nn
-torch.manual_seed(0)
-leak = "--leak" in sys.argv
-B, BV, H, STEPS = 256, 2048, 4096, 30
-model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x, y = torch.randn(B, 64, device="cuda"), torch.randint(0, 8, (B,), device="cuda")
-xv, yv = torch.randn(BV, 64, device="cuda"), torch.randint(0, 8, (BV,), device="cuda")
-val_total = 0.0
-for _ in range(STEPS):
-    opt.zero_grad(set_to_none=True)
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    val = nn.functional.cross_entropy(model(xv), yv)
-    val_total = val_total + (val if leak else val.item())
-print("mean validation loss", float(val_total) / STEPS)
-print("max_memory_allocated", torch.cuda.max_memory_allocated())
-"#;
-
 fn run_steps(leak: bool) -> Value {
     run_steps_with(leak, &[]).0
 }
@@ -92,7 +69,7 @@ fn run_steps(leak: bool) -> Value {
 fn run_steps_with(leak: bool, extra: &[&str]) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("train.py");
-    std::fs::write(&s, CUDA_TRAIN).unwrap();
+    std::fs::write(&s, validation_leak_script("cuda")).unwrap();
     let json = dir.path().join("run.json");
     let py = std::env::var("MEMPROBE_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut cmd = Command::new(bin());
@@ -114,8 +91,7 @@ fn cuda_steps_give_allocator_peaks_and_a_leak_verdict() {
     assert_eq!(st["kind"], "optimizer");
     assert_eq!(st["steps"], 30);
     assert_eq!(st["growth"]["verdict"], "grows", "{st}");
-    // ReLU output (BV x H) and log-softmax output (BV x 8), float32, per step.
-    let retained = (2048.0 * 4096.0 + 2048.0 * 8.0) * 4.0;
+    let retained = VALIDATION_LEAK_BYTES_PER_STEP;
     let slope = st["growth"]["slope_bytes_per_step"].as_f64().unwrap();
     assert!((slope - retained).abs() <= 0.2 * retained, "slope {slope} vs {retained}");
     // Each step's peak is at least what it leaves allocated.

@@ -17,38 +17,11 @@ fn python() -> String {
     py
 }
 
-/// Hidden width and validation batch of [`TRAIN`]: the validation forward
-/// that the leaking loop keeps with its graph retains the ReLU output
-/// (BV x H float32, saved by ReLU and by the second Linear) and the log-softmax
-/// output (BV x 8 float32). Each retained ReLU output is 32 MiB, above
-/// glibc's largest mmap threshold, so it is its own mapping and host RSS
-/// grows by what torch keeps, not by allocator fragmentation.
-const H: u64 = 4096;
-const BV: u64 = 2048;
-
-/// A training loop that also computes a validation loss each step; with
-/// `--leak` it sums that loss as a tensor (its graph kept, ML202), else as
-/// `.item()`.
-const TRAIN: &str = r#"
-import sys, torch, torch.nn as nn
-torch.manual_seed(0)
-leak = "--leak" in sys.argv
-B, BV, H = 256, 2048, 4096
-STEPS = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 30
-model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))
-xv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))
-val_total = 0.0
-for _ in range(STEPS):
-    opt.zero_grad(set_to_none=True)
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    val = nn.functional.cross_entropy(model(xv), yv)
-    val_total = val_total + (val if leak else val.item())
-print("mean validation loss", float(val_total) / STEPS)
-"#;
+/// The CPU training loop of [`validation_leak_script`]. Each 32 MiB ReLU
+/// output its leaking form keeps is above glibc's largest mmap threshold,
+/// so it is its own mapping and host RSS grows by what torch keeps, not by
+/// allocator fragmentation.
+static TRAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| validation_leak_script("cpu"));
 
 fn run_torch(dir: &Path, name: &str, body: &str, args: &[&str]) -> (Output, Value) {
     let s = dir.join(name);
@@ -69,13 +42,13 @@ fn steps_summary(v: &Value) -> &Value {
 #[test]
 fn a_validation_loss_kept_with_its_graph_grows_by_the_retained_bytes_per_step() {
     let dir = tempfile::tempdir().unwrap();
-    let (o, v) = run_torch(dir.path(), "train.py", TRAIN, &["--leak"]);
+    let (o, v) = run_torch(dir.path(), "train.py", &TRAIN, &["--leak"]);
     let st = steps_summary(&v);
     assert_eq!(st["kind"], "optimizer", "{st}");
     assert_eq!(st["steps"], 30, "{st}");
     assert_eq!(st["cuda"], false);
     assert_eq!(st["growth"]["verdict"], "grows", "{st}");
-    let retained = (BV * H * 4 + BV * 8 * 4) as f64;
+    let retained = VALIDATION_LEAK_BYTES_PER_STEP;
     let slope = st["growth"]["slope_bytes_per_step"].as_f64().unwrap();
     assert!((slope - retained).abs() <= 0.2 * retained, "slope {slope} vs {retained} retained per step");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -89,7 +62,7 @@ fn a_validation_loss_kept_with_its_graph_grows_by_the_retained_bytes_per_step() 
 #[test]
 fn the_same_loop_with_item_is_flat() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, v) = run_torch(dir.path(), "train.py", TRAIN, &[]);
+    let (_, v) = run_torch(dir.path(), "train.py", &TRAIN, &[]);
     let st = steps_summary(&v);
     assert_eq!(st["growth"]["verdict"], "flat", "{st}");
     assert!(st["step_median_s"].as_f64().is_some_and(|t| t > 0.0) && st["steps_per_s"].as_f64().is_some(), "{st}");
@@ -128,8 +101,8 @@ fn step_options_need_torch_and_a_valid_size() {
 #[test]
 fn compare_fails_a_new_run_that_leaks_per_step() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, _) = run_torch(dir.path(), "base.py", TRAIN, &[]);
-    let (_, _) = run_torch(dir.path(), "new.py", TRAIN, &["--leak"]);
+    let (_, _) = run_torch(dir.path(), "base.py", &TRAIN, &[]);
+    let (_, _) = run_torch(dir.path(), "new.py", &TRAIN, &["--leak"]);
     let base = dir.path().join("base.py.json");
     let new = dir.path().join("new.py.json");
     let gate = |a: &Path, b: &Path| {
@@ -166,7 +139,7 @@ fn compare_fails_a_new_run_that_leaks_per_step() {
 fn ab_with_torch_compares_steps_and_gives_each_side_its_leak_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path().join("train.py");
-    std::fs::write(&s, TRAIN).unwrap();
+    std::fs::write(&s, &*TRAIN).unwrap();
     let json = dir.path().join("ab.json");
     let py = python();
     let script = s.to_str().unwrap();
@@ -212,13 +185,10 @@ fn run_lint_ranks_the_ml202_site_first_when_the_run_grows() {
     .unwrap();
     // The script: the validation loss summed with its graph (ML202, line 16)
     // and the allocator's cache emptied each step (ML205, line 17).
-    let script = "import sys, torch, torch.nn as nn\ntorch.manual_seed(0)\nB, BV, H, STEPS = 256, 2048, 4096, 16\n\
-        model = nn.Sequential(nn.Linear(64, H), nn.ReLU(), nn.Linear(H, 8))\nopt = torch.optim.SGD(model.parameters(), lr=1e-3)\n\
-        x, y = torch.randn(B, 64), torch.randint(0, 8, (B,))\nxv, yv = torch.randn(BV, 64), torch.randint(0, 8, (BV,))\n\
-        val_total = 0.0\nfor step in range(STEPS):\n    opt.zero_grad(set_to_none=True)\n\
-        \x20   loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n    opt.step()\n\
-        \x20   val_loss = nn.functional.cross_entropy(model(xv), yv)\n    # the validation loss of this step\n\
-        \x20   val_total += val_loss\n    torch.cuda.empty_cache()\nprint(float(val_total) / STEPS)\n";
+    let script = ML202_SCRIPT.replace(
+        "    val_total += val_loss\n",
+        "    # the validation loss of this step\n    val_total += val_loss\n    torch.cuda.empty_cache()\n",
+    );
     let s = root.join("train.py");
     std::fs::write(&s, script).unwrap();
     let json = dir.path().join("run.json");
