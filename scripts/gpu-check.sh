@@ -14,6 +14,8 @@
 #                                # names a directory, packed into
 #                                # $OUT/gpu-results.tar.gz after each stage
 #
+# `run` takes the stages to run (default all: tests job fix bench); `fix` is
+# `memprobe ab --fix ML202` on a CUDA script that keeps a validation loss's graph.
 # MEMPROBE_GPU_RUNS (default 4) and MEMPROBE_GPU_SIZE (default medium) size it.
 # Unpack the archive in the repo root and commit docs/results/.
 #
@@ -68,7 +70,8 @@ run() {
     day="$(date -u +%Y-%m-%d)"
     dir="docs/results/${day}-${gpu:-gpu}"
     mkdir -p "$dir"
-    local status=0 w py tmp
+    local status=0 w py tmp stages="${*:-tests job fix bench}"
+    want() { case " $stages " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
     # The archive is rewritten after each stage, so a run stopped at a time
     # limit still hands back what finished.
     save() { if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-results.tar.gz" "$dir"; fi; }
@@ -78,10 +81,12 @@ run() {
         echo "smaps_rollup: $(test -r /proc/self/smaps_rollup && echo readable || echo missing)"
         echo "clear_refs: $(test -w /proc/self/clear_refs && echo writable || echo not writable)"
     } | tee "$dir/machine.txt"
-    echo "== ignored GPU tests" >&2
-    MEMPROBE_BIN="$carry/memprobe" MEMPROBE_PYTHON="$(command -v python3)" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 \
-        | tee "$dir/gpu-tests.txt" || status=1
-    save
+    if want tests; then
+        echo "== ignored GPU tests" >&2
+        MEMPROBE_BIN="$carry/memprobe" MEMPROBE_PYTHON="$(command -v python3)" "$carry/gpu-tests" --ignored --test-threads 1 2>&1 \
+            | tee "$dir/gpu-tests.txt" || status=1
+        save
+    fi
     # Your-own-job paths: `run --torch` on a small PyTorch training script, and
     # `ab` of that script without and with AMP.
     py="$(command -v python3 || command -v python)"
@@ -102,14 +107,45 @@ for _ in range(60):
 torch.cuda.synchronize()
 print(f"loss {loss.item():.4f} peak allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 PY
-    echo "== memprobe run --torch" >&2
-    "$carry/memprobe" run --torch --json "$dir/run-torch.json" --svg "$dir/run-torch.svg" --markdown "$dir/run-torch.md" \
-        -- "$py" "$tmp/train.py" 2>&1 | tee "$dir/run-torch.txt" || status=1
-    save
-    echo "== memprobe ab: without vs with AMP" >&2
-    "$carry/memprobe" ab --runs "${MEMPROBE_GPU_RUNS:-4}" --json "$dir/ab-amp.json" --markdown "$dir/ab-amp.md" \
-        -- "$py" "$tmp/train.py" --- "$py" "$tmp/train.py" --amp 2>&1 | tee "$dir/ab-amp.txt" || status=1
-    save
+    if want job; then
+        echo "== memprobe run --torch" >&2
+        "$carry/memprobe" run --torch --json "$dir/run-torch.json" --svg "$dir/run-torch.svg" --markdown "$dir/run-torch.md" \
+            -- "$py" "$tmp/train.py" 2>&1 | tee "$dir/run-torch.txt" || status=1
+        save
+        echo "== memprobe ab: without vs with AMP" >&2
+        "$carry/memprobe" ab --runs "${MEMPROBE_GPU_RUNS:-4}" --json "$dir/ab-amp.json" --markdown "$dir/ab-amp.md" \
+            -- "$py" "$tmp/train.py" --- "$py" "$tmp/train.py" --amp 2>&1 | tee "$dir/ab-amp.txt" || status=1
+        save
+    fi
+    # What memlint's ML202 fix buys on CUDA: a validation loss summed with
+    # its graph each step, A as it is, B on a fixed copy of its project.
+    if want fix; then
+        mkdir -p "$tmp/project" && touch "$tmp/project/pyproject.toml"
+        cat >"$tmp/project/train.py" <<'PY'
+import torch, torch.nn as nn
+torch.manual_seed(0)
+dev = "cuda"
+model = nn.Sequential(nn.Linear(1024, 8192), nn.ReLU(), nn.Linear(8192, 1000)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x, y = torch.randn(1024, 1024, device=dev), torch.randint(0, 1000, (1024,), device=dev)
+xv, yv = torch.randn(4096, 1024, device=dev), torch.randint(0, 1000, (4096,), device=dev)
+val_total = 0.0
+for step in range(40):
+    opt.zero_grad(set_to_none=True)
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    val_loss = nn.functional.cross_entropy(model(xv), yv)
+    val_total += val_loss
+print(float(val_total) / 40)
+PY
+        echo "== memprobe ab --fix ML202" >&2
+        (cd "$tmp/project" && "$carry/memprobe" ab --fix ML202 --runs "${MEMPROBE_GPU_RUNS:-4}" --json "$OLDPWD/$dir/ab-fix-ml202.json" \
+            --markdown "$OLDPWD/$dir/ab-fix-ml202.md" -- "$py" train.py) 2>&1 | grep -v '^memprobe ab: [AB] run' \
+            | tee "$dir/ab-fix-ml202.txt" || status=1
+        save
+    fi
+    want bench || exit "$status"
     for w in convnet mlp transformer; do
         echo "== memprobe bench --device cuda --all --workload $w" >&2
         "$carry/memprobe" bench --device cuda --all --workload "$w" --size "${MEMPROBE_GPU_SIZE:-medium}" \
@@ -122,6 +158,6 @@ PY
 
 case "${1:-}" in
     build) build ;;
-    run) run ;;
-    *) echo "usage: $0 build|run" >&2; exit 2 ;;
+    run) shift; run "$@" ;;
+    *) echo "usage: $0 build | run [tests] [job] [fix] [bench]" >&2; exit 2 ;;
 esac
