@@ -9,7 +9,7 @@ A case whose body holds a line the header lists as flagged is a flagged
 case (exactly one such line per case); every other case is a near miss.
 A flagged line outside every case is an error of the fixture.
 
-- ML101, ML102, ML106: a flagged case must raise the error the rule's doc
+- ML101, ML102, ML106, ML304: a flagged case must raise the error the rule's doc
   names; a near miss must run clean. ML106 cases named `case_silent_*` are
   flagged but do not raise (their harm is a wrong update): they must run.
 - ML104, ML105: the harm is a wrong gradient, measured. Cases compute each
@@ -51,6 +51,11 @@ RAISES = {
         r"|functions with out=\.\.\. arguments don't support automatic differentiation, but one of the arguments requires grad",
     ),
     "ML102": (RuntimeError, "one of the variables needed for gradient computation has been modified by an inplace operation"),
+    "ML304": (
+        ValueError,
+        r"persistent_workers option needs num_workers > 0"
+        r"|prefetch_factor option could only be specified in multiprocessing",
+    ),
     "ML106": (
         (RuntimeError, AssertionError),
         r"step\(\) has already been called since the last update\(\)"

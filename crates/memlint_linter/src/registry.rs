@@ -154,6 +154,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::view_retains_base::ViewRetainsBase,
     &rules::zero_grad_set_to_none_false::ZeroGradSetToNoneFalse,
     &rules::empty_cache_in_loop::EmptyCacheInLoop,
+    &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
     &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
 ];
 

@@ -111,6 +111,19 @@ int memprobe_empty_cache(char *err, size_t err_len) {
   }
 }
 
+// torch.backends.cudnn.allow_tf32: cuDNN convolutions on Ampere and later
+// GPUs run in TF32 by default (a 10-bit mantissa); the correctness checks
+// compare fp32 arithmetic, so they turn it off for their own process.
+int memprobe_set_cudnn_allow_tf32(int allow, char *err, size_t err_len) {
+  try {
+    at::globalContext().setAllowTF32CuDNN(allow != 0);
+    return 0;
+  } catch (const std::exception &e) {
+    write_err(err, err_len, e.what());
+    return -1;
+  }
+}
+
 // The op torch.amp.GradScaler.unscale_ uses: multiplies every gradient by
 // inv_scale in place and sets found_inf to 1 if any gradient is inf/NaN.
 // `grads` are tch tensor handles (at::Tensor*), as are found_inf and inv_scale.

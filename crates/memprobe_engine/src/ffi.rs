@@ -29,6 +29,7 @@ extern "C" {
     fn memprobe_device_stats(device_index: c_int, out: *mut i64, err: *mut c_char, len: usize) -> c_int;
     fn memprobe_reset_peak_stats(device_index: c_int, err: *mut c_char, len: usize) -> c_int;
     fn memprobe_empty_cache(err: *mut c_char, len: usize) -> c_int;
+    fn memprobe_set_cudnn_allow_tf32(allow: c_int, err: *mut c_char, len: usize) -> c_int;
     fn memprobe_amp_unscale(
         grads: *mut *mut c_void,
         n: usize,
@@ -141,6 +142,11 @@ pub fn reset_peak_stats(index: i32) -> Result<(), EngineError> {
 /// Returns cached, unused blocks to the driver.
 pub fn empty_cache() -> Result<(), EngineError> {
     call("empty cache", |e, l| unsafe { memprobe_empty_cache(e, l) })
+}
+
+/// `torch.backends.cudnn.allow_tf32 = allow` for this process.
+pub fn set_cudnn_allow_tf32(allow: bool) -> Result<(), EngineError> {
+    call("set cudnn allow_tf32", |e, l| unsafe { memprobe_set_cudnn_allow_tf32(c_int::from(allow), e, l) })
 }
 
 /// `torch._amp_foreach_non_finite_check_and_unscale_`: grads *= inv_scale in

@@ -27,3 +27,5 @@ pub mod missing_zero_grad;
 pub mod grad_scaler_misuse;
 /// ML102 inplace-on-saved-tensor.
 pub mod inplace_on_saved_tensor;
+/// ML304 dataloader-worker-options-without-workers.
+pub mod dataloader_worker_options_without_workers;

@@ -115,12 +115,18 @@ pub enum Event {
     /// `torch.utils.data.DataLoader(...)`, with the options that decide
     /// how fast it feeds the device, when written as literals.
     LoaderNew {
-        /// `num_workers=`.
+        /// `num_workers=` when written as an integer literal.
         num_workers: Option<i64>,
+        /// Whether the call may set `num_workers` at all: the keyword, a
+        /// sixth positional argument, or a `**kwargs` spread.
+        num_workers_given: bool,
         /// `pin_memory=`.
         pin_memory: Option<bool>,
         /// `persistent_workers=`.
         persistent_workers: Option<bool>,
+        /// `prefetch_factor=`: `Some(false)` for a literal `None`,
+        /// `Some(true)` for any other value, `None` when not written.
+        prefetch_factor: Option<bool>,
     },
     /// `x.to(...)`, `x.cuda(...)`, `x.cpu()`: a move between devices.
     ToDevice {
@@ -343,8 +349,17 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
                 Some(ExprKind::Literal(Literal::Int(n))) => Some(*n),
                 _ => None,
             },
+            // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...);
+            // a `*args` or `**kwargs` spread may hold it too.
+            num_workers_given: call.keyword("num_workers").is_some()
+                || call.as_call().is_some_and(|(_, args, kws)| {
+                    args.len() > 5
+                        || args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)))
+                        || kws.iter().any(|k| k.name.is_none())
+                }),
             pin_memory: kw_bool(call, "pin_memory"),
             persistent_workers: kw_bool(call, "persistent_workers"),
+            prefetch_factor: call.keyword("prefetch_factor").map(|e| !matches!(e.kind, ExprKind::Literal(Literal::None))),
         },
         "apex.amp.initialize" => Event::ApexAmp,
         q if q.starts_with("torch.optim.") && OPTIMIZERS.contains(&last) => Event::OptimizerNew,
