@@ -733,8 +733,9 @@ fn prepare_fix(code: &str, command: &[String]) -> anyhow::Result<PreparedFix> {
         };
         return Err(HostError::Usage(format!("--fix {code} on {}: {why}", root.display())).into());
     }
-    // The diff first, with the copy's paths shown as the project's.
-    let diff = outcome.diff.replace(&mirror.root.display().to_string(), &root.display().to_string());
+    // The diff first, its paths relative to the project (`a/train.py`).
+    let copy = mirror.root.display().to_string();
+    let diff = outcome.diff.replace(&format!("a/{copy}/"), "a/").replace(&format!("b/{copy}/"), "b/");
     eprint!("{diff}");
     eprintln!(
         "memprobe ab --fix {code}: B runs on a copy of {} with {} fix(es) in {} file(s){}",

@@ -432,8 +432,35 @@ mod tests {
         );
         assert_eq!(
             classify(&loader, Callee::Library("torch.utils.data.DataLoader")),
-            Some(Event::LoaderNew { num_workers: Some(0), pin_memory: Some(true), persistent_workers: None })
+            Some(Event::LoaderNew {
+                num_workers: Some(0),
+                num_workers_given: true,
+                pin_memory: Some(true),
+                persistent_workers: None,
+                prefetch_factor: None,
+            })
         );
+        // No workers written; a prefetch factor and persistent workers asked for.
+        let bare = call(
+            vec![],
+            vec![("persistent_workers", lit(Literal::Bool(true))), ("prefetch_factor", lit(Literal::Int(2)))],
+        );
+        assert_eq!(
+            classify(&bare, Callee::Library("torch.utils.data.DataLoader")),
+            Some(Event::LoaderNew {
+                num_workers: None,
+                num_workers_given: false,
+                pin_memory: None,
+                persistent_workers: Some(true),
+                prefetch_factor: Some(true),
+            })
+        );
+        // The sixth positional argument is num_workers; `prefetch_factor=None` is none.
+        let positional = call((0..6).map(|i| lit(Literal::Int(i))).collect(), vec![("prefetch_factor", lit(Literal::None))]);
+        assert!(matches!(
+            classify(&positional, Callee::Library("torch.utils.data.DataLoader")),
+            Some(Event::LoaderNew { num_workers_given: true, prefetch_factor: Some(false), .. })
+        ));
         let to = call(vec![lit(Literal::Str("cpu".into()))], vec![("non_blocking", lit(Literal::Bool(true)))]);
         assert_eq!(
             classify(&to, method("to", Receiver::Tensor)),
