@@ -155,6 +155,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::zero_grad_set_to_none_false::ZeroGradSetToNoneFalse,
     &rules::empty_cache_in_loop::EmptyCacheInLoop,
     &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
+    &rules::tensor_created_then_moved::TensorCreatedThenMoved,
     &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
 ];
 

@@ -29,3 +29,5 @@ pub mod grad_scaler_misuse;
 pub mod inplace_on_saved_tensor;
 /// ML304 dataloader-worker-options-without-workers.
 pub mod dataloader_worker_options_without_workers;
+/// ML306 tensor-created-then-moved.
+pub mod tensor_created_then_moved;

@@ -134,11 +134,21 @@ pub enum Event {
         non_blocking: Option<bool>,
         /// To the host: `.cpu()`, `.to("cpu")`.
         to_host: bool,
+        /// To an accelerator as far as the call shows: `.cuda()`, or `.to()`
+        /// of a `"cuda…"`/`"mps"`/`"xpu"` string, a `torch.device(...)` not of
+        /// `"cpu"`, an `x.device`, or a name like `device`, `dev`, `gpu`
+        /// (not a dtype or another tensor).
+        to_device: bool,
     },
     /// A tensor factory (`torch.zeros`, `torch.randn`, `torch.tensor`...).
     Factory {
         /// `device=` is written.
         device: bool,
+        /// The factory makes its values itself (`zeros`, `randn`, `arange`
+        /// ...): with `device=` it allocates and fills them on the device.
+        /// Not `tensor` (copies host data) nor the `*_like` factories (follow
+        /// their input's device).
+        fills: bool,
     },
     /// An in-place tensor method (`x.add_(1)`).
     InPlace,
@@ -303,19 +313,41 @@ pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
             "requires_grad_" if args.first().or_else(|| call.keyword("requires_grad")).is_some_and(Expr::is_false) => {
                 Event::Freeze
             }
-            "to" | "cuda" | "cpu" => Event::ToDevice {
-                non_blocking: kw_bool(call, "non_blocking"),
-                to_host: name == "cpu"
-                    || first_arg(call)
-                        .or_else(|| call.keyword("device"))
-                        .is_some_and(|d| matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")),
-            },
+            "to" | "cuda" | "cpu" => {
+                let target = first_arg(call).or_else(|| call.keyword("device"));
+                Event::ToDevice {
+                    non_blocking: kw_bool(call, "non_blocking"),
+                    to_host: name == "cpu"
+                        || target.is_some_and(|d| matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")),
+                    to_device: name == "cuda" || (name == "to" && target.is_some_and(names_an_accelerator)),
+                }
+            }
             "detach" => Event::Detach,
             n if HOST_SYNC_METHODS.contains(&n) => Event::HostSync,
             n if VIEW_METHODS.contains(&n) => Event::View,
             n if is_inplace_method(n) => Event::InPlace,
             _ => return None,
         }),
+    }
+}
+
+/// Whether a `.to(...)` target names an accelerator: a `"cuda…"`, `"mps"`
+/// or `"xpu"` string, a `torch.device(...)` not of `"cpu"`, `x.device`, or
+/// a name or attribute like `device`, `dev`, `gpu`.
+fn names_an_accelerator(target: &Expr) -> bool {
+    let devicey = |n: &str| {
+        let n = n.to_ascii_lowercase();
+        n.ends_with("device") || n == "dev" || n.contains("gpu")
+    };
+    match &target.kind {
+        ExprKind::Literal(Literal::Str(s)) => ["cuda", "mps", "xpu"].iter().any(|p| s.starts_with(p)),
+        ExprKind::Call { func, args, .. } => {
+            func.dotted().is_some_and(|d| d.as_str() == "torch.device" || d.as_str() == "device")
+                && !args.first().is_some_and(|a| matches!(&a.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu"))
+        }
+        ExprKind::Name(n) => devicey(n) || n.to_ascii_lowercase().contains("device"),
+        ExprKind::Attribute { attr, .. } => devicey(attr),
+        _ => false,
     }
 }
 
@@ -364,7 +396,10 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         "apex.amp.initialize" => Event::ApexAmp,
         q if q.starts_with("torch.optim.") && OPTIMIZERS.contains(&last) => Event::OptimizerNew,
         q if q.strip_prefix("torch.").is_some_and(|rest| FACTORIES.contains(&rest)) => {
-            Event::Factory { device: call.keyword("device").is_some() }
+            Event::Factory {
+                device: call.keyword("device").is_some(),
+                fills: !last.ends_with("_like") && last != "tensor",
+            }
         }
         _ => return None,
     })
@@ -464,10 +499,24 @@ mod tests {
         let to = call(vec![lit(Literal::Str("cpu".into()))], vec![("non_blocking", lit(Literal::Bool(true)))]);
         assert_eq!(
             classify(&to, method("to", Receiver::Tensor)),
-            Some(Event::ToDevice { non_blocking: Some(true), to_host: true })
+            Some(Event::ToDevice { non_blocking: Some(true), to_host: true, to_device: false })
         );
         let zeros = call(vec![], vec![("device", lit(Literal::Str("cuda".into())))]);
-        assert_eq!(classify(&zeros, Callee::Library("torch.zeros")), Some(Event::Factory { device: true }));
+        assert_eq!(classify(&zeros, Callee::Library("torch.zeros")), Some(Event::Factory { device: true, fills: true }));
+        let like = call(vec![], vec![]);
+        assert_eq!(classify(&like, Callee::Library("torch.zeros_like")), Some(Event::Factory { device: false, fills: false }));
+        for (target, to_device) in [
+            (lit(Literal::Str("cuda:1".into())), true),
+            (Expr::new(Span::new(0, 0), ExprKind::Name("device".into())), true),
+            (Expr::new(Span::new(0, 0), ExprKind::Name("dtype".into())), false),
+            (lit(Literal::Str("cpu".into())), false),
+        ] {
+            let to = call(vec![target], vec![]);
+            assert!(
+                matches!(classify(&to, method("to", Receiver::Tensor)), Some(Event::ToDevice { to_device: t, .. }) if t == to_device),
+                "{to_device}"
+            );
+        }
         assert_eq!(classify(&zeros, Callee::Library("torch.optim.AdamW")), Some(Event::OptimizerNew));
         assert_eq!(classify(&zeros, Callee::Library("torch.optim.lr_scheduler.StepLR")), None);
         let off = call(vec![lit(Literal::Bool(false))], vec![]);

@@ -1,0 +1,147 @@
+use memlint_semantic::api::{classify, Callee, Event, Receiver};
+use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Literal, StmtKind, UnaryOp};
+use memlint_semantic::Role;
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a tensor made by a factory on the host and moved to an
+    /// accelerator at once, where that runs again and again: in a loop, or
+    /// in step code (a `forward`, a training or evaluation step):
+    /// `torch.zeros(n).cuda()`, `torch.randn(b, d).to(device)`,
+    /// `torch.arange(t).to(x.device)`. The factories are `zeros`, `ones`,
+    /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
+    /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
+    /// device (a `"cuda..."` string, `torch.device(...)`, `x.device`, or a
+    /// name like `device`/`dev`).
+    ///
+    /// ## Why is this bad?
+    /// The tensor is allocated and filled on the host, then copied: two
+    /// allocations, a host-side fill (for random tensors, the CPU
+    /// generator), and a host-to-device copy that waits for pageable memory,
+    /// every time the line runs. With `device=` the factory allocates and
+    /// fills the tensor on the device directly. (The time this costs per
+    /// step has not been measured by memprobe yet: it needs a GPU.)
+    ///
+    /// ## Example
+    /// ```python
+    /// for step in range(steps):
+    ///     noise = torch.randn(batch, latent_dim).to(device)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// for step in range(steps):
+    ///     noise = torch.randn(batch, latent_dim, device=device)
+    /// ```
+    /// A random factory on the device draws from the device's generator:
+    /// the values of a seeded run change.
+    ///
+    /// ## Known false positives
+    /// A `device` that is the CPU at run time makes the move a no-op (then
+    /// `device=` is as good). `torch.tensor(data)` and the `*_like`
+    /// factories are not reported: the first copies from host data either
+    /// way, the others follow their input's device. Once-only code (module
+    /// level, `__init__`, setup) and unit tests are not reported.
+    ///
+    /// ## References
+    /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
+    /// - [CUDA semantics: best practices](https://pytorch.org/docs/stable/notes/cuda.html#best-practices)
+    pub struct TensorCreatedThenMoved {
+        code: "ML306",
+        name: "tensor-created-then-moved",
+        severity: Info,
+        default: false,
+        languages: [Python],
+    }
+}
+
+impl Rule for TensorCreatedThenMoved {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !checker.in_torch_program() {
+            return;
+        }
+        let Some((recv, method)) = expr.as_method_call() else { return };
+        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+        if !matches!(classify(expr, callee), Some(Event::ToDevice { to_device: true, .. })) {
+            return;
+        }
+        // The receiver: a factory that fills its values, called without `device=`.
+        let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
+        let Some(q) = cx.qualified_name(factory) else { return };
+        if classify(recv, Callee::Library(q.as_str())) != Some(Event::Factory { device: false, fills: true }) {
+            return;
+        }
+        let repeated = cx.in_loop() || cx.in_step_code();
+        if !repeated || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
+            return;
+        }
+        let name = checker.text(factory.span).to_string();
+        let target = device_text(expr, checker);
+        checker.report(
+            Self::META
+                .diagnostic(expr.span, format!("`{name}(...)` is filled on the host and then copied to the device, each time this runs"))
+                .with_help(match target {
+                    Some(t) => format!("create it there: `{name}(..., device={t})`"),
+                    None => format!("create it there: pass `device=` to `{name}`"),
+                }),
+        );
+    }
+}
+
+/// The source text of the `.to(...)` call's device argument (its first
+/// positional argument or `device=`), when short enough for a help line.
+fn device_text(call: &Expr, checker: &Checker<'_>) -> Option<String> {
+    let (_, args, _) = call.as_call()?;
+    let arg = args.first().or_else(|| call.keyword("device"))?;
+    Some(checker.text(arg.span).to_string()).filter(|t| t.len() <= 40)
+}
+
+/// Whether `expr` runs only the first time through: in the body of an `if`
+/// that tests for state not made yet (`if len(state) == 0:`, `if not
+/// hasattr(self, "buf"):`, `if self.cache is None:`, `if key not in
+/// cache:`), as an optimizer's lazy state or a cached buffer is built. A
+/// local or an argument tested for `None` is not state: `if mask is None:
+/// mask = torch.ones(...)` runs on every call.
+fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(id) = module.stmt_at(expr.span.start) else { return false };
+    module.tree.guards(id).any(|(guard, arm)| {
+        arm == Arm::Body
+            && module.stmt(guard).is_some_and(|s| match &s.kind {
+                StmtKind::If { test, .. } => tests_for_missing_state(test, checker),
+                _ => false,
+            })
+    })
+}
+
+/// State that outlives a call: an attribute (`self.cache`), or what
+/// `getattr`/`hasattr` read.
+fn is_state(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Attribute { .. } => true,
+        ExprKind::Call { func, .. } => func.dotted().is_some_and(|d| d.as_str() == "getattr" || d.as_str() == "hasattr"),
+        _ => false,
+    }
+}
+
+fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
+    match &test.kind {
+        ExprKind::Unary { op: UnaryOp::Not, operand } => is_state(operand),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
+            let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));
+            let text = checker.text(test.span);
+            (ops[0] == CmpOp::Eq && zero && len_of)
+                || (ops[0] == CmpOp::Other && is_state(left) && text.ends_with(" is None"))
+                || (ops[0] == CmpOp::Other && text.contains(" not in "))
+        }
+        _ => false,
+    }
+}
