@@ -276,3 +276,25 @@ fn ab_fix_measures_what_the_ml202_fix_buys_and_leaves_the_project_alone() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such memlint rule"));
 }
+
+#[test]
+fn run_lint_survives_deeply_nested_files_in_the_project() {
+    // memlint's checks recurse once per level of nesting: in memprobe they
+    // run on threads with memlint's stack, not a default one (this
+    // overflowed it and aborted memprobe).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pyproject.toml"), "").unwrap();
+    std::fs::write(dir.path().join("train.py"), "print('ran')\n").unwrap();
+    let n = 3000;
+    std::fs::write(dir.path().join("deep.py"), format!("import torch\nx = {}1{}\n", "[".repeat(n), "]".repeat(n))).unwrap();
+    let json = dir.path().join("run.json");
+    let o = Command::new(&*BIN)
+        .args(["run", "--lint", "--quiet", "--json", json.to_str().unwrap(), "--", &python(), "train.py"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ran");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(v["lint"]["note"].is_null() && v["lint"]["findings"].as_array().is_some_and(|f| f.is_empty()), "{}", v["lint"]);
+}

@@ -94,7 +94,20 @@ fn check_args(flags: &[&str], paths: &[PathBuf], select: &[&str]) -> anyhow::Res
 /// as `--select`; all default rules when empty). Files in the order of
 /// their paths; a file without findings is left out.
 pub fn lint(paths: &[PathBuf], select: &[&str]) -> anyhow::Result<Vec<FileReport>> {
-    check::findings(&check_args(&[], paths, select)?)
+    let args = check_args(&[], paths, select)?;
+    in_worker_pool(|| check::findings(&args))
+}
+
+/// Runs `f` in a thread pool of its own whose threads have
+/// [`WORKER_STACK`], as the `memlint` binary's global pool has: the checks
+/// recurse once per level of nesting, more than a default thread stack
+/// holds on deeply nested input.
+fn in_worker_pool<T: Send>(f: impl FnOnce() -> anyhow::Result<T> + Send) -> anyhow::Result<T> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(WORKER_STACK)
+        .build()
+        .map_err(|e| anyhow::anyhow!("starting memlint's worker threads: {e}"))?;
+    pool.install(f)
 }
 
 /// Applies the fixes of the rules `select` names (unsafe fixes too when
@@ -102,5 +115,6 @@ pub fn lint(paths: &[PathBuf], select: &[&str]) -> anyhow::Result<Vec<FileReport
 /// does, and returns what changed.
 pub fn fix(paths: &[PathBuf], select: &[&str], unsafe_fixes: bool) -> anyhow::Result<check::FixOutcome> {
     let flags: &[&str] = if unsafe_fixes { &["--fix", "--unsafe-fixes"] } else { &["--fix"] };
-    check::fix(&check_args(flags, paths, select)?)
+    let args = check_args(flags, paths, select)?;
+    in_worker_pool(|| check::fix(&args))
 }
