@@ -113,16 +113,11 @@ pub fn rank(view: &mut LintView, report: &RunReport) {
         f.strength = strength;
         f.explains = explains;
     }
-    let in_script = |f: &LintFinding| {
-        view.scripts.iter().any(|s| {
-            let a = std::path::absolute(s).ok();
-            let b = std::path::absolute(Path::new(&view.root).join(&f.path)).ok().or_else(|| std::path::absolute(&f.path).ok());
-            a.is_some() && (a == b || a == std::path::absolute(&f.path).ok())
-        })
-    };
-    let mut keyed: Vec<(u8, bool, LintFinding)> = view.findings.drain(..).map(|f| (f.strength, in_script(&f), f)).collect();
-    keyed.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.path.cmp(&b.2.path)).then(a.2.line.cmp(&b.2.line)));
-    view.findings = keyed.into_iter().map(|(_, _, f)| f).collect();
+    // memlint shows a path as it was given (the absolute root) or relative
+    // to the working directory, as the command's script arguments are.
+    let scripts: Vec<PathBuf> = view.scripts.iter().filter_map(|s| std::path::absolute(s).ok()).collect();
+    let in_script = |f: &LintFinding| std::path::absolute(&f.path).is_ok_and(|p| scripts.contains(&p));
+    view.findings.sort_by_cached_key(|f| (std::cmp::Reverse(f.strength), !in_script(f), f.path.clone(), f.line));
 }
 
 #[cfg(test)]

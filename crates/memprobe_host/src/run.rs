@@ -366,11 +366,12 @@ impl TorchCollector {
     /// backwards) starts the series anew: the hook counts those from then on.
     fn add_step(&mut self, pid: u32, t: f64, step: &serde_json::Value) {
         let Some(kind) = step["kind"].as_str().and_then(StepKind::parse) else { return };
-        let cuda_figures: Vec<(u64, u64)> = step["cuda"]
+        // Per device: [index, peak allocated, allocated, peak reserved].
+        let cuda_figures: Vec<[u64; 4]> = step["cuda"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|d| (d.get(1).and_then(|x| x.as_u64()).unwrap_or(0), d.get(2).and_then(|x| x.as_u64()).unwrap_or(0)))
+            .map(|d| std::array::from_fn(|i| d.get(i).and_then(|x| x.as_u64()).unwrap_or(0)))
             .collect();
         let cuda = !cuda_figures.is_empty();
         let series = self.steps.entry(pid).or_insert_with(|| StepSeries::new(pid, kind, cuda));
@@ -388,20 +389,19 @@ impl TorchCollector {
         series.t_s.push(t);
         series.step_s.push(step["dt"].as_f64());
         if cuda {
-            series.host_peak_per_step &= step["cuda_peak_reset"].as_bool().unwrap_or(true);
-            series.peak_bytes.push(Some(cuda_figures.iter().map(|f| f.0).sum()));
-            series.left_bytes.push(Some(cuda_figures.iter().map(|f| f.1).sum()));
+            series.peak_per_step &= step["cuda_peak_reset"].as_bool().unwrap_or(true);
+            series.peak_bytes.push(Some(cuda_figures.iter().map(|f| f[1]).sum()));
+            series.left_bytes.push(Some(cuda_figures.iter().map(|f| f[2]).sum()));
             // The hook reset the allocator's peak: keep the run's true peak.
-            for d in step["cuda"].as_array().into_iter().flatten() {
-                let f = |i: usize| d.get(i).and_then(|x| x.as_u64()).unwrap_or(0);
-                if let Some(dev) = self.devices.get_mut(&(pid, f(0) as u32)) {
-                    dev.peak_allocated_bytes = dev.peak_allocated_bytes.max(f(1));
-                    dev.peak_reserved_bytes = dev.peak_reserved_bytes.max(f(3));
+            for [index, peak, _, reserved] in cuda_figures {
+                if let Some(dev) = self.devices.get_mut(&(pid, index as u32)) {
+                    dev.peak_allocated_bytes = dev.peak_allocated_bytes.max(peak);
+                    dev.peak_reserved_bytes = dev.peak_reserved_bytes.max(reserved);
                 }
             }
         } else {
             let reset = step["hwm_reset"].as_bool().unwrap_or(false);
-            series.host_peak_per_step &= reset;
+            series.peak_per_step &= reset;
             series.peak_bytes.push(step["hwm"].as_u64());
             series.left_bytes.push(step["rss"].as_u64());
         }
@@ -688,13 +688,13 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, HostError> {
             notes.push("--torch: no training steps seen (no optimizer step(), backward() or module forward ran)".into());
         }
         if let Some(main) = v.main_steps() {
-            if !main.cuda && !main.host_peak_per_step {
+            if !main.cuda && !main.peak_per_step {
                 notes.push("--torch: the peak RSS per step could not be reset (/proc/self/clear_refs not writable): each step's host peak is the process's peak so far".into());
             }
-            if main.cuda && main.host_peak_per_step {
+            if main.cuda && main.peak_per_step {
                 notes.push("--torch: the allocator's peak counters are reset at each step's end, so the script's own torch.cuda.max_memory_allocated() reads the peak since the last step (--keep-peak-stats leaves them alone)".into());
             }
-            if main.cuda && !main.host_peak_per_step {
+            if main.cuda && !main.peak_per_step {
                 notes.push("--torch --keep-peak-stats: each step's peak is the allocator's peak so far, not within the step".into());
             }
             let other = v.steps.iter().filter(|s| s.pid != main.pid && !s.is_empty()).count();

@@ -72,9 +72,8 @@ impl Default for CompareOptions {
 /// Steady-state step times (ms) of a `run --torch` report's main process.
 fn steady_step_times(r: &RunReport) -> Option<Vec<f64>> {
     let series = r.torch.as_ref()?.main_steps()?;
-    let warmup = r.step_settings.warmup_steps.unwrap_or_else(|| series.default_warmup()).min(series.len());
     // In ms, as bench step times are: the table shows "step ..." rows in ms.
-    let v: Vec<f64> = series.step_s[warmup..].iter().flatten().map(|s| s * 1000.0).collect();
+    let v: Vec<f64> = series.steady_step_times(r.step_settings.warmup_steps).iter().map(|s| s * 1000.0).collect();
     (v.len() >= 2).then_some(v)
 }
 

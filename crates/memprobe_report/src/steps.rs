@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{median, quantile_sorted};
+use crate::stats::{median, quantile_sorted, Stats};
 
 /// What marks the end of a step in a process: the hook picks the highest
 /// kind the process does (an optimizer step over a backward over a forward).
@@ -64,7 +64,8 @@ pub struct StepSeries {
     /// Whether each peak is the step's own: the host high-water mark could
     /// be reset per step, or the CUDA allocator's peak counters were (not
     /// with `--keep-peak-stats`); else a peak is the process's peak so far.
-    pub host_peak_per_step: bool,
+    #[serde(alias = "host_peak_per_step")]
+    pub peak_per_step: bool,
 }
 
 impl StepSeries {
@@ -78,7 +79,7 @@ impl StepSeries {
             step_s: Vec::new(),
             peak_bytes: Vec::new(),
             left_bytes: Vec::new(),
-            host_peak_per_step: true,
+            peak_per_step: true,
         }
     }
 
@@ -99,19 +100,25 @@ impl StepSeries {
         (self.len() / 10).max(3).min(self.len())
     }
 
+    /// The warm-up steps left out: `asked`, else [`StepSeries::default_warmup`],
+    /// at most every step.
+    pub fn warmup(&self, asked: Option<usize>) -> usize {
+        asked.unwrap_or_else(|| self.default_warmup()).min(self.len())
+    }
+
+    /// The durations of the steady-state steps (after [`StepSeries::warmup`]),
+    /// seconds.
+    pub fn steady_step_times(&self, warmup: Option<usize>) -> Vec<f64> {
+        self.step_s[self.warmup(warmup)..].iter().flatten().copied().collect()
+    }
+
     /// The steady-state summary with `warmup` leading steps excluded
     /// (`None`: [`StepSeries::default_warmup`]) and the growth verdict at
     /// `threshold_bytes` per step.
     pub fn summarize(&self, warmup: Option<usize>, threshold_bytes: f64) -> StepSummary {
-        let warmup = warmup.unwrap_or_else(|| self.default_warmup()).min(self.len());
-        let times: Vec<f64> = self.step_s[warmup..].iter().flatten().copied().collect();
-        let mut sorted = times.clone();
-        sorted.sort_by(f64::total_cmp);
-        let (step_median_s, step_iqr_s) = if sorted.is_empty() {
-            (None, None)
-        } else {
-            (Some(quantile_sorted(&sorted, 0.5)), Some(quantile_sorted(&sorted, 0.75) - quantile_sorted(&sorted, 0.25)))
-        };
+        let times = self.steady_step_times(warmup);
+        let warmup = self.warmup(warmup);
+        let time_stats = Stats::from_samples(&times);
         let peaks: Vec<f64> = self.peak_bytes[warmup..].iter().flatten().map(|&b| b as f64).collect();
         // Host RSS keeps rising for several steps after the first ones while
         // the C allocator's heap settles (30 MiB over 10 steps of a loop that
@@ -132,10 +139,10 @@ impl StepSeries {
             cuda: self.cuda,
             steps: self.len(),
             warmup_steps: warmup,
-            step_median_s,
-            step_iqr_s,
-            steps_per_s: step_median_s.filter(|&m| m > 0.0).map(|m| 1.0 / m),
-            peak_max_bytes: peaks.iter().copied().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))).map(|x| x as u64),
+            step_median_s: time_stats.as_ref().map(|t| t.median),
+            step_iqr_s: time_stats.as_ref().map(|t| t.iqr),
+            steps_per_s: time_stats.as_ref().map(|t| t.median).filter(|&m| m > 0.0).map(|m| 1.0 / m),
+            peak_max_bytes: self.peak_bytes[warmup..].iter().flatten().max().copied(),
             peak_median_bytes: median(&peaks).map(|x| x as u64),
             left_first_bytes: self.left_bytes.get(warmup).copied().flatten(),
             left_last_bytes: left.last().map(|&(_, b)| b as u64),

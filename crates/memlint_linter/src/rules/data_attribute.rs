@@ -251,7 +251,7 @@ impl Rule for DataAttribute {
         };
         // A read only: `.detach()` shares the storage but keeps the version
         // counter, so a later in-place change raises instead of corrupting.
-        if !checker.cx.is_written_through(expr.id) {
+        if !write {
             d = d.with_fix(Fix {
                 applicability: Applicability::Unsafe,
                 message: format!("use `{name}.detach()`"),

@@ -59,6 +59,17 @@ pub(crate) fn one_line(command: &str, max: usize) -> String {
     }
 }
 
+/// One line of notes under a table: whole in markdown (`first` then the
+/// text), wrapped at the terminal's 100 columns with `rest` before each
+/// continuation otherwise.
+fn note_line(text: &str, markdown: bool, first: &str, rest: &str) -> String {
+    if markdown {
+        format!("{first}{text}\n")
+    } else {
+        super::table::wrap(text, super::table::TERMINAL_WIDTH, first, rest)
+    }
+}
+
 fn summary_row(what: String, s: &MemorySeries, note: String) -> crate::run::SummaryRow {
     let x = s.summary();
     crate::run::SummaryRow {
@@ -289,16 +300,14 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
             out.push_str(&super::table::wrap(&format!("{}: {}", c.what, c.describe()), super::table::TERMINAL_WIDTH, bullet, "    "));
         }
     }
+    // Markdown keeps its lines whole; the terminal wraps them at 100 columns.
+    let line = |text: String| note_line(&text, markdown, bullet, "    ");
     for g in &r.growth {
-        let text = format!("memory left after each step, {g}");
-        out.push_str(&if markdown { format!("{bullet}{text}\n") } else { super::table::wrap(&text, super::table::TERMINAL_WIDTH, bullet, "    ") });
+        out.push_str(&line(format!("memory left after each step, {g}")));
     }
     if let Some(f) = &r.fix {
-        out.push_str(&if markdown {
-            format!("{bullet}**{}**\n", fix_headline(&f.code, r))
-        } else {
-            super::table::wrap(&fix_headline(&f.code, r), super::table::TERMINAL_WIDTH, bullet, "    ")
-        });
+        let headline = fix_headline(&f.code, r);
+        out.push_str(&line(if markdown { format!("**{headline}**") } else { headline }));
     }
     let mut methods: Vec<String> = Vec::new();
     for c in &r.comparisons {
@@ -310,14 +319,6 @@ pub fn render_ab(r: &AbReport, markdown: bool) -> String {
             methods.push(m);
         }
     }
-    // Markdown keeps its lines whole; the terminal wraps them at 100 columns.
-    let line = |text: String| {
-        if markdown {
-            format!("{bullet}{text}\n")
-        } else {
-            super::table::wrap(&text, super::table::TERMINAL_WIDTH, bullet, "    ")
-        }
-    };
     for m in methods {
         out.push_str(&line(format!("verdict: {m}")));
     }
@@ -362,14 +363,9 @@ fn render_steps(st: &crate::steps::StepSummary, markdown: bool) -> String {
         lines.push(format!("left after a step: {} after warm-up, {} after the last", fmt_size(a as f64), fmt_size(b as f64)));
     }
     lines.push(format!("memory left after each step: {}", st.growth.describe()));
+    let rest = format!("{indent}  ");
     for (i, l) in lines.iter().enumerate() {
-        let first = if i == 0 { bullet.to_string() } else { indent.to_string() };
-        let rest = if markdown { indent.to_string() } else { format!("{indent}  ") };
-        if markdown {
-            out.push_str(&format!("{first}{l}\n"));
-        } else {
-            out.push_str(&super::table::wrap(l, super::table::TERMINAL_WIDTH, &first, &rest));
-        }
+        out.push_str(&note_line(l, markdown, if i == 0 { bullet } else { indent }, &rest));
     }
     if markdown {
         out.push('\n');
@@ -381,13 +377,7 @@ fn render_steps(st: &crate::steps::StepSummary, markdown: bool) -> String {
 fn render_lint(l: &crate::run::LintView, markdown: bool) -> String {
     let (bullet, indent) = if markdown { ("- ", "  ") } else { ("  ", "    ") };
     let mut out = String::new();
-    let line = |text: &str, first: &str, rest: &str| {
-        if markdown {
-            format!("{first}{text}\n")
-        } else {
-            super::table::wrap(text, super::table::TERMINAL_WIDTH, first, rest)
-        }
-    };
+    let line = |text: &str, first: &str, rest: &str| note_line(text, markdown, first, rest);
     if let Some(n) = &l.note {
         out.push_str(&line(n, bullet, indent));
         return out;
