@@ -364,6 +364,33 @@ pub fn accumulation_count(test: &Expr) -> Option<&Expr> {
     }
 }
 
+/// The micro-step count `n` of a gradient-accumulation inner loop, `for
+/// micro_step in range(n)` (or `range(0, n)`), when the count or the loop
+/// variable is named for it (`accum`, `micro`): a loop over heads or losses
+/// (`for k in range(n_heads)`) sums gradients on purpose and is not one.
+pub fn micro_step_count(stmt: &Stmt) -> Option<&Expr> {
+    let StmtKind::For { target, iter, .. } = &stmt.kind else { return None };
+    let (func, args, kws) = iter.as_call()?;
+    if func.as_name() != Some("range") || !kws.is_empty() {
+        return None;
+    }
+    let n = match args {
+        [n] => n,
+        [start, n] if matches!(start.kind, ExprKind::Literal(Literal::Int(0))) => n,
+        _ => return None,
+    };
+    if matches!(n.kind, ExprKind::Literal(_)) {
+        return None;
+    }
+    let named = |e: &Expr| {
+        e.dotted().is_some_and(|d| {
+            let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
+            last.contains("accum") || last.contains("micro")
+        })
+    };
+    (named(n) || named(target)).then_some(n)
+}
+
 /// Whether `dotted` (an optimizer) is bound in `body` from a call that is
 /// neither a torch optimizer's constructor nor a project function
 /// (`model, optimizer = msamp.initialize(model, optimizer)`,

@@ -1,5 +1,5 @@
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
-use memlint_semantic::step::{accumulation_count, StepKind, StepKinds};
+use memlint_semantic::step::{accumulation_count, micro_step_count, StepKind, StepKinds};
 use memlint_semantic::Context;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -11,7 +11,11 @@ declare_rule! {
     /// every iteration and steps the optimizer under an accumulation guard:
     /// `if (i + 1) % n == 0:`, `if step % n == n - 1:`,
     /// `if (i + 1) % n == 0 or i + 1 == len(loader):`, or a counter compared
-    /// to a count named for accumulation (`if micro == accum_steps:`). The
+    /// to a count named for accumulation (`if micro == accum_steps:`); or the
+    /// loop holds an inner micro-step loop, `for micro_step in range(n):`
+    /// (the count or the variable named for accumulation or micro-steps),
+    /// that calls `backward()` and neither steps nor zeroes, and the
+    /// optimizer steps after it (nanoGPT's shape). The
     /// loss counts as scaled when it is divided or multiplied by a factor on
     /// its way to `backward()` (`loss = loss / n`, `(loss * scale).backward()`,
     /// `loss /= n`), also inside the project's loss helper that returns it.
@@ -52,7 +56,9 @@ declare_rule! {
     /// are not checked, nor loops whose `backward()` runs only in a helper.
     /// Deliberately summed gradients (a loss already reduced with
     /// `reduction="sum"` over the whole accumulated batch) are reported.
-    /// Test modules are not checked.
+    /// Test modules are not checked. An inner loop over `range(n)` whose
+    /// names say nothing of accumulation (`for k in range(n_heads)`: one
+    /// backward per head, summed on purpose) is not taken as micro-steps.
     ///
     /// ## References
     /// - [Gradient accumulation (PyTorch forums, with the `loss / n` idiom)](https://discuss.pytorch.org/t/why-do-we-need-to-set-the-gradients-manually-to-zero-in-pytorch/4903/20)
@@ -63,6 +69,47 @@ declare_rule! {
         severity: Warning,
         default: true,
         languages: [Python],
+    }
+}
+
+impl AccumulationLossNotScaled {
+    /// The micro-step shape: `for micro in range(accum_steps): loss =
+    /// model(x); loss.backward()` directly in the training loop's body, with
+    /// the optimizer stepped after that inner loop and neither stepped nor
+    /// zeroed inside it.
+    fn check_micro_steps(body: &[Stmt], events: &[memlint_semantic::step::StepEvent<'_>], checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        for stmt in body {
+            let StmtKind::For { body: inner, .. } = &stmt.kind else { continue };
+            let Some(n) = micro_step_count(stmt) else { continue };
+            let within = |e: &memlint_semantic::step::StepEvent<'_>| stmt.span.start <= e.span.start && e.span.start < stmt.span.end;
+            let steps_after =
+                events.iter().any(|e| e.is_direct() && e.kinds().contains(StepKinds::OPT_STEP) && e.span.start >= stmt.span.end);
+            let resets_inside = events.iter().any(|e| within(e) && (e.kinds().contains(StepKinds::OPT_STEP) || e.kinds().contains(StepKinds::ZERO)));
+            if !steps_after || resets_inside {
+                continue;
+            }
+            let n_text = checker.text(n.span).to_string();
+            for e in events.iter().filter(|e| within(e) && e.depth == 1 && !e.in_def) {
+                let StepKind::Backward { wrapper: false, .. } = e.kind else { continue };
+                let Some(loss) = e.loss else { continue };
+                if scaled(loss, inner, e.span.start, cx, 0) {
+                    continue;
+                }
+                let loss_text = checker.text(loss.span).to_string();
+                let shown = if loss_text.len() <= 40 { loss_text.as_str() } else { "loss" };
+                checker.report(
+                    Self::META
+                        .diagnostic(
+                            e.span,
+                            format!(
+                                "`{shown}` is not divided by `{n_text}` before `backward()`: the optimizer steps once after the `{n_text}` micro-steps of this loop, so the accumulated gradient is `{n_text}` times too large"
+                            ),
+                        )
+                        .with_help(format!("scale the loss before `backward()`: `loss = loss / {n_text}`")),
+                );
+            }
+        }
     }
 }
 
@@ -77,6 +124,7 @@ impl Rule for AccumulationLossNotScaled {
             return;
         }
         let events = checker.loop_events();
+        Self::check_micro_steps(body, &events, checker);
         // The step under an accumulation guard, and that guard.
         let Some((guard, n)) = events.iter().filter(|e| e.is_direct() && e.kinds().contains(StepKinds::OPT_STEP)).find_map(|e| {
             e.guards.iter().find_map(|g| accumulation_count(g).map(|n| (*g, n)))

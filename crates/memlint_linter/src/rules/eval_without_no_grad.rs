@@ -16,7 +16,11 @@ declare_rule! {
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every
     /// loop, in the function outside its loops. An evaluation loop that
-    /// follows a training loop in the same function is still evaluation.
+    /// follows a training loop in the same function is still evaluation,
+    /// and so is the code from `model.eval()` to `model.train()` in an
+    /// epoch loop whose batch loop trained before it (sampling a GAN's
+    /// generator each epoch), unless a `backward()` follows in the same
+    /// iteration (features computed in eval mode and then trained on).
     ///
     /// ## Why is this bad?
     /// With grad enabled, every forward pass records the autograd graph and
@@ -61,7 +65,9 @@ declare_rule! {
     /// which runs with grad off (callers in other files of the run
     /// included). A forward of a model whose parameters were all frozen
     /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
-    /// parameters) is not reported, nor a call of an instance of a project
+    /// parameters), or of a wrapper of one (`nn.Sequential(backbone,
+    /// nn.Flatten())`, `nn.DataParallel(backbone)`, `backbone.to(device)`)
+    /// with no layer of its own that holds parameters, is not reported, nor a call of an instance of a project
     /// class that is not an `nn.Module` (a trainer or predictor wrapping a
     /// model). Callers reached by dynamic dispatch or outside the run are
     /// not seen: an evaluation function whose only callers are there is

@@ -14,7 +14,10 @@ declare_rule! {
     /// the model's class in the project defines it as a parameter), tensors
     /// marked with `requires_grad_()` or `.requires_grad = True`, and loop
     /// variables over `model.parameters()`, `named_parameters()`, an
-    /// optimizer's `group["params"]` and `zip(a.parameters(), b.parameters())`.
+    /// optimizer's `group["params"]` and `zip(a.parameters(), b.parameters())`,
+    /// and the `weight`/`bias` of layers reached through a loop
+    /// (`for m in model.modules()`, or `for mi in m.m` whose body reads
+    /// `mi.bias`).
     ///
     /// ## Why is this bad?
     /// PyTorch raises `RuntimeError: a leaf Variable that requires grad is
@@ -42,8 +45,14 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// A parameter frozen with `requires_grad_(False)` in another function is
-    /// still taken as requiring grad when iterated from `model.parameters()`.
+    /// Parameters of a model frozen first (`for p in ema.parameters():
+    /// p.requires_grad_(False)` or `p.detach_()`, `ema.requires_grad_(False)`)
+    /// are not leaves that require grad: an EMA copy updated in place is not
+    /// reported when it was frozen in the same function, in its class
+    /// (`self.ema`, in any method), or, for a model the function is given
+    /// (`def update(ema, model)`), by a loop of the same file that freezes a
+    /// model of that name. A model frozen in another file is still taken as
+    /// requiring grad.
     /// A function whose every known caller (in any file of the run) runs it
     /// under `torch.no_grad()` is analysed with grad off; callers reached by
     /// dynamic dispatch or outside the run are not seen, so such updates are

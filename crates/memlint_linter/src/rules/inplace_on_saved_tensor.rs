@@ -20,7 +20,13 @@ declare_rule! {
     /// `nn.Sequential(...)`, an in-place activation
     /// (`nn.ReLU(inplace=True)`, or a project module whose `forward` changes
     /// its input in place) right after a module that saves its output
-    /// (`nn.Sigmoid()`, `nn.Tanh()`, `nn.Softmax()`). Not under `no_grad`,
+    /// (`nn.Sigmoid()`, `nn.Tanh()`, `nn.Softmax()`). A layer the class
+    /// assigned (`self.act = nn.Sigmoid()`, `self.conv = nn.Conv2d(...)`)
+    /// runs its op when called: `h = self.act(...)` saves `h`, and
+    /// `self.conv(x)` saves `x` for its weight's gradient, so the residual
+    /// `x += self.conv(x)` changes what it saved. The outputs of
+    /// `torch.linalg.eigh`/`eig`/`svd`/`qr` are saved by their backward
+    /// (`w, v = torch.linalg.eigh(a); w.clamp_(min=0)`). Not under `no_grad`,
     /// not inside a custom `torch.autograd.Function.forward`, and never on
     /// `y = x * 2; y.add_(1)`: multiplying by a Python scalar saves nothing.
     ///
@@ -52,9 +58,10 @@ declare_rule! {
     /// not known and not checked. The `backward()` is any later one in the
     /// same function or module: one whose loss does not depend on the
     /// saving op is not told apart, and a `backward()` in a caller is not
-    /// seen. Modules called one after the other outside an `nn.Sequential`
-    /// (`x = self.act(self.sig(x))`) are not followed. Test modules are not
-    /// checked.
+    /// seen. Layers are known by their `torch.nn` class where the class
+    /// assigns them to `self`; a layer passed in, held in a list or built
+    /// by a project class is not (`x += self.block(x)` with a project
+    /// block is not reported). Test modules are not checked.
     ///
     /// ## References
     /// - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
@@ -71,7 +78,9 @@ declare_rule! {
 const HELP: &str = "use the out-of-place op (`y = y.mul(2)`), or change a `.clone()` of the tensor";
 
 impl InplaceOnSavedTensor {
-    fn check(checker: &mut Checker<'_>, on: &Expr, span: Span, what: &str) {
+    /// `value`: the right-hand side of an augmented assignment, which
+    /// runs before the write (`x += self.conv(x)` saves `x`, then changes it).
+    fn check(checker: &mut Checker<'_>, on: &Expr, span: Span, what: &str, value: Option<&Expr>) {
         let cx = checker.cx;
         // `y[0].add_(1)` writes into `y`.
         let on = match &on.kind {
@@ -79,7 +88,10 @@ impl InplaceOnSavedTensor {
             _ => on,
         };
         let Some(d) = on.dotted() else { return };
-        let Some(saved_at) = cx.saved_for_backward(&d) else { return };
+        let saved_at = cx.saved_for_backward(&d).or_else(|| {
+            value.filter(|_| cx.grad_enabled()).and_then(|v| cx.saves_in(v, &d))
+        });
+        let Some(saved_at) = saved_at else { return };
         // Leaves are ML101's; without a later backward nothing reads the saved value.
         if cx.is_requires_grad_leaf(&d) || cx.is_parameter_path(&d) || !cx.backward_follows() {
             return;
@@ -158,8 +170,12 @@ impl Rule for InplaceOnSavedTensor {
         if !checker.in_grad_code() {
             return;
         }
+        let value = match &stmt.kind {
+            memlint_semantic::ir::StmtKind::AugAssign { value, .. } => Some(&**value),
+            _ => None,
+        };
         for (on, span, what) in inplace_stmt(stmt) {
-            Self::check(checker, on, span, what);
+            Self::check(checker, on, span, what, value);
         }
     }
 
@@ -171,7 +187,7 @@ impl Rule for InplaceOnSavedTensor {
         // Most calls cannot write in place: no callee name to build.
         let q = if may_write_in_place(expr) { checker.cx.qualified_name(func) } else { None };
         for (on, span, what) in inplace_call(expr, q.as_ref().map(|q| q.as_str())) {
-            Self::check(checker, on, span, &what);
+            Self::check(checker, on, span, &what, None);
         }
         Self::check_sequential(expr, checker);
     }

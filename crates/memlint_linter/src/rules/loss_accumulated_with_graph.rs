@@ -55,7 +55,11 @@ declare_rule! {
     /// method of an object whose class is unknown) or defined outside the run
     /// is not, and its losses are known to carry a graph only when
     /// `backward()` is called on them in the loop. Test modules are not
-    /// checked.
+    /// checked. A loss added after its own `backward()` (no graph built since)
+    /// into a sum that the training loop resets (`running_loss = 0.0` at
+    /// each optimizer step or logging interval) is not reported: backward
+    /// freed the saved activations and only the autograd nodes of one window
+    /// stay alive. The same sum never reset is reported.
     ///
     /// ## References
     /// - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
@@ -79,6 +83,15 @@ impl LossAccumulatedWithGraph {
         };
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+            return;
+        }
+        // `running_loss += loss` after `loss.backward()`, the sum reset at
+        // each optimizer step or logging interval: backward freed what the
+        // graph saved, and only the autograd nodes of one window stay alive.
+        if !cx.graph_may_be_live()
+            && value.dotted().is_some_and(|d| cx.is_backward_root(&d))
+            && cx.reset_in_training_loop(&acc_name)
+        {
             return;
         }
         let value_text = checker.text(value.span).to_string();

@@ -104,6 +104,21 @@ pub const SAVED_FOR_BACKWARD: &[(&str, Saves)] = &[
     ("reshape", Saves::Nothing),
 ];
 
+/// Whether the torch function `qualified` returns a tuple of outputs that
+/// its backward reads (`torch.linalg.eigh`: eigenvalues and eigenvectors),
+/// so changing one in place makes `backward()` raise.
+pub fn saves_its_outputs(qualified: &str) -> bool {
+    const DECOMPOSITIONS: &[&str] = &[
+        "torch.linalg.eigh",
+        "torch.linalg.eig",
+        "torch.linalg.svd",
+        "torch.linalg.qr",
+        "torch.svd",
+        "torch.qr",
+    ];
+    DECOMPOSITIONS.contains(&qualified)
+}
+
 /// What `op` saves for backward; `None` for ops not in the table.
 pub fn saved_for_backward(op: &str) -> Option<Saves> {
     SAVED_FOR_BACKWARD.iter().find(|(name, _)| *name == op).map(|(_, s)| *s)

@@ -22,9 +22,53 @@ pub const SEQUENTIAL: &str = "Sequential";
 /// `nn.Sequential`, by every qualified name it has.
 pub const SEQUENTIAL_NAMES: &[&str] = &["torch.nn.Sequential", "torch.nn.modules.container.Sequential"];
 
+/// Wrappers whose parameters are those of the modules they are given
+/// (`nn.Sequential(backbone, nn.Flatten())`, `nn.DataParallel(model)`):
+/// a wrapper of frozen models and parameterless layers is frozen too.
+pub const PARAMETER_SHARING_WRAPPERS: &[&str] = &[
+    "torch.nn.Sequential",
+    "torch.nn.modules.container.Sequential",
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.compile",
+];
+
+/// Methods that return the same module (`model.to(device)`,
+/// `model.eval()`): its frozen parameters stay frozen.
+pub const SAME_MODULE_METHODS: &[&str] = &["to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"];
+
+/// Whether a `torch.nn` layer class holds no parameters (`ReLU`,
+/// `Flatten`, pooling, `Dropout`).
+pub fn is_parameterless_layer(class: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "Identity", "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "ELU", "LeakyReLU", "Sigmoid", "Tanh", "Softmax",
+        "LogSoftmax", "Hardswish", "Hardsigmoid", "Softplus", "Flatten", "Unflatten", "Upsample", "PixelShuffle",
+    ];
+    EXACT.contains(&class)
+        || class.starts_with("Dropout")
+        || ["MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool"].iter().any(|p| class.starts_with(p))
+}
+
 /// Whether `attr` names a layer's parameter (`weight`, `bias`).
 pub fn is_param_attr(attr: &str) -> bool {
     matches!(attr, "weight" | "bias")
+}
+
+/// The op of the saved-tensor table a `torch.nn` layer runs: `Sigmoid`
+/// runs `sigmoid` (saves its output), `Linear` and `Conv2d` run `linear`
+/// and `conv2d` (save their input, the weight requiring grad).
+pub fn layer_op(class: &str) -> Option<&'static str> {
+    const LAYER_OPS: &[(&str, &str)] = &[
+        ("Linear", "linear"),
+        ("Conv1d", "conv1d"),
+        ("Conv2d", "conv2d"),
+        ("Conv3d", "conv3d"),
+        ("ELU", "elu"),
+        ("SiLU", "silu"),
+        ("GELU", "gelu"),
+    ];
+    output_saving_op(class).or_else(|| LAYER_OPS.iter().find(|(m, _)| *m == class).map(|(_, op)| *op))
 }
 
 /// For a `torch.nn` module class whose forward saves its output for

@@ -3,6 +3,7 @@
 //! (grad mode, freezing, leaves).
 
 use super::*;
+use crate::api::nn;
 
 impl Context {
     pub(super) fn enter_function(&mut self, func: &Function) {
@@ -135,6 +136,14 @@ impl Context {
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
             steps_env: rules && steps_an_environment(body),
             over_data: false,
+            backward_before: if calls_backward && rules {
+                body.iter()
+                    .rev()
+                    .find(|s| self.body_calls_backward(std::slice::from_ref(*s)))
+                    .map_or(u32::MAX, |s| s.span.end)
+            } else {
+                u32::MAX
+            },
         }
     }
 
@@ -206,9 +215,13 @@ impl Context {
         for n in &names {
             self.forget(n);
         }
-        let mark_param = |cx: &mut Context, e: &Expr| {
+        let mark_param = |cx: &mut Context, e: &Expr, frozen: bool| {
             if let Some(n) = e.as_name() {
-                cx.frame_mut().requires_grad.insert(n.to_string());
+                if frozen {
+                    cx.frame_mut().grad_off.insert(n.to_string());
+                } else {
+                    cx.frame_mut().requires_grad.insert(n.to_string());
+                }
                 cx.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
             }
         };
@@ -217,7 +230,8 @@ impl Context {
             if func.as_name() == Some("zip") && args.len() == elts.len() {
                 for (t, a) in elts.iter().zip(args) {
                     if is_parameter_iterable(a) {
-                        mark_param(self, t);
+                        let frozen = self.parameters_of_frozen(a);
+                        mark_param(self, t, frozen);
                     }
                 }
                 return;
@@ -225,7 +239,8 @@ impl Context {
         }
         // `for p in group["params"]` over an optimizer's parameter groups.
         if is_parameter_iterable(iter) && !matches!(iter.as_method_call(), Some((_, "named_parameters"))) {
-            mark_param(self, target);
+            let frozen = self.parameters_of_frozen(iter);
+            mark_param(self, target, frozen);
             return;
         }
         // `for k, v in losses.items()` / `for v in losses.values()` / `for l in losses`
@@ -247,16 +262,26 @@ impl Context {
         let inner = unwrap_iter_call(iter);
         if let Some((_, method)) = inner.as_method_call() {
             if method == "parameters" {
+                let frozen = self.parameters_of_frozen(inner);
                 if let Some(n) = target.as_name() {
-                    self.frame_mut().requires_grad.insert(n.to_string());
+                    if frozen {
+                        self.frame_mut().grad_off.insert(n.to_string());
+                    } else {
+                        self.frame_mut().requires_grad.insert(n.to_string());
+                    }
                     self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
                 }
                 return;
             }
             if method == "named_parameters" {
+                let frozen = self.parameters_of_frozen(inner);
                 if let ExprKind::Sequence(elts) = &target.kind {
                     if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
-                        self.frame_mut().requires_grad.insert(n.to_string());
+                        if frozen {
+                            self.frame_mut().grad_off.insert(n.to_string());
+                        } else {
+                            self.frame_mut().requires_grad.insert(n.to_string());
+                        }
                         self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
                     }
                 }
@@ -336,6 +361,15 @@ impl Context {
                     let f = self.project_callee(v)?;
                     self.grad_enabled().then(|| f.returns_graph_at.clone())
                 });
+                // `w, v = torch.linalg.eigh(a)`: a decomposition whose
+                // backward reads its outputs.
+                let saved_outputs = match value {
+                    Some(v) if values.is_none() && !self.options.summary_only && self.grad_enabled() && self.backward_may_follow() => {
+                        self.callee_name(v).is_some_and(|q| crate::api::saves_its_outputs(q.as_str()))
+                            && v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(|a| self.requires_grad_value(a)))
+                    }
+                    _ => false,
+                };
                 for (i, e) in elts.iter().enumerate() {
                     match values {
                         Some(vs) => self.bind(e, vs.get(i)),
@@ -353,6 +387,9 @@ impl Context {
                                 if let Some(d) = e.dotted() {
                                     self.frame_mut().graph.insert(d.into());
                                 }
+                            }
+                            if let (true, Some(d), Some(v)) = (saved_outputs, e.dotted(), value) {
+                                self.frame_mut().saved.insert(d.into(), v.span);
                             }
                         }
                     }
@@ -390,7 +427,11 @@ impl Context {
                     .filter(|(_, args, kws)| args.is_empty() && kws.is_empty())
                     .and_then(|(func, _, _)| self.project_name(func));
                 let batch = value.is_some_and(|v| self.is_batch_value(v));
+                let frozen = value.is_some_and(|v| self.is_frozen_value(v));
                 self.forget(&d);
+                if frozen {
+                    self.frame_mut().frozen.insert(d.to_string());
+                }
                 if batch {
                     self.frame_mut().batches.insert(d.to_string());
                 }
@@ -427,6 +468,47 @@ impl Context {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Whether `iter` is `m.parameters()` of a model whose parameters were
+    /// all frozen: frozen here, or a parameter of the function named like
+    /// one that a loop of this file freezes (an EMA copy frozen where it is
+    /// made and updated in another function: `def update(ema, model)` with
+    /// `for p in ema.parameters(): p.requires_grad = False` elsewhere).
+    fn parameters_of_frozen(&self, iter: &Expr) -> bool {
+        let Some((model, "parameters" | "named_parameters")) = unwrap_iter_call(iter).as_method_call() else {
+            return false;
+        };
+        let Some(d) = model.dotted() else { return false };
+        // By name only for a model this function is given: a local copy
+        // made here (`ema = deepcopy(model)`) is frozen only where it is.
+        self.is_frozen(&d)
+            || (self.frame().params.contains(d.as_str()) && self.facts.frozen_names.contains(d.as_str()))
+    }
+
+    /// Whether `v` is a module whose parameters are all frozen: a frozen
+    /// model itself, moved or switched (`frozen.to(device)`, `.eval()`), or
+    /// wrapped (`nn.Sequential(frozen, nn.Flatten())`,
+    /// `nn.DataParallel(frozen)`) with nothing that holds parameters beside it.
+    fn is_frozen_value(&self, v: &Expr) -> bool {
+        if let Some(d) = v.dotted() {
+            return self.is_frozen(&d);
+        }
+        if let Some(q) = self.callee_name(v) {
+            if !q.is_any(nn::PARAMETER_SHARING_WRAPPERS) {
+                return false;
+            }
+            let (_, args, _) = v.as_call().unwrap_or((v, &[], &[]));
+            let parameterless = |a: &Expr| {
+                self.callee_name(a).is_some_and(|q| q.starts_with_module(nn::NN) && nn::is_parameterless_layer(q.last()))
+            };
+            return args.iter().any(|a| self.is_frozen_value(a))
+                && args.iter().all(|a| self.is_frozen_value(a) || parameterless(a));
+        }
+        match v.as_method_call() {
+            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) => self.is_frozen_value(recv),
+            _ => false,
         }
     }
 
@@ -544,7 +626,12 @@ impl Context {
                             }
                         }
                     }
-                    "eval" if args.is_empty() && recv.dotted().is_some() => self.frame_mut().eval_mode = true,
+                    "eval" if args.is_empty() && recv.dotted().is_some() => {
+                        let depth = self.frame().loops.len();
+                        let f = self.frame_mut();
+                        f.eval_mode = true;
+                        f.eval_depth = depth;
+                    }
                     "train" if recv.dotted().is_some() => {
                         let flag = args.first().or_else(|| e.keyword("mode"));
                         let off = flag.is_some_and(Expr::is_false);

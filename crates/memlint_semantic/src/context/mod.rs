@@ -127,6 +127,10 @@ struct LoopFrame {
     steps_env: bool,
     /// The loop iterates over data: a loader, a dataset or batches.
     over_data: bool,
+    /// For a loop that calls `backward()`: the end of the last statement
+    /// of its body that does (itself or through a project helper). Past it,
+    /// the iteration trains no more.
+    backward_before: u32,
 }
 
 #[derive(Debug, Default)]
@@ -175,6 +179,9 @@ struct Frame {
     with_grad: Vec<Option<bool>>,
     /// `model.eval()` was seen (and no `model.train()` since).
     eval_mode: bool,
+    /// How many loops enclosed the last `model.eval()`: the loops it was
+    /// called in were entered before evaluation began.
+    eval_depth: usize,
     loops: Vec<LoopFrame>,
     kinds: HashMap<String, ValueKind>,
     params: HashSet<String>,
@@ -254,6 +261,9 @@ pub struct Context {
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
+    /// Per class (qualified): `self.<attr>` assigned a `torch.nn` layer,
+    /// by the layer's class name (`self.act = nn.Sigmoid()` -> `Sigmoid`).
+    class_layers: HashMap<String, HashMap<String, String>>,
     /// The assignment targets of the statement being visited.
     assign_targets: Vec<ExprId>,
     /// The statement being visited is a `.data =` swap changing this.
@@ -332,6 +342,7 @@ impl Context {
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
             class_instances: HashMap::default(),
+            class_layers: HashMap::default(),
             assign_targets: Vec::new(),
             data_swap: None,
             current_stmt: memlint_diagnostics::Span::new(0, 0),

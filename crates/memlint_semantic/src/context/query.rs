@@ -263,8 +263,15 @@ impl Context {
     /// in the same function is therefore still evaluation.
     pub fn backward_in_scope(&self) -> bool {
         let f = self.frame();
-        for l in f.loops.iter().rev() {
+        for (i, l) in f.loops.iter().enumerate().rev() {
             if l.calls_backward {
+                // An epoch loop that trained in its nested batch loop, then
+                // called `model.eval()` and trains no more this iteration
+                // (sampling a GAN's generator each epoch): from `.eval()`
+                // to `.train()` is evaluation.
+                if f.eval_mode && i < f.eval_depth && self.current_stmt.start >= l.backward_before {
+                    return false;
+                }
                 return true;
             }
             if l.kind == LoopKind::Eval {
@@ -301,6 +308,13 @@ impl Context {
         };
         let at = self.current_stmt_id;
         loops[train..].iter().all(|l| !l.unconditional.get(dotted).is_some_and(|stmts| stmts.contains(&at)))
+    }
+
+    /// Whether `dotted` is assigned anew (from a value that does not read
+    /// it) somewhere in the innermost training loop, under an `if` included:
+    /// an accumulator reset at each optimizer step or logging interval.
+    pub fn reset_in_training_loop(&self, dotted: &str) -> bool {
+        self.frame().loops.iter().rev().find(|l| l.kind == LoopKind::Train).is_some_and(|l| l.resets.contains(dotted))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.

@@ -141,6 +141,14 @@ impl Context {
                 if e.keyword("inplace").is_some_and(Expr::is_true) {
                     return None;
                 }
+                // `self.act(h)` with `self.act = nn.Sigmoid()`: the layer's
+                // op, on its input alone (a layer's weight is implicit).
+                if let Some(op) = self.layer_of(func).and_then(|class| crate::api::nn::layer_op(&class)) {
+                    if self.is_frozen(&func.dotted().unwrap_or_default()) {
+                        return None;
+                    }
+                    return Some((op, args.iter().take(1).collect()));
+                }
                 match self.qualified_name(func) {
                     Some(q) if q.starts_with_module("torch") => {
                         let last = q.last();
@@ -161,6 +169,24 @@ impl Context {
         };
         let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == name)?.0;
         Some((op, operands))
+    }
+
+    /// The `torch.nn` layer class `self.<attr>` was assigned in its class
+    /// (`self.act = nn.Sigmoid()` -> `Sigmoid`).
+    pub fn layer_of(&self, func: &Expr) -> Option<String> {
+        let d = func.dotted()?;
+        let attr = d.strip_prefix("self.")?;
+        if attr.contains('.') {
+            return None;
+        }
+        self.class_layers.get(self.current_class()?)?.get(attr).cloned()
+    }
+
+    /// What `value` saves of the tensor `dotted` for backward, by the span
+    /// of the op that saves it: `x += self.conv(x)` saves `x` before the
+    /// addition writes into it.
+    pub fn saves_in(&self, value: &Expr, dotted: &str) -> Option<memlint_diagnostics::Span> {
+        self.saved_by(value).into_iter().find(|(name, _, output)| !output && name == dotted).map(|(_, span, _)| span)
     }
 
     /// Whether the value of `e` requires grad: it carries a graph, or is
@@ -212,7 +238,7 @@ impl Context {
                 matches!(op, crate::ir::BinOp::Mult | crate::ir::BinOp::Div | crate::ir::BinOp::MatMult | crate::ir::BinOp::Pow)
             }
             ExprKind::Call { func, .. } => match &func.kind {
-                ExprKind::Attribute { attr, .. } => named_op(attr),
+                ExprKind::Attribute { attr, .. } => named_op(attr) || self.layer_of(func).is_some(),
                 ExprKind::Name(n) => named_op(n),
                 _ => false,
             },
@@ -235,6 +261,9 @@ impl Context {
                 }
             };
             match saved_for_backward(op) {
+                // A layer's call (`self.conv(x)`): its weight requires grad,
+                // so the input is saved.
+                Some(Saves::Inputs) if operands.len() == 1 => save(operands[0]),
                 Some(Saves::Inputs) if operands.len() >= 2 => {
                     for i in 0..2 {
                         if self.requires_grad_value(operands[1 - i]) && tensor(operands[i]) {
@@ -687,11 +716,16 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
     out
 }
 
-/// Per class: `self.<attr>` frozen in any method, and `self.<attr>`
-/// assigned an instance of a project class.
-pub(super) fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>, HashMap<String, String>) {
+/// Per class: `self.<attr>` frozen in any method, `self.<attr>`
+/// assigned an instance of a project class, and `self.<attr>` assigned a
+/// `torch.nn` layer (by its class name).
+pub(super) fn class_attr_facts(
+    body: &[Stmt],
+    cx: &Context,
+) -> (HashSet<String>, HashMap<String, String>, HashMap<String, String>) {
     let mut frozen = HashSet::default();
     let mut instances = HashMap::default();
+    let mut layers = HashMap::default();
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
             for_each_stmt_in_function(&f.body, &mut |s| match &s.kind {
@@ -722,6 +756,12 @@ pub(super) fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>,
                                     instances.insert(attr.to_string(), class.clone());
                                 }
                             }
+                        } else if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module(crate::api::nn::NN)) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    layers.insert(attr.to_string(), q.last().to_string());
+                                }
+                            }
                         }
                     }
                 }
@@ -729,7 +769,7 @@ pub(super) fn class_attr_facts(body: &[Stmt], cx: &Context) -> (HashSet<String>,
             });
         }
     }
-    (frozen, instances)
+    (frozen, instances, layers)
 }
 
 /// `nn.Module` methods that return the module itself.

@@ -13,13 +13,14 @@ impl Context {
             out: &mut Vec<(&'b str, &'b [Expr])>,
             imports: &mut Vec<(String, Option<String>)>,
             functions: &mut Vec<String>,
+            frozen: &mut Vec<String>,
         ) {
             for s in body {
                 match &s.kind {
                     StmtKind::Class(c) => {
                         let crate::ir::Class { name, bases, body, .. } = &**c;
                         out.push((name, bases));
-                        collect(body, out, imports, functions);
+                        collect(body, out, imports, functions, frozen);
                     }
                     StmtKind::Import(bindings) => {
                         for b in bindings {
@@ -28,11 +29,16 @@ impl Context {
                     }
                     StmtKind::Function(f) => {
                         functions.push(f.name.clone());
-                        collect(&f.body, out, imports, functions);
+                        collect(&f.body, out, imports, functions, frozen);
                     }
                     _ => {
+                        if let StmtKind::For { target, iter, body, .. } = &s.kind {
+                            if let Some(model) = frozen_by_loop(target, iter, body) {
+                                frozen.push(model.rsplit('.').next().unwrap_or(&model).to_string());
+                            }
+                        }
                         for block in s.child_blocks() {
-                            collect(block, out, imports, functions);
+                            collect(block, out, imports, functions, frozen);
                         }
                     }
                 }
@@ -40,7 +46,8 @@ impl Context {
         }
         let mut imports = Vec::new();
         let mut functions = Vec::new();
-        collect(body, &mut classes, &mut imports, &mut functions);
+        let mut frozen = Vec::new();
+        collect(body, &mut classes, &mut imports, &mut functions, &mut frozen);
         let mut facts = ModuleFacts::default();
         for (l, q) in &mut imports {
             if let Some(q) = q {
@@ -75,6 +82,7 @@ impl Context {
             facts.module_defs.insert(d, q);
         }
         facts.functions = functions.into_iter().collect();
+        facts.frozen_names = frozen.into_iter().collect();
         facts.torch_imported = imports.iter().any(|(_, q)| {
             q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
         });
@@ -330,6 +338,9 @@ impl Context {
                     frame.unconditional.insert(t.clone(), everywhere.clone());
                 }
                 self.bind_loop_target(target, iter);
+                if let Some(layer) = layer_loop_variable(target, iter, body) {
+                    self.frame_mut().kinds.insert(layer.into(), ValueKind::Module);
+                }
                 self.walk_loop(stmt, frame, calls_backward, body, orelse, visitor);
             }
             StmtKind::While { test: _, body, orelse } => {
@@ -458,9 +469,10 @@ impl Context {
                 self.class_stack.push(name.clone());
                 let qualname = self.qualname_for(name);
                 let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
-                let (frozen, instances) = class_attr_facts(body, self);
+                let (frozen, instances, layers) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
                 self.class_instances.insert(qualname.clone(), instances);
+                self.class_layers.insert(qualname.clone(), layers);
                 // A class with a `forward` method or its own parameters is
                 // model code even when its base (`PreTrainedModel`) is
                 // imported from elsewhere; merely holding a model (a trainer)

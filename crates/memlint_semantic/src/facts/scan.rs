@@ -283,6 +283,34 @@ pub(crate) fn is_parameter_iterable(e: &Expr) -> bool {
     }
 }
 
+/// The loop variable that holds a layer: `for m in model.modules()` /
+/// `.children()`, or a loop over an attribute (`for mi in m.m`, `for mi, s
+/// in zip(m.m, m.stride)`) whose body reads the variable's `.weight` or
+/// `.bias`.
+pub(crate) fn layer_loop_variable<'e>(target: &'e Expr, iter: &Expr, body: &[Stmt]) -> Option<&'e str> {
+    let (target, iter) = match (iter.as_call(), &target.kind) {
+        (Some((func, args, _)), ExprKind::Sequence(elts)) if func.as_name() == Some("zip") => (elts.first()?, args.first()?),
+        _ => (target, iter),
+    };
+    let name = target.as_name()?;
+    if matches!(iter.as_method_call(), Some((_, "modules" | "children"))) {
+        return Some(name);
+    }
+    if !matches!(iter.kind, ExprKind::Attribute { .. }) || iter.dotted().is_none() {
+        return None;
+    }
+    let reads_param = |e: &Expr| {
+        e.any(&mut |x| matches!(&x.kind, ExprKind::Attribute { value, attr, .. } if matches!(attr.as_str(), "weight" | "bias") && value.as_name() == Some(name)))
+    };
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(body, &mut |s| {
+        if !found {
+            s.for_each_expr(|e| found |= reads_param(e));
+        }
+    });
+    found.then_some(name)
+}
+
 /// `for p in model.parameters(): p.requires_grad = False` (or
 /// `p.requires_grad_(False)`) freezes `model`.
 pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
@@ -298,6 +326,8 @@ pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Optio
             Some((recv, "requires_grad_")) => {
                 recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
             }
+            // `p.detach_()`: the parameter leaves autograd for good.
+            Some((recv, "detach_")) => recv.as_name() == Some(p),
             _ => false,
         },
         _ => false,

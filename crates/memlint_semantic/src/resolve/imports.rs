@@ -19,6 +19,10 @@ pub struct ModuleFacts {
     pub(crate) import_targets: hashbrown::HashTable<(String, Vec<String>)>,
     /// Classes deriving (within the file) from `nn.Module`.
     pub(crate) module_classes: HashSet<String>,
+    /// Last segments of the models whose parameters some loop of the file
+    /// freezes (`for p in self.ema.parameters(): p.requires_grad_(False)`
+    /// gives `ema`).
+    pub(crate) frozen_names: HashSet<String>,
     /// The file imports torch (or tch) somewhere.
     pub(crate) torch_imported: bool,
 }
