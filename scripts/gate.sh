@@ -55,7 +55,7 @@ for r in rows:
 status=0
 for set in $SETS; do
     case "$set" in
-        fixtures) out=$(findings . fixtures/python fixtures/notebooks fixtures/fix) ;;
+        fixtures) out=$(findings . fixtures/python fixtures/rust fixtures/notebooks fixtures/fix) ;;
         examples) out=$(findings . examples) ;;
         *) root=$(fetch "$set"); out=$(findings "$root" .) ;;
     esac

@@ -397,3 +397,35 @@ fn scripts_with_one_module_path_do_not_share_facts() {
     assert_eq!(both.lines().count(), 1, "{both}");
     assert!(both.contains("a/train.py:5:13: ML201"), "{both}");
 }
+
+/// A tree of Python and Rust (tch) sources gives one report and one exit
+/// code in every format; a Rust suppression comment works; Cargo's
+/// `target/` beside a manifest is not walked.
+#[test]
+fn mixed_python_and_rust_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "py/train.py", TRAIN);
+    write(dir.path(), "rs/Cargo.toml", "[package]\nname = \"trainer\"\nversion = \"0.1.0\"\n");
+    let rust = "use tch::{nn, Tensor};\n\nfn train(net: &nn::Sequential, opt: &mut nn::Optimizer, xs: &Tensor) {\n    for _epoch in 0..10 {\n        let loss = xs.sum(tch::Kind::Float);\n        loss.backward();\n        opt.step();\n    }\n}\n\nfn sgd(vs: &nn::VarStore, lr: f64) {\n    for mut p in vs.trainable_variables() {\n        let g = p.grad();\n        p -= g * lr; // memlint: ignore[ML101]\n    }\n}\n";
+    write(dir.path(), "rs/src/main.rs", rust);
+    write(dir.path(), "rs/target/debug/build/out/generated.rs", rust);
+    let out = memlint(dir.path(), &["check", "--format", "json-lines", "py", "rs"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rust_lines: Vec<&str> = text.lines().filter(|l| l.contains("main.rs")).collect();
+    assert_eq!(rust_lines.len(), 1, "{text}");
+    assert!(rust_lines[0].contains("\"ML105\"") && rust_lines[0].contains("\"line\":7"), "{text}");
+    assert!(text.lines().any(|l| l.contains("train.py")), "{text}");
+    assert!(!text.contains("target"), "Cargo's target/ is not walked: {text}");
+    for format in ["full", "concise", "json", "sarif", "github", "gitlab", "junit"] {
+        let out = memlint(dir.path(), &["check", "--format", format, "py", "rs"]);
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr(&out));
+        assert!(stdout(&out).contains("main.rs"), "{format}: {}", stdout(&out));
+    }
+    // A file syn rejects is one ML000 and the run goes on.
+    write(dir.path(), "rs/src/broken.rs", "use tch::Tensor;\nfn main( {}\n");
+    let out = memlint(dir.path(), &["check", "--format", "json-lines", "rs"]);
+    let text = stdout(&out);
+    assert!(text.lines().any(|l| l.contains("broken.rs") && l.contains("\"ML000\"")), "{text}");
+    assert!(text.lines().any(|l| l.contains("main.rs") && l.contains("\"ML105\"")), "{text}");
+}

@@ -53,12 +53,15 @@ fn skip_dir(entry: &DirEntry) -> bool {
     }
     let name = entry.file_name().to_string_lossy();
     SKIPPED_DIRS.contains(&name.as_ref())
+        // Cargo's build directory, beside its manifest.
+        || (name == "target" && entry.path().parent().is_some_and(|p| p.join("Cargo.toml").is_file()))
         || name.ends_with(".egg-info")
         // Any virtualenv, whatever its name.
         || entry.path().join("pyvenv.cfg").is_file()
 }
 
-/// Files a frontend reads (Python modules and stubs) and Jupyter notebooks.
+/// Files a frontend reads (Python modules and stubs, Rust sources) and
+/// Jupyter notebooks.
 fn is_checked_file(path: &Path) -> bool {
     memlint_linter::frontend::frontend_for(path).is_some() || memlint_linter::notebook::is_notebook_path(path)
 }

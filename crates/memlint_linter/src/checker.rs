@@ -77,6 +77,13 @@ impl<'c> Checker<'c> {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
     }
 
+    /// Whether the file is Rust code using `tch`: advice is spelled for it
+    /// (`tch::no_grad(|| ...)`, not `with torch.no_grad():`) and Python
+    /// fixes are not offered.
+    pub fn is_rust(&self) -> bool {
+        self.module.language == memlint_semantic::ir::Language::Rust
+    }
+
     /// The whole file's IR (for fixes that rewrite more than the node at hand).
     pub fn module(&self) -> &'c Module {
         self.module

@@ -2,8 +2,8 @@
 //! text into the language-neutral IR and says how comments look, so the
 //! driver, suppressions and rules stay the same for every language.
 //!
-//! Python (`.py`, `.pyi`) is the one frontend today; the Rust/tch frontend
-//! (syn) is added here as a second implementation of [`Frontend`].
+//! Python (`.py`, `.pyi`, `ruff_python_parser`) and Rust (`.rs`, `syn`,
+//! for code that uses the `tch` crate).
 
 use std::path::Path;
 
@@ -95,7 +95,54 @@ impl Frontend for PythonFrontend {
 /// The Python frontend.
 pub static PYTHON: PythonFrontend = PythonFrontend;
 
-static FRONTENDS: &[&dyn Frontend] = &[&PYTHON];
+/// The Rust frontend (`syn`), for code that uses the `tch` crate.
+#[derive(Debug, Default)]
+pub struct RustFrontend;
+
+impl Frontend for RustFrontend {
+    fn language(&self) -> Language {
+        Language::Rust
+    }
+
+    fn extensions(&self) -> &'static [&'static str] {
+        &["rs"]
+    }
+
+    fn comment_prefix(&self) -> &'static str {
+        "//"
+    }
+
+    /// Integration tests (`tests/`), benchmarks (`benches/`) and
+    /// `*_test.rs`/`tests.rs` modules.
+    fn is_test_path(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.ends_with("_test.rs")
+            || name == "tests.rs"
+            || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")))
+    }
+
+    fn torch_roots(&self) -> &'static [&'static str] {
+        &["tch"]
+    }
+
+    /// syn does not recover from a syntax error: a file that does not
+    /// parse lowers to an empty module and its one error.
+    fn parse(&self, source: &str) -> Parsed {
+        let (module, errors) = match memlint_rust::parse(source) {
+            Ok(m) => (m, Vec::new()),
+            Err(e) => (
+                Module::new(Language::Rust, Vec::new(), memlint_semantic::ir::Words::ALL),
+                vec![SyntaxError { span: e.span, message: e.message }],
+            ),
+        };
+        Parsed { module, errors, comments: memlint_rust::line_comments(source), module_facts: None }
+    }
+}
+
+/// The Rust frontend.
+pub static RUST: RustFrontend = RustFrontend;
+
+static FRONTENDS: &[&dyn Frontend] = &[&PYTHON, &RUST];
 
 /// The frontend for a path, by its extension.
 pub fn frontend_for(path: &Path) -> Option<&'static dyn Frontend> {
@@ -127,14 +174,22 @@ mod tests {
     fn chosen_by_extension() {
         assert_eq!(frontend_for(Path::new("a/train.py")).map(|f| f.language()), Some(Language::Python));
         assert_eq!(frontend_for(Path::new("stubs.PYI")).map(|f| f.comment_prefix()), Some("#"));
-        assert!(frontend_for(Path::new("main.rs")).is_none());
+        assert_eq!(frontend_for(Path::new("src/main.rs")).map(|f| f.comment_prefix()), Some("//"));
         assert!(frontend_for(Path::new("README")).is_none());
     }
 
     #[test]
     fn the_seam_answers_per_language() {
         assert_eq!(frontend_of(Language::Python).comment_prefix(), "#");
-        assert_eq!(source_extensions().collect::<Vec<_>>(), ["py", "pyi"]);
+        assert_eq!(source_extensions().collect::<Vec<_>>(), ["py", "pyi", "rs"]);
+        assert_eq!(frontend_of(Language::Rust).torch_roots(), ["tch"]);
+        assert!(RUST.is_test_path(Path::new("crate/tests/train.rs")));
+        assert!(!RUST.is_test_path(Path::new("crate/src/train.rs")));
+        let parsed = RUST.parse("use tch::{nn, Tensor};\nfn main() {} // memlint: ignore\n");
+        assert!(memlint_semantic::imports_any(&parsed.module, RUST.torch_roots()));
+        assert_eq!(parsed.comments.len(), 1);
+        let parsed = RUST.parse("fn main( {}\n");
+        assert_eq!(parsed.errors.len(), 1);
         assert!(PYTHON.is_test_path(Path::new("pkg/tests/train.py")));
         assert!(PYTHON.is_test_path(Path::new("test_model.py")));
         assert!(!PYTHON.is_test_path(Path::new("train.py")));

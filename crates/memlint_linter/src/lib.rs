@@ -125,8 +125,13 @@ pub struct Summarized {
 /// returns its diagnostics, sorted by position, with suppression comments
 /// applied.
 pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
+    lint_source_in(source, options, memlint_semantic::ir::Language::Python)
+}
+
+/// [`lint_source`] for source of another language (`.rs` with `tch`).
+pub fn lint_source_in(source: &str, options: &LintOptions, language: memlint_semantic::ir::Language) -> Vec<Diagnostic> {
     let module = ModuleInfo { path: "__main__".to_string(), is_package: false };
-    let mut file = FileContext { module, ..FileContext::default() };
+    let mut file = FileContext { module, language, ..FileContext::default() };
     let summary = summarize_source(source, &file, options.is_test_file).summary;
     file.index = Arc::new(ProjectIndex::build(vec![summary]));
     lint_file(source, options, &file)
@@ -151,11 +156,13 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
                 message.push_str(&format!(" (and {more} more)"));
             }
             let span = if first.span.end > first.span.start { first.span } else { Span::new(first.span.start, first.span.start) };
-            diagnostics.push(
-                PARSE_ERROR.diagnostic(span, message).with_help(
-                    "fix the syntax error; findings for the rest of the file come from what the parser recovered",
-                ),
-            );
+            let help = match frontend.language() {
+                memlint_semantic::ir::Language::Rust => "fix the syntax error; syn does not recover, so the rest of the file is not checked",
+                memlint_semantic::ir::Language::Python => {
+                    "fix the syntax error; findings for the rest of the file come from what the parser recovered"
+                }
+            };
+            diagnostics.push(PARSE_ERROR.diagnostic(span, message).with_help(help));
         }
     }
     // Rules are filtered once per file: selected, and for this language.

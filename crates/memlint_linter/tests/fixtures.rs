@@ -1,6 +1,7 @@
-//! Runs every rule on its fixtures in `fixtures/python/`: the lines it flags
-//! must be exactly those the fixture's header lists, and the rendered
-//! findings must match the accepted snapshot.
+//! Runs every rule on its fixtures in `fixtures/python/` (and, for the
+//! rules that read Rust, `fixtures/rust/`): the lines it flags must be
+//! exactly those the fixture's header lists, and the rendered findings must
+//! match the accepted snapshot.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -9,26 +10,47 @@ use std::path::PathBuf;
 use memlint_diagnostics::SourceFile;
 use memlint_linter::docs::{rule_markdown, rules_index, REQUIRED_HEADINGS};
 use memlint_linter::registry::all_metas;
-use memlint_linter::{all_rules, lint_source, LintOptions, RuleSet, Selector};
+use memlint_linter::{all_rules, lint_source_in, LintOptions, RuleSet, Selector};
+use memlint_semantic::ir::Language;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn fixtures() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("fixtures/python"))
-        .expect("fixtures/python exists")
+fn fixtures_in(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .map(|e| e.expect("readable entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
         .collect();
     out.sort();
     out
 }
 
-/// `# memlint-fixture: ML101 must flag lines 7, 8; ...` -> ("ML101", {7, 8}).
+/// The Python fixtures (every rule has one).
+fn fixtures() -> Vec<PathBuf> {
+    fixtures_in("fixtures/python", "py")
+}
+
+/// Every fixture, Python and Rust.
+fn all_fixtures() -> Vec<PathBuf> {
+    let mut out = fixtures();
+    out.extend(fixtures_in("fixtures/rust", "rs"));
+    out
+}
+
+fn language(path: &std::path::Path) -> Language {
+    if path.extension().is_some_and(|e| e == "rs") { Language::Rust } else { Language::Python }
+}
+
+/// `# memlint-fixture: ML101 must flag lines 7, 8; ...` -> ("ML101", {7, 8})
+/// (`// memlint-fixture:` in Rust).
 fn header(text: &str) -> (String, BTreeSet<usize>) {
     let first = text.lines().next().unwrap_or("");
-    let rest = first.strip_prefix("# memlint-fixture: ").expect("fixture header on line 1");
+    let rest = first
+        .strip_prefix("# memlint-fixture: ")
+        .or_else(|| first.strip_prefix("// memlint-fixture: "))
+        .expect("fixture header on line 1");
     let (code, rest) = rest.split_once(' ').expect("code in header");
     let list = rest.strip_prefix("must flag lines ").expect("`must flag lines` in header");
     let list = list.split(';').next().unwrap_or("");
@@ -38,7 +60,7 @@ fn header(text: &str) -> (String, BTreeSet<usize>) {
 
 #[test]
 fn every_fixture_flags_exactly_its_header_lines() {
-    let fixtures = fixtures();
+    let fixtures = all_fixtures();
     assert!(!fixtures.is_empty());
     let mut mismatches = Vec::new();
     for path in fixtures {
@@ -46,7 +68,7 @@ fn every_fixture_flags_exactly_its_header_lines() {
         let (code, expected) = header(&text);
         let select = [Selector::parse(&code).expect("header code is a rule")];
         let rules = RuleSet::from_selection(Some(&select), &[], &[]);
-        let diags = lint_source(&text, &LintOptions { rules, is_test_file: false });
+        let diags = lint_source_in(&text, &LintOptions { rules, is_test_file: false }, language(&path));
         let file = SourceFile::new(path.file_name().unwrap().to_string_lossy(), text.clone());
         let got: BTreeSet<usize> = diags.iter().map(|d| file.location(d.span.start).0).collect();
         if got != expected {
@@ -76,7 +98,8 @@ fn every_fixture_flags_exactly_its_header_lines() {
                 }).unwrap_or_default()
             );
         }
-        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let name = if language(&path) == Language::Rust { format!("rust_{stem}") } else { stem };
         insta::assert_snapshot!(name, rendered);
     }
     assert!(mismatches.is_empty(), "fixtures flagged other lines than their headers list:\n{}", mismatches.join("\n"));
@@ -96,6 +119,14 @@ fn every_rule_has_fixture_snapshot_and_documented_headings() {
             }))
             .unwrap_or(false);
         assert!(has_snapshot, "{} has no accepted snapshot", meta.code);
+    }
+    let rust_codes: BTreeSet<String> =
+        fixtures_in("fixtures/rust", "rs").iter().map(|p| header(&std::fs::read_to_string(p).unwrap()).0).collect();
+    for rule in all_rules() {
+        let meta = rule.meta();
+        if meta.languages.contains(&Language::Rust) {
+            assert!(rust_codes.contains(meta.code), "{} reads Rust but has no fixture in fixtures/rust", meta.code);
+        }
     }
     for meta in all_metas() {
         for h in REQUIRED_HEADINGS {
@@ -126,9 +157,13 @@ fn raising_rules_name_the_error_their_fixtures_raise() {
 
 #[test]
 fn messages_are_lowercase_without_trailing_period() {
-    for path in fixtures() {
+    for path in all_fixtures() {
         let text = std::fs::read_to_string(&path).unwrap();
-        let diags = lint_source(&text, &LintOptions { rules: RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]), is_test_file: false });
+        let diags = lint_source_in(
+            &text,
+            &LintOptions { rules: RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]), is_test_file: false },
+            language(&path),
+        );
         for d in diags {
             let first = d.message.chars().next().unwrap();
             assert!(!first.is_uppercase(), "{}: message starts uppercase: {}", d.code, d.message);

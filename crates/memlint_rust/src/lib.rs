@@ -30,9 +30,10 @@
 //!   parse as such (`println!`, `format!`, `assert!`, `vec![a, b]`); other
 //!   macros keep only their path.
 //!
-//! This crate is the lowering only: reading files, comments for
-//! suppressions and the rules for Rust come with the Rust frontend's
-//! wiring into the driver.
+//! [`line_comments`] finds the `//` comments syn drops, for suppressions.
+//! `memlint_linter::frontend::RustFrontend` reads `.rs` files with both;
+//! the statements inside closures and block expressions are lowered but
+//! not yet walked by the rules (`tch::no_grad(|| { ... })` bodies included).
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
@@ -67,6 +68,80 @@ pub fn parse(source: &str) -> Result<Module, SyntaxError> {
     // parsed; the offsets are read, so it is cleared.
     proc_macro2::extra::invalidate_current_thread_spans();
     result
+}
+
+/// The spans of the line comments (`// ...`, doc comments included) of
+/// Rust source, which syn drops: suppressions are read from them. String,
+/// raw string, byte string and character literals and block comments
+/// (nested, as Rust nests them) are skipped, so `"//"` in a string is no
+/// comment.
+pub fn line_comments(source: &str) -> Vec<Span> {
+    let b = source.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let at = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n);
+                out.push(Span::new(at(i), at(end)));
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 1;
+                i += 2;
+                while i < b.len() && depth > 0 {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'r' | b'b' if !b[..i].last().is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') => {
+                // `r"..."`, `r#"..."#`, `br"..."`, `b"..."`, `b'x'`.
+                let mut j = i + 1;
+                if b[i] == b'b' && b.get(j) == Some(&b'r') {
+                    j += 1;
+                }
+                let raw = b[i] == b'r' || (j > i + 1);
+                let hashes = b[j..].iter().take_while(|&&c| c == b'#').count();
+                if raw && b.get(j + hashes) == Some(&b'"') {
+                    let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+                    let start = j + hashes + 1;
+                    i = b[start..].windows(close.len()).position(|w| w == close.as_slice()).map_or(b.len(), |n| start + n + close.len());
+                } else {
+                    i += 1;
+                }
+            }
+            b'"' => i = skip_quoted(b, i, b'"'),
+            b'\'' => {
+                // A character literal (`'x'`, `'\n'`) or a lifetime (`'a`).
+                let is_char = matches!((b.get(i + 1), b.get(i + 2)), (Some(b'\\'), _) | (Some(_), Some(b'\'')));
+                i = if is_char { skip_quoted(b, i, b'\'') } else { i + 1 };
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The offset past the literal that opens at `i` with `quote`, escapes
+/// skipped.
+fn skip_quoted(b: &[u8], mut i: usize, quote: u8) -> usize {
+    i += 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
 }
 
 /// The deepest nesting lowered; deeper expressions become placeholders.
@@ -771,5 +846,25 @@ fn use_tree(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<ImportB
                 use_tree(t, prefix, out);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod comment_tests {
+    use super::line_comments;
+
+    fn texts(src: &str) -> Vec<&str> {
+        line_comments(src).iter().map(|s| &src[s.start as usize..s.end as usize]).collect()
+    }
+
+    #[test]
+    fn line_comments_outside_literals() {
+        let src = "let a = \"// not\"; // one\nlet b = r#\"// \"raw\" \"#; /* // block /* nested */ */ let c = '/'; // two\nfn f<'a>(x: &'a str) {} // three\nlet d = b\"//\"; let e = '\\''; // four\n";
+        assert_eq!(texts(src), ["// one", "// two", "// three", "// four"]);
+    }
+
+    #[test]
+    fn a_comment_at_the_end_without_newline() {
+        assert_eq!(texts("fn main() {} // memlint: ignore[ML105]"), ["// memlint: ignore[ML105]"]);
     }
 }

@@ -50,11 +50,15 @@ pub use ir::cfg;
 pub use resolve::QualifiedName;
 pub use summary::{summarize, summarize_with_facts};
 
-/// Whether the module imports `torch` (or a `torch.*` module) anywhere,
-/// nested blocks and functions included. Every rule is about PyTorch, so a
-/// file without such an import needs no walk at all.
+/// Whether the module imports PyTorch anywhere, nested blocks and
+/// functions included: `torch` (or a `torch.*` module) in Python, the
+/// `tch` crate in Rust. Every rule is about PyTorch, so a file without such
+/// an import needs no walk at all.
 pub fn imports_torch(module: &ir::Module) -> bool {
-    imports_any(module, &["torch"])
+    match module.language {
+        ir::Language::Python => imports_any(module, &["torch"]),
+        ir::Language::Rust => imports_any(module, &["tch"]),
+    }
 }
 
 /// Whether the module imports one of `roots` (or a module below one),

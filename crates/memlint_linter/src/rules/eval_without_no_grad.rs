@@ -12,7 +12,8 @@ declare_rule! {
     /// validate/validation/evaluate/eval/test/predict/inference, a loop over
     /// a loader whose name says val/valid/test/eval, or a function that
     /// sets the train mode from a flag (`net.train(mode=train_model)`) that
-    /// a caller passes `False`. A `backward()` in the same region makes it
+    /// a caller passes `False`; in Rust, a `model.forward_t(xs, false)` (the
+    /// train flag off) is evaluation by itself. A `backward()` in the same region makes it
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every
     /// loop, in the function outside its loops. An evaluation loop that
@@ -28,7 +29,7 @@ declare_rule! {
     /// never calls backward: activation memory of a whole forward pass stays
     /// allocated for each batch, and the recording itself costs time.
     /// `model.eval()` does not turn autograd off; it only switches dropout and
-    /// batch-norm behaviour. memprobe's `--no-grad-eval` variant measures the
+    /// batch-norm behaviour (tch: `forward_t(xs, false)`). memprobe's `--no-grad-eval` variant measures the
     /// difference on a real model.
     ///
     /// ## Example
@@ -39,6 +40,12 @@ declare_rule! {
     ///         out = model(x)
     /// ```
     ///
+    /// ```rust,ignore
+    /// for (xs, ys) in m.test_iter(256) {
+    ///     let acc = net.forward_t(&xs, false).accuracy_for_logits(&ys);
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// @torch.no_grad()
@@ -46,6 +53,14 @@ declare_rule! {
     ///     model.eval()
     ///     for x, y in val_loader:
     ///         out = model(x)
+    /// ```
+    ///
+    /// ```rust,ignore
+    /// tch::no_grad(|| {
+    ///     for (xs, ys) in m.test_iter(256) {
+    ///         let acc = net.forward_t(&xs, false).accuracy_for_logits(&ys);
+    ///     }
+    /// });
     /// ```
     ///
     /// ## Known false positives
@@ -92,7 +107,7 @@ declare_rule! {
         name: "eval-without-no-grad",
         severity: Warning,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -103,7 +118,14 @@ impl Rule for EvalWithoutNoGrad {
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !cx.torch_imported() || !cx.in_eval_code() || !cx.grad_enabled() || cx.backward_in_scope() || cx.in_non_torch_branch() {
+        // tch: `model.forward_t(xs, false)` says evaluation by itself.
+        let eval_mode_forward = nn::is_eval_mode_forward(expr);
+        if !cx.torch_imported()
+            || !(cx.in_eval_code() || eval_mode_forward)
+            || !cx.grad_enabled()
+            || cx.backward_in_scope()
+            || cx.in_non_torch_branch()
+        {
             return;
         }
         // Evaluation over data: a single forward in straight-line code (one
@@ -115,7 +137,7 @@ impl Rule for EvalWithoutNoGrad {
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
         let model = match &func.kind {
-            ExprKind::Attribute { value, attr, .. } if attr == nn::FORWARD && cx.is_model(value) => value,
+            ExprKind::Attribute { value, attr, .. } if nn::is_forward_method(attr) && cx.is_model(value) => value,
             _ if cx.is_model(func) => func,
             _ => return,
         };
@@ -131,9 +153,11 @@ impl Rule for EvalWithoutNoGrad {
         checker.report(
             Self::META
                 .diagnostic(expr.span, format!("forward pass of `{name}` in evaluation code{place} runs with autograd enabled"))
-                .with_help(
-                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`",
-                ),
+                .with_help(if checker.is_rust() {
+                    "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope"
+                } else {
+                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`"
+                }),
         );
     }
 }

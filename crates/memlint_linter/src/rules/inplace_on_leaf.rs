@@ -14,7 +14,10 @@ declare_rule! {
     /// the model's class in the project defines it as a parameter), tensors
     /// marked with `requires_grad_()` or `.requires_grad = True`, and loop
     /// variables over `model.parameters()`, `named_parameters()`, an
-    /// optimizer's `group["params"]` and `zip(a.parameters(), b.parameters())`,
+    /// optimizer's `group["params"]` and `zip(a.parameters(), b.parameters())`
+    /// (in Rust: `vs.trainable_variables()`, `vs.variables()`,
+    /// `vs.root().var(...)`/`zeros(...)`, `t.set_requires_grad(true)`, outside
+    /// `tch::no_grad(...)` and a live `let _guard = tch::no_grad_guard();`),
     /// and the `weight`/`bias` of layers reached through a loop
     /// (`for m in model.modules()`, or `for mi in m.m` whose body reads
     /// `mi.bias`).
@@ -35,6 +38,15 @@ declare_rule! {
     /// w.zero_()
     /// ```
     ///
+    /// In Rust with `tch` (libtorch panics with the same error; `p -= ...`
+    /// is `g_sub_` in place):
+    /// ```rust,ignore
+    /// for mut p in vs.trainable_variables() {
+    ///     let g = p.grad();
+    ///     p -= g * lr;
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// w = torch.randn(10, requires_grad=True)
@@ -42,6 +54,15 @@ declare_rule! {
     ///     for p in model.parameters():
     ///         p -= lr * p.grad
     ///     w.zero_()
+    /// ```
+    ///
+    /// ```rust,ignore
+    /// tch::no_grad(|| {
+    ///     for mut p in vs.trainable_variables() {
+    ///         let g = p.grad();
+    ///         p -= g * lr;
+    ///     }
+    /// });
     /// ```
     ///
     /// ## Known false positives
@@ -68,11 +89,12 @@ declare_rule! {
         name: "inplace-on-leaf",
         severity: Error,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
 const HELP: &str = "do the update inside `with torch.no_grad():`, or use an out-of-place op if the tensor should not stay a leaf";
+const HELP_RS: &str = "do the update inside `tch::no_grad(|| ...)`, or use an out-of-place op if the tensor should not stay a leaf";
 
 impl InplaceOnLeaf {
     fn report(checker: &mut Checker<'_>, span: memlint_diagnostics::Span, what: &str, target: &str) {
@@ -82,7 +104,7 @@ impl InplaceOnLeaf {
                     span,
                     format!("in-place {what} on `{target}`, a leaf tensor that requires grad: PyTorch raises at run time"),
                 )
-                .with_help(HELP),
+                .with_help(if checker.is_rust() { HELP_RS } else { HELP }),
         );
     }
 

@@ -37,6 +37,15 @@ declare_rule! {
     ///     total_loss += loss
     /// ```
     ///
+    /// ```rust,ignore
+    /// let mut total = Tensor::zeros([], tch::kind::FLOAT_CPU);
+    /// for (x, y) in batches.iter() {
+    ///     let loss = net.forward(x).mse_loss(y, tch::Reduction::Mean);
+    ///     opt.backward_step(&loss);
+    ///     total += &loss;
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// total_loss = 0.0
@@ -45,6 +54,15 @@ declare_rule! {
     ///     loss.backward()
     ///     optimizer.step()
     ///     total_loss += loss.item()
+    /// ```
+    ///
+    /// ```rust,ignore
+    /// let mut total = 0.0;
+    /// for (x, y) in batches.iter() {
+    ///     let loss = net.forward(x).mse_loss(y, tch::Reduction::Mean);
+    ///     opt.backward_step(&loss);
+    ///     total += loss.double_value(&[]);
+    /// }
     /// ```
     ///
     /// ## Known false positives
@@ -69,7 +87,7 @@ declare_rule! {
         name: "loss-accumulated-with-graph",
         severity: Warning,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -95,6 +113,15 @@ impl LossAccumulatedWithGraph {
             return;
         }
         let value_text = checker.text(value.span).to_string();
+        if checker.is_rust() {
+            let shown = value_text.trim_start_matches('&');
+            checker.report(
+                Self::META
+                    .diagnostic(span, format!("`{acc_name}` accumulates `{value_text}` with its autograd graph across training iterations"))
+                    .with_help(format!("accumulate `{shown}.double_value(&[])` (or `{shown}.detach()`) so each step's graph can be freed")),
+            );
+            return;
+        }
         let suggestion = if value.dotted().is_some() {
             format!("accumulate `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed")
         } else {
@@ -177,8 +204,12 @@ impl Rule for LossAccumulatedWithGraph {
         }
         let Some((recv, method)) = expr.as_method_call() else { return };
         let Some((_, args, _)) = expr.as_call() else { return };
-        if let ("append", [value]) = (method, args) {
+        let push = if checker.is_rust() { "push" } else { "append" };
+        if let ([value], true) = (args, method == push) {
             Self::check(checker, recv, value, expr.span);
+            return;
+        }
+        if checker.is_rust() {
             return;
         }
         // `meter.update(loss)` where the project's `update` does `self.sum += val`.

@@ -30,6 +30,14 @@ declare_rule! {
     ///     optimizer.step()
     /// ```
     ///
+    /// ```rust,ignore
+    /// for (x, y) in batches.iter() {
+    ///     let loss = net.forward(x).mse_loss(y, tch::Reduction::Mean);
+    ///     loss.backward();
+    ///     opt.step();
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// for x, y in loader:
@@ -37,6 +45,13 @@ declare_rule! {
     ///     loss = criterion(model(x), y)
     ///     loss.backward()
     ///     optimizer.step()
+    /// ```
+    ///
+    /// ```rust,ignore
+    /// for (x, y) in batches.iter() {
+    ///     let loss = net.forward(x).mse_loss(y, tch::Reduction::Mean);
+    ///     opt.backward_step(&loss); // zero_grad, backward, step
+    /// }
     /// ```
     ///
     /// ## Known false positives
@@ -57,7 +72,7 @@ declare_rule! {
         name: "missing-zero-grad",
         severity: Error,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -120,7 +135,11 @@ impl Rule for MissingZeroGrad {
             checker.report(
                 Self::META
                     .diagnostic(e.span, message)
-                    .with_help(format!("call `{opt}.zero_grad()` once per step, before `backward()` or after `{opt}.step()`")),
+                    .with_help(if checker.is_rust() {
+                        format!("call `{opt}.zero_grad()` once per step, before `backward()` or after `{opt}.step()`, or use `{opt}.backward_step(&loss)`, which zeroes")
+                    } else {
+                        format!("call `{opt}.zero_grad()` once per step, before `backward()` or after `{opt}.step()`")
+                    }),
             );
         }
     }

@@ -208,7 +208,7 @@ const VIEW_METHODS: &[&str] = &[
 ];
 
 /// Methods that read a value back to the host.
-const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy"];
+const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy", "double_value", "int64_value"];
 
 /// The method names [`classify`] gives a meaning to.
 const EVENT_METHODS: &[&str] = &[

@@ -13,6 +13,7 @@ pub mod amp;
 mod events;
 pub mod nn;
 mod kinds;
+pub mod tch;
 
 pub use events::{
     classify, is_inplace_method, may_be_library_event, may_be_method_event, Callee, Event, Receiver, Via,
@@ -35,8 +36,10 @@ pub fn vocabulary() -> Vec<&'static str> {
     out.extend(NORM_BUFFERS);
     out.extend(amp::DEPRECATED_MODULES);
     out.extend([amp::MODULE, amp::TORCH]);
-    out.extend([nn::DATA, nn::GRAD, nn::ITEM, nn::DETACH, nn::FORWARD, nn::INPLACE, nn::NN, nn::SEQUENTIAL, "weight", "bias"]);
+    out.extend([nn::DATA, nn::GRAD, nn::ITEM, nn::DETACH, nn::FORWARD, nn::FORWARD_T, nn::INPLACE, nn::NN, nn::SEQUENTIAL, "weight", "bias"]);
     out.extend(nn::SEQUENTIAL_NAMES);
+    out.extend([tch::TRAINABLE_VARIABLES, tch::VARIABLES, tch::SET_REQUIRES_GRAD, tch::NO_GRAD_GUARD]);
+    out.extend(tch::PATH_VARIABLE_METHODS);
     out.sort_unstable();
     out.dedup();
     out

@@ -12,6 +12,21 @@ pub const ITEM: &str = "item";
 pub const DETACH: &str = "detach";
 /// An `nn.Module`'s `forward`.
 pub const FORWARD: &str = "forward";
+/// tch's `ModuleT::forward_t(xs, train)`: a forward with the train flag.
+pub const FORWARD_T: &str = "forward_t";
+
+/// Whether a method runs a model's forward pass (`forward`, tch's
+/// `forward_t`).
+pub fn is_forward_method(attr: &str) -> bool {
+    attr == FORWARD || attr == FORWARD_T
+}
+
+/// Whether `call` is tch's `model.forward_t(xs, false)`: a forward in
+/// evaluation mode, the train flag off.
+pub fn is_eval_mode_forward(call: &crate::ir::Expr) -> bool {
+    matches!(call.as_method_call(), Some((_, FORWARD_T)))
+        && call.as_call().is_some_and(|(_, args, _)| args.get(1).is_some_and(crate::ir::Expr::is_false))
+}
 /// The keyword of activations that work in place (`nn.ReLU(inplace=True)`).
 pub const INPLACE: &str = "inplace";
 /// The module of torch's layers.

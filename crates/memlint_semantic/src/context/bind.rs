@@ -288,6 +288,14 @@ impl Context {
                 return;
             }
         }
+        // tch: `for (name, t) in vs.variables()`.
+        if let (Some((_, crate::api::tch::VARIABLES)), ExprKind::Sequence(elts)) = (unwrap_iter_call(iter).as_method_call(), &target.kind) {
+            if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
+                self.frame_mut().requires_grad.insert(n.to_string());
+                self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+            }
+            return;
+        }
         // Batches of a data loader: the tuple elements are tensors.
         let is_loader = match inner.dotted() {
             Some(d) => {
@@ -428,6 +436,12 @@ impl Context {
                     .and_then(|(func, _, _)| self.project_name(func));
                 let batch = value.is_some_and(|v| self.is_batch_value(v));
                 let frozen = value.is_some_and(|v| self.is_frozen_value(v));
+                // tch: `let _guard = tch::no_grad_guard();` turns grad off
+                // for the rest of the function (its block, approximated);
+                // `let _ = ...` drops the guard at once and is no binding.
+                if value.and_then(|v| self.callee_name(v)).is_some_and(|q| q.is(crate::api::tch::NO_GRAD_GUARD)) && d.as_str() != "_" {
+                    self.frame_mut().set_grad = Some(false);
+                }
                 self.forget(&d);
                 if frozen {
                     self.frame_mut().frozen.insert(d.to_string());
@@ -587,6 +601,23 @@ impl Context {
         if let Some(q) = self.callee_name(v) {
             if q.starts_with_module("torch") && v.keyword("requires_grad").is_some_and(Expr::is_true) {
                 return true;
+            }
+        }
+        if let Some((recv, method)) = v.as_method_call() {
+            // tch: `Tensor::randn(...).set_requires_grad(true)`, and the
+            // variables an `nn::Path` creates (`vs.root().var(...)`,
+            // `(&vs.root() / "l1").zeros("b", &[3])`).
+            if method == crate::api::tch::SET_REQUIRES_GRAD {
+                return v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_true));
+            }
+            if !self.is_imported_path(recv) {
+                let on_path = matches!(recv.as_method_call(), Some((_, "root")))
+                    || matches!(&recv.kind, ExprKind::BinOp { op: crate::ir::BinOp::Div, .. });
+                if crate::api::tch::PATH_VARIABLE_METHODS.contains(&method)
+                    || (on_path && crate::api::tch::PATH_FACTORY_METHODS.contains(&method))
+                {
+                    return true;
+                }
             }
         }
         if let Some((recv, "requires_grad_")) = v.as_method_call() {

@@ -428,6 +428,11 @@ impl Context {
         let hash = name_hash(name);
         if self.facts.import_targets(hash, name).is_none() {
             debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
+            // Rust: a crate's name is in scope without a `use`
+            // (`tch::no_grad_guard()`), unless a local binds it.
+            if name == "tch" && self.language == Language::Rust && !self.frame().params.contains(name) {
+                return Some("tch");
+            }
             return None;
         }
         self.lookup_import_in_scopes(hash, name)

@@ -461,7 +461,7 @@ impl Context {
                         if DETACHING_METHODS.contains(&attr.as_str()) {
                             return false;
                         }
-                        if attr == "forward" && self.is_model(value) {
+                        if crate::api::nn::is_forward_method(attr) && self.is_model(value) {
                             return true;
                         }
                         return self.carries_graph_inner(value);
@@ -596,11 +596,11 @@ impl Context {
                             Some(ValueKind::Tensor)
                         }
                     }
-                    Some(ValueKind::Module) if attr == "forward" => Some(ValueKind::Output),
+                    Some(ValueKind::Module) if crate::api::nn::is_forward_method(attr) => Some(ValueKind::Output),
                     // `G = G.cuda()`, `model.to(device).eval()`: the same
                     // module, moved, cast or switched.
                     Some(ValueKind::Module) if MODULE_SELF_METHODS.contains(&attr.as_str()) => Some(ValueKind::Module),
-                    _ => (attr == "forward" && self.is_model(value)).then_some(ValueKind::Output),
+                    _ => (crate::api::nn::is_forward_method(attr) && self.is_model(value)).then_some(ValueKind::Output),
                 }
             }
             _ => None,

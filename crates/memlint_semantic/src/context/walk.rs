@@ -84,7 +84,7 @@ impl Context {
         facts.functions = functions.into_iter().collect();
         facts.frozen_names = frozen.into_iter().collect();
         facts.torch_imported = imports.iter().any(|(_, q)| {
-            q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch")
+            q.as_deref().is_some_and(|q| q == "torch" || q.starts_with("torch.") || q == "tch" || q.starts_with("tch."))
         });
         self.torch_imported = facts.torch_imported;
         self.facts = Arc::new(facts);

@@ -13,6 +13,8 @@ pub(crate) const DETACHING_METHODS: &[&str] = &[
     "item", "detach", "tolist", "numpy", "size", "dim", "numel", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
     "ge", "long", "int", "bool", "nelement", "element_size", "data_ptr", "is_contiguous", "isnan", "isinf",
     "isfinite", "__float__", "__int__", "sign", "topk_indices",
+    // tch: a value read back to the host (`loss.double_value(&[])`).
+    "double_value", "int64_value",
 ];
 /// Builtins whose result is a Python scalar or non-tensor.
 pub(crate) const SCALAR_BUILTINS: &[&str] = &["float", "int", "bool", "len", "str", "round", "repr", "abs_int", "isinstance"];
@@ -123,6 +125,13 @@ pub(crate) fn flatten_tuple_names(target: &Expr, out: &mut Vec<String>) {
 
 /// `enumerate(x)`, `tqdm(x)`, `iter(x)`, `zip(x, ...)` -> `x`.
 pub(crate) fn unwrap_iter_call(iter: &Expr) -> &Expr {
+    // Rust: `vs.trainable_variables().iter_mut()`, `&mut params`.
+    if let Some((recv, "iter" | "iter_mut" | "into_iter")) = iter.as_method_call() {
+        return unwrap_iter_call(recv);
+    }
+    if let ExprKind::Unary { operand, op: crate::ir::UnaryOp::Ref | crate::ir::UnaryOp::RefMut } = &iter.kind {
+        return unwrap_iter_call(operand);
+    }
     if let Some((func, args, _)) = iter.as_call() {
         if let ExprKind::Name(n) = &func.kind {
             if matches!(n.as_str(), "enumerate" | "tqdm" | "iter" | "zip" | "list" | "sorted" | "reversed") {
@@ -145,8 +154,16 @@ pub(crate) fn loader_names(iter: &Expr, out: &mut Vec<String>) {
             }
         }
         ExprKind::Call { func, args, .. } => {
-            if let ExprKind::Attribute { attr, .. } = &func.kind {
-                out.push(attr.to_string());
+            if let ExprKind::Attribute { value, attr, .. } = &func.kind {
+                // Rust's iterator methods (`data.iter().enumerate()`) name
+                // no data: what they iterate is their receiver.
+                const ITERATOR_METHODS: &[&str] =
+                    &["iter", "iter_mut", "into_iter", "enumerate", "zip", "take", "skip", "rev", "cloned", "copied", "step_by", "chain"];
+                if ITERATOR_METHODS.contains(&attr.as_str()) {
+                    loader_names(value, out);
+                } else {
+                    out.push(attr.to_string());
+                }
             }
             args.iter().for_each(|a| loader_names(a, out));
         }
@@ -275,7 +292,10 @@ pub(crate) fn is_self_attribute(e: &Expr) -> bool {
 /// `model.parameters()`, `group["params"]`, `opt.param_groups[0]["params"]`.
 pub(crate) fn is_parameter_iterable(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Call { .. } => matches!(e.as_method_call(), Some((_, "parameters"))),
+        ExprKind::Call { .. } => matches!(
+            unwrap_iter_call(e).as_method_call(),
+            Some((_, "parameters" | crate::api::tch::TRAINABLE_VARIABLES))
+        ),
         ExprKind::Subscript { index, .. } => {
             matches!(&index.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s == "params")
         }
