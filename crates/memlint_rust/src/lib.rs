@@ -31,9 +31,7 @@
 //!   macros keep only their path.
 //!
 //! [`line_comments`] finds the `//` comments syn drops, for suppressions.
-//! `memlint_linter::frontend::RustFrontend` reads `.rs` files with both;
-//! the statements inside closures and block expressions are lowered but
-//! not yet walked by the rules (`tch::no_grad(|| { ... })` bodies included).
+//! `memlint_linter::frontend::RustFrontend` reads `.rs` files with both.
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{

@@ -248,6 +248,9 @@ pub struct Context {
     /// Compatibility depth of the expression being visited (a conditional
     /// expression under a version guard, an `isinstance` check).
     compat_expr: Cell<usize>,
+    /// Depth of `tch::no_grad(...)` calls around the expression being
+    /// visited (Rust): grad is off inside their closures.
+    no_grad_expr: Cell<usize>,
     /// Comprehensions over data around the expression being visited
     /// (`[model(x) for x in loader]`).
     data_comprehension: Cell<usize>,
@@ -337,6 +340,7 @@ impl Context {
             class_stack: Vec::new(),
             compat_depth: 0,
             compat_expr: Cell::new(0),
+            no_grad_expr: Cell::new(0),
             data_comprehension: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
             written: std::cell::RefCell::new(Vec::new()),

@@ -236,6 +236,9 @@ impl Context {
     /// decorator of the current function) nor after `torch.set_grad_enabled(False)`.
     /// A grad mode that cannot be decided (`set_grad_enabled(flag)`) counts as off.
     pub fn grad_enabled(&self) -> bool {
+        if self.no_grad_expr.get() > 0 {
+            return false;
+        }
         let f = self.frame();
         if let Some(top) = f.with_grad.last() {
             return top.unwrap_or(false);

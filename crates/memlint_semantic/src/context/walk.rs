@@ -128,6 +128,51 @@ impl Context {
         self.facts.clone()
     }
 
+    /// Rust: the statements of the block expressions and closure bodies a
+    /// statement holds (`let y = { ... };`, `tch::no_grad(|| { ... })`),
+    /// walked after its expressions, in source order. A closure passed to
+    /// `tch::no_grad` runs with grad off, to `tch::with_grad` with grad on.
+    fn walk_nested_blocks(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        // The outermost blocks and closures of the statement's expressions,
+        // with the grad mode a `tch::no_grad(...)` call around them sets.
+        fn collect<'e>(e: &'e Expr, cx: &Context, mode: Option<bool>, out: &mut Vec<(&'e Expr, Option<bool>)>) {
+            match &e.kind {
+                ExprKind::Block(_) | ExprKind::Closure(_) => out.push((e, mode)),
+                ExprKind::Call { .. } => {
+                    let set = cx.callee_name(e).and_then(|q| match q.as_str() {
+                        "tch.no_grad" => Some(false),
+                        "tch.with_grad" => Some(true),
+                        _ => None,
+                    });
+                    e.for_each_child(|c| collect(c, cx, set.or(mode), out));
+                }
+                _ => e.for_each_child(|c| collect(c, cx, mode, out)),
+            }
+        }
+        let mut nested = Vec::new();
+        stmt.for_each_expr(|e| collect(e, self, None, &mut nested));
+        for (e, mode) in nested {
+            let stmts = match &e.kind {
+                ExprKind::Block(b) => &b.stmts,
+                ExprKind::Closure(c) => match &c.body.kind {
+                    ExprKind::Block(b) => &b.stmts,
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            if stmts.is_empty() {
+                continue;
+            }
+            if let Some(m) = mode {
+                self.frame_mut().with_grad.push(Some(m));
+            }
+            self.walk_body(stmts, visitor);
+            if mode.is_some() {
+                self.frame_mut().with_grad.pop();
+            }
+        }
+    }
+
     pub(super) fn walk_body(&mut self, body: &[Stmt], visitor: &mut dyn Visitor) {
         for stmt in body {
             self.walk_stmt(stmt, visitor);
@@ -169,6 +214,13 @@ impl Context {
                 Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.id),
                 _ => None,
             };
+            // Rust: `tch::no_grad(|| net.forward(x))` runs its closure with grad off.
+            let no_grad = cx.language == Language::Rust
+                && matches!(e.kind, ExprKind::Call { .. })
+                && cx.callee_name(e).is_some_and(|q| q.is("tch.no_grad"));
+            if no_grad {
+                cx.no_grad_expr.set(cx.no_grad_expr.get() + 1);
+            }
             v.visit_expr(e, cx);
             if let Some(id) = copied {
                 cx.copied_reads.borrow_mut().push(id);
@@ -188,6 +240,9 @@ impl Context {
             }
             if over_data {
                 cx.data_comprehension.set(cx.data_comprehension.get() - 1);
+            }
+            if no_grad {
+                cx.no_grad_expr.set(cx.no_grad_expr.get() - 1);
             }
         }
         stmt.for_each_expr(|e| rec(e, self, visitor));
@@ -270,10 +325,13 @@ impl Context {
             let keep = w.len() - n_stores;
             w.truncate(keep);
         }
+        if self.language == Language::Rust {
+            self.walk_nested_blocks(stmt, visitor);
+        }
         match &stmt.kind {
             StmtKind::Import(bindings) => {
                 for b in bindings {
-                    if b.qualified == "torch" || b.qualified.starts_with("torch.") {
+                    if b.qualified == "torch" || b.qualified.starts_with("torch.") || b.qualified == "tch" || b.qualified.starts_with("tch.") {
                         self.torch_imported = true;
                     }
                     let qualified = self.module.resolve_relative(&b.qualified);
