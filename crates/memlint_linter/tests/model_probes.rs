@@ -50,6 +50,12 @@ fn an_alias_of_a_leaf_is_the_leaf() {
 }
 
 #[test]
+fn a_comprehension_target_shadows_the_function_name() {
+    let src = "import torch\nw = torch.zeros(3, requires_grad=True)\n[w.add_(1) for w in [torch.zeros(3)]]\n";
+    assert!(lines(src, "ML101").is_empty(), "the comprehension's w is a fresh tensor");
+}
+
+#[test]
 fn train_or_eval_in_two_arms_does_not_depend_on_their_order() {
     let a = "import torch\n\ndef run(model, val_loader, training):\n    if training:\n        model.train()\n    else:\n        model.eval()\n    return [model(x) for x in val_loader]\n";
     let b = "import torch\n\ndef run(model, val_loader, training):\n    if not training:\n        model.eval()\n    else:\n        model.train()\n    return [model(x) for x in val_loader]\n";
@@ -69,7 +75,6 @@ fn ml106_does_not_depend_on_the_optimizer_name() {
 }
 
 #[test]
-#[ignore = "model v3 step 6 (bindings and places): comprehension targets bind nothing"]
 fn a_comprehension_over_parameters_binds_its_target() {
     let src = "import torch\nfrom torch import nn\nm = nn.Linear(2, 2)\n[q.add_(1) for q in m.parameters()]\n";
     assert_eq!(lines(src, "ML101"), [4]);

@@ -15,7 +15,7 @@
 
 use memlint_diagnostics::Span;
 use memlint_semantic::ir::{
-    BinOp, BoolOpKind, Class, Closure, CmpOp, Expr, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
+    BinOp, BoolOpKind, Class, Closure, CmpOp, Comprehension, Expr, Generator, ExprKind, Function, Handler, ImportBinding, Keyword, Language, Literal, Module,
     Ident, Param, Stmt, StmtKind, Try, UnaryOp, WithItem, Words,
 };
 use ruff_python_ast as ast;
@@ -424,10 +424,12 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             params: l.parameters.as_deref().map(params).unwrap_or_default(),
             body: lower_expr(&l.body),
         })),
-        ast::Expr::ListComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
-        ast::Expr::SetComp(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
-        ast::Expr::Generator(c) => ExprKind::Nested(comprehension(&c.elt, None, &c.generators)),
-        ast::Expr::DictComp(c) => ExprKind::Nested(comprehension(&c.value, c.key.as_deref(), &c.generators)),
+        ast::Expr::ListComp(c) => ExprKind::Comprehension(Box::new(comprehension(&c.elt, None, &c.generators))),
+        ast::Expr::SetComp(c) => ExprKind::Comprehension(Box::new(comprehension(&c.elt, None, &c.generators))),
+        ast::Expr::Generator(c) => ExprKind::Comprehension(Box::new(comprehension(&c.elt, None, &c.generators))),
+        ast::Expr::DictComp(c) => {
+            ExprKind::Comprehension(Box::new(comprehension(&c.value, c.key.as_deref(), &c.generators)))
+        }
         ast::Expr::BoolOp(b) => ExprKind::BoolOp {
             op: match b.op {
                 ast::BoolOp::And => BoolOpKind::And,
@@ -462,17 +464,19 @@ fn lower_expr(e: &ast::Expr) -> Expr {
     Expr::new(span(e.range()), kind)
 }
 
-fn comprehension(elt: &ast::Expr, key: Option<&ast::Expr>, gens: &[ast::Comprehension]) -> Vec<Expr> {
-    let mut out = Vec::new();
-    for g in gens {
-        out.push(lower_expr(&g.iter));
-        out.extend(g.ifs.iter().map(lower_expr));
+fn comprehension(elt: &ast::Expr, key: Option<&ast::Expr>, gens: &[ast::Comprehension]) -> Comprehension {
+    Comprehension {
+        generators: gens
+            .iter()
+            .map(|g| Generator {
+                target: lower_expr(&g.target),
+                iter: lower_expr(&g.iter),
+                ifs: g.ifs.iter().map(lower_expr).collect(),
+            })
+            .collect(),
+        key: key.map(lower_expr),
+        elt: lower_expr(elt),
     }
-    if let Some(k) = key {
-        out.push(lower_expr(k));
-    }
-    out.push(lower_expr(elt));
-    out
 }
 
 #[cfg(test)]

@@ -103,6 +103,17 @@ pub struct ContextOptions {
     pub module_facts: Option<Arc<ModuleFacts>>,
 }
 
+/// What a comprehension's target holds: `q` of `[... for q in
+/// m.parameters()]` is a parameter that requires grad; `x` of `for x, y in
+/// loader` a batch; any other target is a fresh name with no facts.
+#[derive(Debug, Clone)]
+struct CompBinding {
+    name: String,
+    kind: Option<ValueKind>,
+    requires_grad: bool,
+    batch: bool,
+}
+
 #[derive(Debug, Default)]
 struct LoopFrame {
     kind: LoopKind,
@@ -251,6 +262,9 @@ pub struct Context {
     /// Depth of `tch::no_grad(...)` calls around the expression being
     /// visited (Rust): grad is off inside their closures.
     no_grad_expr: Cell<usize>,
+    /// The targets of the comprehensions around the expression being
+    /// visited, innermost last: they shadow the function's names.
+    comp_scope: std::cell::RefCell<Vec<CompBinding>>,
     /// Comprehensions over data around the expression being visited
     /// (`[model(x) for x in loader]`).
     data_comprehension: Cell<usize>,
@@ -341,6 +355,7 @@ impl Context {
             compat_depth: 0,
             compat_expr: Cell::new(0),
             no_grad_expr: Cell::new(0),
+            comp_scope: std::cell::RefCell::new(Vec::new()),
             data_comprehension: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
             written: std::cell::RefCell::new(Vec::new()),

@@ -215,6 +215,9 @@ impl Context {
     /// y in loader`) and not rebound since: a tensor built from data, which
     /// requires no grad.
     pub fn is_batch(&self, name: &str) -> bool {
+        if let Some(b) = self.comp_binding(name) {
+            return b.batch && b.name.len() == name.len();
+        }
         self.frame().batches.contains(name)
     }
 

@@ -8,6 +8,9 @@ use super::*;
 impl Context {
     /// The known kind of a binding (`x`, `self.w`) in the current function.
     pub fn kind_of_binding(&self, dotted: &str) -> Option<ValueKind> {
+        if let Some(b) = self.comp_binding(dotted) {
+            return if b.name.len() == dotted.len() { b.kind } else { None };
+        }
         self.frame()
             .kinds
             .get(dotted)
@@ -91,6 +94,9 @@ impl Context {
     /// created with `requires_grad=True`, an `nn.Parameter`, marked with
     /// `requires_grad_()`, or a loop variable over `.parameters()`.
     pub fn is_requires_grad_leaf(&self, dotted: &str) -> bool {
+        if let Some(b) = self.comp_binding(dotted) {
+            return b.requires_grad && b.name.len() == dotted.len();
+        }
         let f = self.frame();
         if f.grad_off.contains(dotted) {
             return false;
@@ -169,6 +175,45 @@ impl Context {
         };
         let op = crate::api::SAVED_FOR_BACKWARD.iter().find(|(n, _)| *n == name)?.0;
         Some((op, operands))
+    }
+
+    /// The comprehension binding of `dotted`'s root, when a comprehension
+    /// around the expression being visited binds it.
+    pub(super) fn comp_binding(&self, dotted: &str) -> Option<CompBinding> {
+        let scope = self.comp_scope.borrow();
+        if scope.is_empty() {
+            return None;
+        }
+        let root = dotted.split('.').next().unwrap_or(dotted);
+        scope.iter().rev().find(|b| b.name == root).cloned()
+    }
+
+    /// The bindings a comprehension's generators make (see [`CompBinding`]).
+    pub(super) fn comp_bindings(&self, c: &crate::ir::Comprehension) -> Vec<CompBinding> {
+        let mut out = Vec::new();
+        for g in &c.generators {
+            let mut names = Vec::new();
+            collect_target_names(&g.target, &mut names);
+            let inner = unwrap_iter_call(&g.iter);
+            let params = is_parameter_iterable(&g.iter) && !matches!(inner.as_method_call(), Some((_, "named_parameters")));
+            let named = matches!(inner.as_method_call(), Some((_, "named_parameters")));
+            let data = !params && !named && self.is_data_iterable(&g.iter);
+            let param_name = match (&g.target.kind, named) {
+                (ExprKind::Sequence(elts), true) => elts.get(1).and_then(|e| e.as_name()).map(str::to_string),
+                (_, false) if params => g.target.as_name().map(str::to_string),
+                _ => None,
+            };
+            for n in names {
+                let is_param = param_name.as_deref() == Some(n.as_str());
+                out.push(CompBinding {
+                    kind: if is_param { Some(ValueKind::Parameter) } else { None },
+                    requires_grad: is_param,
+                    batch: data,
+                    name: n,
+                });
+            }
+        }
+        out
     }
 
     /// The `torch.nn` layer class `self.<attr>` was assigned in its class
@@ -436,6 +481,9 @@ impl Context {
         match &expr.kind {
             ExprKind::Name(_) | ExprKind::Attribute { .. } => {
                 let Some(d) = expr.dotted() else { return false };
+                if self.comp_binding(&d).is_some() {
+                    return false;
+                }
                 if self.frame().graph.contains(d.as_str()) {
                     return true;
                 }

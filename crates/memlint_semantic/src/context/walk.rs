@@ -206,10 +206,21 @@ impl Context {
             };
             // A comprehension over data: its first expression is what it
             // iterates.
-            let over_data = matches!(&e.kind, ExprKind::Nested(es) if es.first().is_some_and(|it| cx.is_data_iterable(it)));
+            let over_data =
+                matches!(&e.kind, ExprKind::Comprehension(c) if c.generators.first().is_some_and(|g| cx.is_data_iterable(&g.iter)));
             if over_data {
                 cx.data_comprehension.set(cx.data_comprehension.get() + 1);
             }
+            // A comprehension's targets bind in its own scope.
+            let comp = match &e.kind {
+                ExprKind::Comprehension(c) => {
+                    let bindings = cx.comp_bindings(c);
+                    let n = bindings.len();
+                    cx.comp_scope.borrow_mut().extend(bindings);
+                    n
+                }
+                _ => 0,
+            };
             let written = match e.as_method_call() {
                 Some((recv, m)) if m.ends_with('_') && !m.ends_with("__") => Some(recv.id),
                 _ => None,
@@ -243,6 +254,11 @@ impl Context {
             }
             if no_grad {
                 cx.no_grad_expr.set(cx.no_grad_expr.get() - 1);
+            }
+            if comp > 0 {
+                let mut scope = cx.comp_scope.borrow_mut();
+                let keep = scope.len() - comp;
+                scope.truncate(keep);
             }
         }
         stmt.for_each_expr(|e| rec(e, self, visitor));

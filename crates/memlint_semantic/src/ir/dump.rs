@@ -243,6 +243,17 @@ fn expr(e: &Expr, depth: usize) -> String {
         }
         ExprKind::Starred(v) => format!("(* {})", expr(v, depth)),
         ExprKind::Nested(es) => format!("({})", spaced("nested", es, depth)),
+        ExprKind::Comprehension(c) => {
+            let gens: Vec<String> = c
+                .generators
+                .iter()
+                .map(|g| {
+                    let ifs: String = g.ifs.iter().map(|i| format!(" if {}", expr(i, depth))).collect();
+                    format!("for {} in {}{ifs}", expr(&g.target, depth), expr(&g.iter, depth))
+                })
+                .collect();
+            format!("(comp {} {} {})", opt(c.key.as_ref(), depth), expr(&c.elt, depth), gens.join(" "))
+        }
         ExprKind::Closure(c) => format!("(closure ({}) {})", params(&c.params, depth), expr(&c.body, depth)),
         ExprKind::Block(b) => {
             let mut out = String::from("(block\n");

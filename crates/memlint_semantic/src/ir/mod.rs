@@ -342,6 +342,29 @@ pub enum BoolOpKind {
     Or,
 }
 
+/// A comprehension: its generators in order, then the element (`key:
+/// value` for a dict comprehension).
+#[derive(Debug, Clone)]
+pub struct Comprehension {
+    /// `for target in iter if cond...`, outermost first.
+    pub generators: Vec<Generator>,
+    /// The key of a dict comprehension.
+    pub key: Option<Expr>,
+    /// The element (the value of a dict comprehension).
+    pub elt: Expr,
+}
+
+/// One `for target in iter if cond...` clause of a comprehension.
+#[derive(Debug, Clone)]
+pub struct Generator {
+    /// What each item binds (a name, a tuple of names).
+    pub target: Expr,
+    /// What is iterated.
+    pub iter: Expr,
+    /// The `if` conditions.
+    pub ifs: Vec<Expr>,
+}
+
 /// A closure (`lambda`, `|x| ...`).
 #[derive(Debug, Clone)]
 pub struct Closure {
@@ -598,6 +621,9 @@ pub enum ExprKind {
     Nested(Vec<Expr>),
     /// A closure: `lambda params: body` (Python), `|params| body` (Rust).
     Closure(Box<Closure>),
+    /// A comprehension (`[elt for target in iter if cond]`, generator,
+    /// set and dict comprehensions): its targets bind in its own scope.
+    Comprehension(Box<Comprehension>),
     /// A block with a value: `{ stmts; tail }` (Rust; also `unsafe { }`).
     Block(Box<Block>),
     /// `value?` (Rust): the value, or an early return of its error.

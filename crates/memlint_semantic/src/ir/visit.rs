@@ -94,6 +94,19 @@ macro_rules! expr_children {
                 $f(target);
                 $f(value);
             }
+            ExprKind::Comprehension(c) => {
+                for g in & $($m)? c.generators {
+                    $f(& $($m)? g.iter);
+                    $f(& $($m)? g.target);
+                    for i in & $($m)? g.ifs {
+                        $f(i);
+                    }
+                }
+                if let Some(k) = & $($m)? c.key {
+                    $f(k);
+                }
+                $f(& $($m)? c.elt);
+            }
             ExprKind::Sequence(es) | ExprKind::Nested(es) | ExprKind::Other(es) => {
                 for e in es {
                     $f(e);
