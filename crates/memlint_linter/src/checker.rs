@@ -84,6 +84,11 @@ impl<'c> Checker<'c> {
         self.module.language == memlint_semantic::ir::Language::Rust
     }
 
+    /// The whole file's source text.
+    pub fn source(&self) -> &'c str {
+        self.source
+    }
+
     /// The whole file's IR (for fixes that rewrite more than the node at hand).
     pub fn module(&self) -> &'c Module {
         self.module

@@ -29,5 +29,7 @@ pub mod grad_scaler_misuse;
 pub mod inplace_on_saved_tensor;
 /// ML304 dataloader-worker-options-without-workers.
 pub mod dataloader_worker_options_without_workers;
+/// ML402 apex-amp.
+pub mod apex_amp;
 /// ML306 tensor-created-then-moved.
 pub mod tensor_created_then_moved;

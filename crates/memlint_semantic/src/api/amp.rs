@@ -70,3 +70,31 @@ impl Replacement {
         }
     }
 }
+
+/// NVIDIA apex's mixed precision (`apex.amp`), unmaintained since native
+/// AMP landed in PyTorch 1.6: each call and what replaces it in `torch.amp`.
+pub fn apex_replacement(qualified: &str) -> Option<(&'static str, &'static str)> {
+    Some(match qualified {
+        "apex.amp.initialize" => (
+            "initialize",
+            "drop `amp.initialize`: run the forward and the loss under `with torch.autocast(\"cuda\", dtype=torch.float16):` and create `scaler = torch.amp.GradScaler(\"cuda\")` once",
+        ),
+        "apex.amp.scale_loss" => (
+            "scale_loss",
+            "replace `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()` by `scaler.scale(loss).backward()`, then `scaler.step(optimizer)` and `scaler.update()`",
+        ),
+        "apex.amp.master_params" => (
+            "master_params",
+            "clip `model.parameters()` after `scaler.unscale_(optimizer)`: with native AMP the parameters are the master weights",
+        ),
+        _ => return None,
+    })
+}
+
+/// How native AMP is spelled in a file that uses it (`torch.autocast(`,
+/// `torch.cuda.amp.GradScaler`, `from torch.amp import ...`): a file with
+/// one of them offers native AMP.
+pub const NATIVE_AMP_SPELLINGS: &[&str] = &["autocast", "GradScaler", "torch.amp", "torch.cuda.amp"];
+
+/// The module apex's mixed precision lives in.
+pub const APEX_AMP: &str = "apex.amp";

@@ -35,7 +35,7 @@ pub fn vocabulary() -> Vec<&'static str> {
     out.extend(SAVED_FOR_BACKWARD.iter().map(|(op, _)| *op));
     out.extend(NORM_BUFFERS);
     out.extend(amp::DEPRECATED_MODULES);
-    out.extend([amp::MODULE, amp::TORCH]);
+    out.extend([amp::MODULE, amp::TORCH, amp::APEX_AMP]);
     out.extend([nn::DATA, nn::GRAD, nn::ITEM, nn::DETACH, nn::FORWARD, nn::FORWARD_T, nn::INPLACE, nn::NN, nn::SEQUENTIAL, "weight", "bias"]);
     out.extend(nn::SEQUENTIAL_NAMES);
     out.extend([tch::TRAINABLE_VARIABLES, tch::VARIABLES, tch::SET_REQUIRES_GRAD, tch::NO_GRAD_GUARD]);

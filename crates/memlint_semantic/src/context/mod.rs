@@ -463,7 +463,13 @@ impl Context {
                 return b.as_deref();
             }
         }
-        self.module_imports.find(hash, name).and_then(|b| b.as_deref())
+        if let Some(b) = self.module_imports.find(hash, name) {
+            return b.as_deref();
+        }
+        if self.frames.len() > 1 {
+            return self.facts.module_level_imports.find(hash, name).and_then(|b| b.as_deref());
+        }
+        None
     }
 
 }

@@ -288,6 +288,11 @@ impl Context {
         f.backward_outside_loops
     }
 
+    /// The id of the statement being visited.
+    pub fn current_stmt_id(&self) -> crate::ir::StmtId {
+        self.current_stmt_id
+    }
+
     /// The name of the innermost function, `None` at module level.
     pub fn function_name(&self) -> Option<&str> {
         self.frame().name.as_deref()

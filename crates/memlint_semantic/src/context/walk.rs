@@ -81,6 +81,22 @@ impl Context {
             let q = self.qualify(&d);
             facts.module_defs.insert(d, q);
         }
+        // Module-level imports (not those of functions and classes), for
+        // function bodies that run after the module did.
+        fn module_level(body: &[Stmt], module: &crate::index::ModuleInfo, out: &mut ImportMap) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::Import(bindings) => {
+                        for b in bindings {
+                            out.insert_if_absent(b.local.clone(), Some(module.resolve_relative(&b.qualified)));
+                        }
+                    }
+                    StmtKind::Function(_) | StmtKind::Class(_) => {}
+                    _ => s.child_blocks().for_each(|b| module_level(b, module, out)),
+                }
+            }
+        }
+        module_level(body, &self.module, &mut facts.module_level_imports);
         facts.functions = functions.into_iter().collect();
         facts.frozen_names = frozen.into_iter().collect();
         facts.torch_imported = imports.iter().any(|(_, q)| {

@@ -23,6 +23,11 @@ pub struct ModuleFacts {
     /// freezes (`for p in self.ema.parameters(): p.requires_grad_(False)`
     /// gives `ema`).
     pub(crate) frozen_names: HashSet<String>,
+    /// Every module-level import of the file (top level and its `if`/`try`
+    /// blocks), wherever it stands: a function body runs after the module
+    /// was executed, so it sees an import written below it (`if __name__ ==
+    /// "__main__": from apex import amp`).
+    pub(crate) module_level_imports: ImportMap,
     /// The file imports torch (or tch) somewhere.
     pub(crate) torch_imported: bool,
 }
