@@ -573,6 +573,14 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         freeze: a.freeze,
         all: a.all,
     };
+    // Installed before any work (finding the worker asks Python for its
+    // torch, which takes seconds) so a Ctrl-C at any point yields a partial
+    // report rather than killing memprobe.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = interrupted.clone();
+        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
+    }
     let worker = worker_proc::locate_worker()?;
     let opts = BenchOptions {
         workload,
@@ -587,12 +595,6 @@ fn bench_cmd(a: BenchArgs) -> anyhow::Result<ExitCode> {
         worker,
         command: std::env::args().collect(),
     };
-    // Installed before any work so a Ctrl-C at any point yields a partial report.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)).context("installing the Ctrl-C handler")?;
-    }
     let prepared = bench::prepare(opts)?;
     if let Some(note) = prepared.device_note() {
         eprintln!("memprobe: {note}");
