@@ -25,6 +25,7 @@ pairs=(
     "ML201 eval grad nograd 6"
     "ML202 backward graph item"
     "ML202 no-backward no-backward-graph no-backward-item"
+    "ML308 frozen all trainable"
 )
 want=("$@")
 for p in "${pairs[@]}"; do

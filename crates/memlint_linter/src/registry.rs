@@ -156,6 +156,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::empty_cache_in_loop::EmptyCacheInLoop,
     &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
     &rules::tensor_created_then_moved::TensorCreatedThenMoved,
+    &rules::frozen_params_in_optimizer::FrozenParamsInOptimizer,
     &rules::apex_amp::ApexAmp,
     &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
 ];

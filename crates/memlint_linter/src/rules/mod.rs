@@ -29,6 +29,8 @@ pub mod grad_scaler_misuse;
 pub mod inplace_on_saved_tensor;
 /// ML304 dataloader-worker-options-without-workers.
 pub mod dataloader_worker_options_without_workers;
+/// ML308 frozen-params-in-optimizer.
+pub mod frozen_params_in_optimizer;
 /// ML402 apex-amp.
 pub mod apex_amp;
 /// ML306 tensor-created-then-moved.

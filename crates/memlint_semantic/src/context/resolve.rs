@@ -158,6 +158,19 @@ impl Context {
         self.class_frozen.get(class).is_some_and(|s| s.contains(attr))
     }
 
+    /// The frozen part of the model `dotted` names, when some of its
+    /// parameters were frozen in this function and it was not frozen whole:
+    /// a submodule frozen (`model.backbone.requires_grad_(False)`, a loop
+    /// over `model.backbone.parameters()`) or a parameter's
+    /// `requires_grad = False` (`model.fc.weight.requires_grad = False`).
+    pub fn frozen_part_of(&self, dotted: &str) -> Option<String> {
+        let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
+        let f = self.frame();
+        let mut parts: Vec<&String> = f.frozen.iter().chain(f.grad_off.iter()).filter(|k| below(k)).collect();
+        parts.sort();
+        parts.first().map(|k| k.to_string())
+    }
+
     /// The local name (or alias) under which module `qualified` is imported,
     /// e.g. `"t"` after `import torch as t`.
     pub fn import_alias_of(&self, qualified: &str) -> Option<&str> {

@@ -409,6 +409,8 @@ impl Context {
                 if !self.options.summary_only {
                     if let Some(model) = frozen_by_loop(target, iter, body) {
                         self.frame_mut().frozen.insert(model);
+                    } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
+                        self.frame_mut().frozen.remove(model.as_str());
                     }
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);

@@ -355,6 +355,27 @@ pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Optio
     freezes.then_some(model.into())
 }
 
+/// `for p in model.parameters(): p.requires_grad = True` (or
+/// `p.requires_grad_()`, `p.requires_grad_(True)`) unfreezes `model`.
+pub(crate) fn unfrozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
+    let p = target.as_name()?;
+    let (model, "parameters") = iter.as_method_call()? else { return None };
+    let model = model.dotted()?;
+    let unfreezes = body.iter().any(|s| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => {
+            value.is_true() && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
+        }
+        StmtKind::Expr(e) => match e.as_method_call() {
+            Some((recv, "requires_grad_")) => {
+                recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_none_or(Expr::is_true))
+            }
+            _ => false,
+        },
+        _ => false,
+    });
+    unfreezes.then_some(model.into())
+}
+
 /// Whether `backward()` is called outside every loop of the body, not
 /// counting calls under `if <flag>:` (the train-mode flag of a function
 /// that also evaluates).
