@@ -466,7 +466,8 @@ impl Context {
         if let Some(b) = self.module_imports.find(hash, name) {
             return b.as_deref();
         }
-        if self.frames.len() > 1 {
+        // A function body (not a class body, which runs where it stands).
+        if self.frames.len() > 1 && !self.frame().is_class {
             return self.facts.module_level_imports.find(hash, name).and_then(|b| b.as_deref());
         }
         None
