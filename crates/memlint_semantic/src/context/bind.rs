@@ -263,26 +263,14 @@ impl Context {
         if let Some((_, method)) = inner.as_method_call() {
             if method == "parameters" {
                 let frozen = self.parameters_of_frozen(inner);
-                if let Some(n) = target.as_name() {
-                    if frozen {
-                        self.frame_mut().grad_off.insert(n.to_string());
-                    } else {
-                        self.frame_mut().requires_grad.insert(n.to_string());
-                    }
-                    self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
-                }
+                mark_param(self, target, frozen);
                 return;
             }
             if method == "named_parameters" {
                 let frozen = self.parameters_of_frozen(inner);
                 if let ExprKind::Sequence(elts) = &target.kind {
-                    if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
-                        if frozen {
-                            self.frame_mut().grad_off.insert(n.to_string());
-                        } else {
-                            self.frame_mut().requires_grad.insert(n.to_string());
-                        }
-                        self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+                    if let Some(p) = elts.get(1) {
+                        mark_param(self, p, frozen);
                     }
                 }
                 return;
@@ -290,9 +278,8 @@ impl Context {
         }
         // tch: `for (name, t) in vs.variables()`.
         if let (Some((_, crate::api::tch::VARIABLES)), ExprKind::Sequence(elts)) = (unwrap_iter_call(iter).as_method_call(), &target.kind) {
-            if let Some(n) = elts.get(1).and_then(|e| e.as_name()) {
-                self.frame_mut().requires_grad.insert(n.to_string());
-                self.frame_mut().kinds.insert(n.to_string(), ValueKind::Parameter);
+            if let Some(t) = elts.get(1) {
+                mark_param(self, t, false);
             }
             return;
         }
