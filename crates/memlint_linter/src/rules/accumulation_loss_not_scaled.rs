@@ -1,5 +1,5 @@
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
-use memlint_semantic::step::{accumulation_count, micro_step_count, StepKind, StepKinds};
+use memlint_semantic::step::{accumulation_count, micro_step_count, StepEvent, StepKind, StepKinds};
 use memlint_semantic::Context;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -77,12 +77,11 @@ impl AccumulationLossNotScaled {
     /// model(x); loss.backward()` directly in the training loop's body, with
     /// the optimizer stepped after that inner loop and neither stepped nor
     /// zeroed inside it.
-    fn check_micro_steps(body: &[Stmt], events: &[memlint_semantic::step::StepEvent<'_>], checker: &mut Checker<'_>) {
-        let cx = checker.cx;
+    fn check_micro_steps(body: &[Stmt], events: &[StepEvent<'_>], checker: &mut Checker<'_>) {
         for stmt in body {
             let StmtKind::For { body: inner, .. } = &stmt.kind else { continue };
             let Some(n) = micro_step_count(stmt) else { continue };
-            let within = |e: &memlint_semantic::step::StepEvent<'_>| stmt.span.start <= e.span.start && e.span.start < stmt.span.end;
+            let within = |e: &StepEvent<'_>| stmt.span.start <= e.span.start && e.span.start < stmt.span.end;
             let steps_after =
                 events.iter().any(|e| e.is_direct() && e.kinds().contains(StepKinds::OPT_STEP) && e.span.start >= stmt.span.end);
             let resets_inside = events.iter().any(|e| within(e) && (e.kinds().contains(StepKinds::OPT_STEP) || e.kinds().contains(StepKinds::ZERO)));
@@ -90,26 +89,31 @@ impl AccumulationLossNotScaled {
                 continue;
             }
             let n_text = checker.text(n.span).to_string();
+            let why = format!("the optimizer steps once after the `{n_text}` micro-steps of this loop, so");
             for e in events.iter().filter(|e| within(e) && e.depth == 1 && !e.in_def) {
-                let StepKind::Backward { wrapper: false, .. } = e.kind else { continue };
-                let Some(loss) = e.loss else { continue };
-                if scaled(loss, inner, e.span.start, cx, 0) {
-                    continue;
-                }
-                let loss_text = checker.text(loss.span).to_string();
-                let shown = if loss_text.len() <= 40 { loss_text.as_str() } else { "loss" };
-                checker.report(
-                    Self::META
-                        .diagnostic(
-                            e.span,
-                            format!(
-                                "`{shown}` is not divided by `{n_text}` before `backward()`: the optimizer steps once after the `{n_text}` micro-steps of this loop, so the accumulated gradient is `{n_text}` times too large"
-                            ),
-                        )
-                        .with_help(format!("scale the loss before `backward()`: `loss = loss / {n_text}`")),
-                );
+                Self::report_unscaled(checker, e, inner, &n_text, &why);
             }
         }
+    }
+
+    /// Reports the `backward()` of event `e` when its loss is not scaled on
+    /// its way there (in `body`): `why` says how the steps accumulate.
+    fn report_unscaled(checker: &mut Checker<'_>, e: &StepEvent<'_>, body: &[Stmt], n_text: &str, why: &str) {
+        let StepKind::Backward { wrapper: false, .. } = e.kind else { return };
+        let Some(loss) = e.loss else { return };
+        if scaled(loss, body, e.span.start, checker.cx, 0) {
+            return;
+        }
+        let loss_text = checker.text(loss.span).to_string();
+        let shown = if loss_text.len() <= 40 { loss_text.as_str() } else { "loss" };
+        checker.report(
+            Self::META
+                .diagnostic(
+                    e.span,
+                    format!("`{shown}` is not divided by `{n_text}` before `backward()`: {why} the accumulated gradient is `{n_text}` times too large"),
+                )
+                .with_help(format!("scale the loss before `backward()`: `loss = loss / {n_text}`")),
+        );
     }
 }
 
@@ -119,7 +123,6 @@ impl Rule for AccumulationLossNotScaled {
     }
 
     fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
-        let cx = checker.cx;
         if !checker.in_grad_code() {
             return;
         }
@@ -137,25 +140,9 @@ impl Rule for AccumulationLossNotScaled {
             return;
         }
         let n_text = checker.text(n.span).to_string();
+        let why = format!("with the step under `if {}:`", checker.text(guard.span));
         for e in events.iter().filter(|e| e.is_direct() && !under_guard(&e.guards)) {
-            let StepKind::Backward { wrapper: false, .. } = e.kind else { continue };
-            let Some(loss) = e.loss else { continue };
-            if scaled(loss, body, e.span.start, cx, 0) {
-                continue;
-            }
-            let loss_text = checker.text(loss.span).to_string();
-            let shown = if loss_text.len() <= 40 { loss_text.as_str() } else { "loss" };
-            checker.report(
-                Self::META
-                    .diagnostic(
-                        e.span,
-                        format!(
-                            "`{shown}` is not divided by `{n_text}` before `backward()`: with the step under `if {}:` the accumulated gradient is `{n_text}` times too large",
-                            checker.text(guard.span)
-                        ),
-                    )
-                    .with_help(format!("scale the loss before `backward()`: `loss = loss / {n_text}`")),
-            );
+            Self::report_unscaled(checker, e, body, &n_text, &why);
         }
     }
 }
