@@ -332,48 +332,41 @@ pub(crate) fn layer_loop_variable<'e>(target: &'e Expr, iter: &Expr, body: &[Stm
 }
 
 /// `for p in model.parameters(): p.requires_grad = False` (or
-/// `p.requires_grad_(False)`) freezes `model`.
+/// `p.requires_grad_(False)`, `p.detach_()`) freezes `model`.
 pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
-    let p = target.as_name()?;
-    let (model, "parameters") = iter.as_method_call()? else { return None };
-    let model = model.dotted()?;
-    let freezes = body.iter().any(|s| match &s.kind {
-        StmtKind::Assign { targets, value, .. } => {
-            value.is_false()
-                && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
-        }
-        StmtKind::Expr(e) => match e.as_method_call() {
-            Some((recv, "requires_grad_")) => {
-                recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
-            }
-            // `p.detach_()`: the parameter leaves autograd for good.
-            Some((recv, "detach_")) => recv.as_name() == Some(p),
-            _ => false,
-        },
-        _ => false,
-    });
-    freezes.then_some(model.into())
+    grad_switched_by_loop(target, iter, body, false)
 }
 
 /// `for p in model.parameters(): p.requires_grad = True` (or
 /// `p.requires_grad_()`, `p.requires_grad_(True)`) unfreezes `model`.
 pub(crate) fn unfrozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
+    grad_switched_by_loop(target, iter, body, true)
+}
+
+/// The model whose parameters a loop over `model.parameters()` sets to
+/// require grad (`on`) or not.
+fn grad_switched_by_loop(target: &Expr, iter: &Expr, body: &[Stmt], on: bool) -> Option<String> {
     let p = target.as_name()?;
     let (model, "parameters") = iter.as_method_call()? else { return None };
     let model = model.dotted()?;
-    let unfreezes = body.iter().any(|s| match &s.kind {
+    let flag = |e: &Expr| if on { e.is_true() } else { e.is_false() };
+    let switches = body.iter().any(|s| match &s.kind {
         StmtKind::Assign { targets, value, .. } => {
-            value.is_true() && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
+            flag(value) && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad")))
         }
         StmtKind::Expr(e) => match e.as_method_call() {
             Some((recv, "requires_grad_")) => {
-                recv.as_name() == Some(p) && e.as_call().is_some_and(|(_, args, _)| args.first().is_none_or(Expr::is_true))
+                // `p.requires_grad_()` turns it on.
+                recv.as_name() == Some(p)
+                    && e.as_call().is_some_and(|(_, args, _)| args.first().map_or(on, |a| flag(a)))
             }
+            // `p.detach_()`: the parameter leaves autograd for good.
+            Some((recv, "detach_")) => !on && recv.as_name() == Some(p),
             _ => false,
         },
         _ => false,
     });
-    unfreezes.then_some(model.into())
+    switches.then_some(model.into())
 }
 
 /// Whether `backward()` is called outside every loop of the body, not
