@@ -77,6 +77,17 @@ impl<'c> Checker<'c> {
         self.source.get(span.start as usize..span.end as usize).unwrap_or("")
     }
 
+    /// The 1-based line of byte `offset`.
+    pub fn line_of(&self, offset: u32) -> usize {
+        let end = (offset as usize).min(self.source.len());
+        self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    /// The span of keyword argument `name` of the call at `call`.
+    pub fn keyword_span(&self, module: &Module, call: Span, name: &str) -> Option<Span> {
+        memlint_semantic::facts::pipeline::keyword_span(module, call, name)
+    }
+
     /// Whether the file is Rust code using `tch`: advice is spelled for it
     /// (`tch::no_grad(|| ...)`, not `with torch.no_grad():`) and Python
     /// fixes are not offered.

@@ -74,7 +74,8 @@ impl Frontend for PythonFrontend {
         name.starts_with("test_")
             || name.ends_with("_test.py")
             || name == "conftest.py"
-            || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+            || name == "testing_utils.py"
+            || path.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test" | "test_utils" | "testing")))
     }
 
     fn torch_roots(&self) -> &'static [&'static str] {

@@ -58,8 +58,9 @@ pub struct LintOptions {
 }
 
 /// Whether a path is a test module, by the rules of its language's
-/// frontend (Python: `test_*.py`, `*_test.py`, `conftest.py`, or anything
-/// under a `tests`/`test` directory). A notebook is judged as Python.
+/// frontend (Python: `test_*.py`, `*_test.py`, `conftest.py`,
+/// `testing_utils.py`, or anything under a `tests`/`test`/`test_utils`/
+/// `testing` directory). A notebook is judged as Python.
 pub fn is_test_path(path: &std::path::Path) -> bool {
     use frontend::Frontend;
     match frontend::frontend_for(path) {
@@ -198,7 +199,7 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
 /// Rules that report a hazard once per line: `a.data = b.data` is one
 /// `.data` finding, `model(a) if c else model(b)` one forward; and once
 /// per statement, for a statement over several lines.
-const ONE_PER_LINE: &[&str] = &["ML103", "ML107", "ML201"];
+const ONE_PER_LINE: &[&str] = &["ML103", "ML107", "ML201", "ML305", "ML307"];
 
 fn one_per_statement(module: &memlint_semantic::ir::Module, diagnostics: &mut Vec<Diagnostic>) {
     let mut seen = std::collections::HashSet::new();

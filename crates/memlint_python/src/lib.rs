@@ -407,7 +407,13 @@ fn lower_expr(e: &ast::Expr) -> Expr {
         // Rules compare strings with short keys (`"params"`, `"tf"`); a
         // message or a template is not copied.
         ast::Expr::StringLiteral(s) => ExprKind::Literal(match s.value.to_str() {
-            v if v.len() <= MAX_STRING_LITERAL => Literal::Str(Ident::from(v)),
+            v if v.len() <= MAX_STRING_LITERAL => {
+                // `device = "cuda"` / `"cuda:0"` says the program runs on a GPU.
+                if v.starts_with("cuda") {
+                    mention("cuda");
+                }
+                Literal::Str(Ident::from(v))
+            }
             _ => Literal::Other,
         }),
         ast::Expr::BooleanLiteral(b) => ExprKind::Literal(Literal::Bool(b.value)),

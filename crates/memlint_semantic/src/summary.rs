@@ -138,6 +138,7 @@ impl SummaryVisitor {
 impl Visitor for SummaryVisitor {
     fn finish(&mut self, cx: &Context) {
         self.facts = Some(cx.module_facts());
+        self.summary.moves_batches = !cx.pipeline().moves.is_empty();
     }
 
     fn visit_stmt(&mut self, stmt: &Stmt, cx: &Context) {

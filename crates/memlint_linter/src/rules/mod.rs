@@ -35,3 +35,11 @@ pub mod frozen_params_in_optimizer;
 pub mod apex_amp;
 /// ML306 tensor-created-then-moved.
 pub mod tensor_created_then_moved;
+/// ML305 host-sync-in-loop.
+pub mod host_sync_in_loop;
+/// ML302 dataloader-single-process.
+pub mod dataloader_single_process;
+/// ML303 dataloader-unpinned-memory.
+pub mod dataloader_unpinned_memory;
+/// ML307 non-blocking-from-unpinned.
+pub mod non_blocking_from_unpinned;

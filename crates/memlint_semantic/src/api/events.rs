@@ -318,7 +318,11 @@ pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
                 Event::ToDevice {
                     non_blocking: kw_bool(call, "non_blocking"),
                     to_host: name == "cpu"
-                        || target.is_some_and(|d| matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")),
+                        || target.is_some_and(|d| {
+                            matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")
+                                // tch: `t.to(Device::Cpu)`.
+                                || d.dotted().is_some_and(|p| p == "Device.Cpu" || p == "tch.Device.Cpu")
+                        }),
                     to_device: name == "cuda" || (name == "to" && target.is_some_and(names_an_accelerator)),
                 }
             }

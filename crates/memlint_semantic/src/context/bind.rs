@@ -136,6 +136,7 @@ impl Context {
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
             steps_env: rules && steps_an_environment(body),
             over_data: false,
+            over_parameters: false,
             backward_before: if calls_backward && rules {
                 body.iter()
                     .rev()
@@ -295,6 +296,13 @@ impl Context {
             let mut flat = Vec::new();
             flatten_tuple_names(target, &mut flat);
             self.frame_mut().batches.extend(flat.iter().cloned());
+            if let Some(d) = inner.dotted() {
+                let function = self.frame().qualname.clone();
+                self.pipeline.borrow_mut().iterated.push((d.to_string(), function));
+                for n in &flat {
+                    self.frame_mut().batch_loader.insert(n.clone(), d.to_string());
+                }
+            }
             if flat.len() > 1 {
                 for n in flat {
                     self.frame_mut().kinds.insert(n, ValueKind::Tensor);
@@ -314,7 +322,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off);
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
@@ -374,6 +382,17 @@ impl Context {
                                 _ => false,
                             };
                             self.bind(e, None);
+                            // `inputs, labels = data` of a batch: its parts are batches.
+                            if let (Some(v), Some(d)) = (value, e.as_name()) {
+                                if self.is_batch_value(v) {
+                                    let loader = self.batch_loader_of(v);
+                                    let f = self.frame_mut();
+                                    f.batches.insert(d.to_string());
+                                    if let Some(l) = loader {
+                                        f.batch_loader.insert(d.to_string(), l);
+                                    }
+                                }
+                            }
                             let graph = match &positions {
                                 Some(p) => p.contains(&i) || seeded,
                                 None => carries || seeded,
@@ -435,6 +454,9 @@ impl Context {
                 }
                 if batch {
                     self.frame_mut().batches.insert(d.to_string());
+                    if let Some(l) = value.and_then(|v| self.batch_loader_of(v)) {
+                        self.frame_mut().batch_loader.insert(d.to_string(), l);
+                    }
                 }
                 if let Some(q) = factory {
                     self.frame_mut().factories.insert(d.to_string(), q);
@@ -550,24 +572,56 @@ impl Context {
     /// `x.cuda().float()`, `batch[0]`, `Variable(x)`): data that requires no
     /// grad.
     pub(super) fn is_batch_value(&self, v: &Expr) -> bool {
+        self.batch_base(v).is_some()
+    }
+
+    /// The dotted name of the loader whose loop bound the batch `v` is
+    /// made from ([`Context::is_batch_value`]), when the loop iterated a
+    /// named loader.
+    pub(super) fn batch_loader_of(&self, v: &Expr) -> Option<String> {
+        let base = self.batch_base(v)?;
+        if let Some(b) = self.comp_binding(base).filter(|b| b.name.len() == base.len()) {
+            return b.loader;
+        }
+        self.frame().batch_loader.get(base).cloned()
+    }
+
+    /// Whether a batch is pinned on its way in `v` (`x.pin_memory()`).
+    pub(super) fn pins_batch(v: &Expr) -> bool {
+        match &v.kind {
+            ExprKind::Subscript { value, .. } => Self::pins_batch(value),
+            ExprKind::Call { func, args, .. } => match &func.kind {
+                ExprKind::Attribute { attr, .. } if attr.as_str() == "pin_memory" => true,
+                ExprKind::Attribute { value, .. } => Self::pins_batch(value),
+                _ => args.first().is_some_and(Self::pins_batch),
+            },
+            _ => false,
+        }
+    }
+
+    /// The batch name `v` is made from, as [`Context::is_batch_value`]
+    /// reads it.
+    fn batch_base<'e>(&self, v: &'e Expr) -> Option<&'e str> {
         const SAME_DATA: &[&str] = &[
             "to", "cuda", "cpu", "float", "half", "double", "long", "int", "bfloat16", "type", "contiguous", "view",
             "reshape", "permute", "squeeze", "unsqueeze", "detach", "clone", "pin_memory",
         ];
         match &v.kind {
-            ExprKind::Name(n) => self.frame().batches.contains(n.as_str()),
-            ExprKind::Subscript { value, .. } => self.is_batch_value(value),
+            ExprKind::Name(n) => (self.frame().batches.contains(n.as_str())
+                || self.comp_binding(n).is_some_and(|b| b.batch && b.name.len() == n.len()))
+            .then_some(n.as_str()),
+            ExprKind::Subscript { value, .. } => self.batch_base(value),
             ExprKind::Call { func, args, .. } => match &func.kind {
-                ExprKind::Attribute { value, attr, .. } if SAME_DATA.contains(&attr.as_str()) => self.is_batch_value(value),
+                ExprKind::Attribute { value, attr, .. } if SAME_DATA.contains(&attr.as_str()) => self.batch_base(value),
                 // `Variable(x)` (PyTorch before 0.4) wraps the same data.
                 _ if func.dotted().is_some_and(|d| d == "Variable" || d.ends_with(".Variable"))
                     && !v.keyword("requires_grad").is_some_and(Expr::is_true) =>
                 {
-                    args.first().is_some_and(|a| self.is_batch_value(a))
+                    args.first().and_then(|a| self.batch_base(a))
                 }
-                _ => false,
+                _ => None,
             },
-            _ => false,
+            _ => None,
         }
     }
 

@@ -20,6 +20,7 @@ mod bind;
 mod query;
 mod resolve;
 mod values;
+mod pipeline;
 mod walk;
 
 pub(crate) use values::class_attr_kinds;
@@ -112,6 +113,8 @@ struct CompBinding {
     kind: Option<ValueKind>,
     requires_grad: bool,
     batch: bool,
+    /// For a batch: the dotted name of the loader it comes from, when known.
+    loader: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -138,6 +141,8 @@ struct LoopFrame {
     steps_env: bool,
     /// The loop iterates over data: a loader, a dataset or batches.
     over_data: bool,
+    /// The loop iterates over a model's (or an optimizer group's) parameters.
+    over_parameters: bool,
     /// For a loop that calls `backward()`: the end of the last statement
     /// of its body that does (itself or through a project helper). Past it,
     /// the iteration trains no more.
@@ -233,6 +238,9 @@ struct Frame {
     /// Names bound to the batches of a data loader (`x`, `y` of `for x, y
     /// in loader`): tensors built from data, which require no grad.
     batches: HashSet<String>,
+    /// For batch names bound by a loop over a named loader: that loader's
+    /// dotted name.
+    batch_loader: HashMap<String, String>,
 }
 
 /// The semantic state at one point of the walk. Rules read it through its
@@ -299,6 +307,9 @@ pub struct Context {
     /// Depth of `if` bodies under a user option (`if args.empty_cache:`,
     /// `if self.config.x >= 1:`).
     option_depth: usize,
+    /// Depth of `if` bodies under a logging, debugging or profiling
+    /// condition (`if args.verbose:`, `if log_this_step:`, `if cfg.profile:`).
+    logging_depth: usize,
     /// Last segments of the exception types caught by the enclosing
     /// `except` handlers (`["Exception"]` for a bare `except:`).
     handlers: Vec<Vec<String>>,
@@ -308,6 +319,9 @@ pub struct Context {
     /// For a class statement being visited: its `self.<attr>` kinds
     /// ([`class_attr_kinds`]), computed once for the visitor and the walk.
     class_attrs: Option<HashMap<String, ValueKind>>,
+    /// The file's input pipeline as walked so far: loaders built, loops
+    /// over loaders, batches moved to an accelerator.
+    pipeline: std::cell::RefCell<crate::facts::pipeline::Pipeline>,
 }
 
 const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
@@ -370,9 +384,11 @@ impl Context {
             non_torch_depth: 0,
             interval_depth: 0,
             option_depth: 0,
+            logging_depth: 0,
             handlers: Vec::new(),
             autograd_functions: HashSet::default(),
             class_attrs: None,
+            pipeline: std::cell::RefCell::default(),
         };
         match cx.options.module_facts.take() {
             Some(facts) => {

@@ -103,6 +103,14 @@ impl Context {
         self.frame().loops.iter().any(|l| l.direct_step)
     }
 
+    /// Whether the current point runs once per training step: the
+    /// innermost loop one iteration of which is a step
+    /// ([`Context::in_step_iteration`]) is a training loop, not an
+    /// evaluation loop nested in the epoch loop.
+    pub fn in_training_step(&self) -> bool {
+        self.frame().loops.iter().rev().find(|l| l.direct_step).is_some_and(|l| l.kind == LoopKind::Train)
+    }
+
     /// Whether the current point runs only every k-th time: inside the body
     /// of `if step % k == 0:` (or `(i + 1) % k == 0`, `step % k == k - 1`).
     pub fn guarded_by_interval(&self) -> bool {
@@ -114,6 +122,15 @@ impl Context {
     /// self.config.clear_cache:`): a deliberate, configurable choice.
     pub fn guarded_by_option(&self) -> bool {
         self.option_depth > 0
+    }
+
+    /// Whether the current point runs only under a logging, debugging or
+    /// profiling condition, or a user option: the body of `if
+    /// args.verbose:`, `if log_now:`, `if cfg.profile:`, `if
+    /// self.config.track_norms:` (an interval guard is
+    /// [`Context::guarded_by_interval`]).
+    pub fn guarded_by_logging_condition(&self) -> bool {
+        self.logging_depth > 0
     }
 
     /// Whether the current point is in an `except` handler catching one of
@@ -302,6 +319,13 @@ impl Context {
     /// reaches `backward()`), within the current function.
     pub fn in_training_loop(&self) -> bool {
         self.frame().loops.iter().any(|l| l.kind == LoopKind::Train)
+    }
+
+    /// Whether the current point is inside a loop over parameters (`for p
+    /// in model.parameters()`, over an optimizer group's `"params"`) in the
+    /// current function: it runs once per parameter.
+    pub fn in_parameter_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.over_parameters)
     }
 
     /// Whether the current point is inside any loop of the current function.

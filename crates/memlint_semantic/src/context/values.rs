@@ -197,7 +197,22 @@ impl Context {
             let inner = unwrap_iter_call(&g.iter);
             let params = is_parameter_iterable(&g.iter) && !matches!(inner.as_method_call(), Some((_, "named_parameters")));
             let named = matches!(inner.as_method_call(), Some((_, "named_parameters")));
-            let data = !params && !named && self.is_data_iterable(&g.iter);
+            // Over data, or over the parts of a batch (`for k, v in batch.items()`).
+            let batch_parts = match inner.as_method_call() {
+                Some((recv, "items" | "values")) => self.is_batch_value(recv),
+                _ => self.is_batch_value(inner),
+            };
+            let data = !params && !named && (self.is_data_iterable(&g.iter) || batch_parts);
+            let loader = if !data {
+                None
+            } else if batch_parts {
+                match inner.as_method_call() {
+                    Some((recv, "items" | "values")) => self.batch_loader_of(recv),
+                    _ => self.batch_loader_of(inner),
+                }
+            } else {
+                inner.dotted().map(|d| d.to_string())
+            };
             let param_name = match (&g.target.kind, named) {
                 (ExprKind::Sequence(elts), true) => elts.get(1).and_then(|e| e.as_name()).map(str::to_string),
                 (_, false) if params => g.target.as_name().map(str::to_string),
@@ -209,6 +224,7 @@ impl Context {
                     kind: if is_param { Some(ValueKind::Parameter) } else { None },
                     requires_grad: is_param,
                     batch: data,
+                    loader: loader.clone(),
                     name: n,
                 });
             }

@@ -197,6 +197,9 @@ impl Context {
 
     pub(super) fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
+            if matches!(e.kind, ExprKind::Call { .. }) && cx.torch_imported {
+                cx.note_pipeline(e);
+            }
             // Compatibility, copied reads and writes through are for the
             // rules' queries only.
             if cx.options.summary_only {
@@ -415,6 +418,8 @@ impl Context {
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
                 frame.over_data = self.is_data_iterable(iter);
+                frame.over_parameters = is_parameter_iterable(iter)
+                    || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")));
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
@@ -446,7 +451,9 @@ impl Context {
                 let (body_other, else_other) = framework_branches(test);
                 let interval = usize::from(is_interval_guard(test));
                 let option = usize::from(is_option_guard(test));
+                let logging = usize::from(is_logging_guard(test));
                 self.option_depth += option;
+                self.logging_depth += logging;
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
                 self.interval_depth += interval;
@@ -461,6 +468,7 @@ impl Context {
                 self.frame_mut().graph_built = built_before;
                 self.interval_depth -= interval;
                 self.option_depth -= option;
+                self.logging_depth -= logging;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
@@ -541,13 +549,14 @@ impl Context {
                 let saved = (
                     std::mem::take(&mut self.interval_depth),
                     std::mem::take(&mut self.option_depth),
+                    std::mem::take(&mut self.logging_depth),
                     std::mem::take(&mut self.handlers),
                 );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
                 visitor.leave_stmt(stmt, self);
                 self.frames.pop();
-                (self.interval_depth, self.option_depth, self.handlers) = saved;
+                (self.interval_depth, self.option_depth, self.logging_depth, self.handlers) = saved;
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }

@@ -1,5 +1,6 @@
 //! Facts derived from the IR alone, below the walk: the view chains of
 //! expressions and the pre-walk scans of bodies.
 
+pub mod pipeline;
 pub(crate) mod scan;
 pub mod views;

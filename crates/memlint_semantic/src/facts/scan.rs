@@ -471,6 +471,29 @@ pub(crate) fn is_option_guard(test: &Expr) -> bool {
     })
 }
 
+/// Whether an `if` test is a logging, debugging or profiling condition or
+/// a user option: it names a word like `log`, `verbose`, `debug`,
+/// `profile`, `print`, `display` (`if log_now:`, `if self.verbose > 1:`),
+/// or reads an attribute of an options object (`args.x`, `cfg.x`,
+/// `self.config.x`).
+pub(crate) fn is_logging_guard(test: &Expr) -> bool {
+    const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    const LOGGING_WORDS: &[&str] = &[
+        "log", "logging", "verbose", "verbosity", "debug", "debugging", "profile", "profiling", "profiler", "print",
+        "display", "show", "timing", "benchmark", "monitor", "track", "tensorboard", "wandb", "writer",
+    ];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Name(n) => words(n).iter().any(|w| LOGGING_WORDS.contains(&w.as_str())),
+        ExprKind::Attribute { value, attr, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            let config = OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args");
+            config || words(attr).iter().any(|w| LOGGING_WORDS.contains(&w.as_str()))
+        }
+        _ => false,
+    })
+}
+
 /// Locals assigned a `.data` read (`saved = p.data`) and later assigned
 /// back through `.data =` (`p.data = saved`).
 pub(crate) fn data_restores(body: &[Stmt]) -> HashSet<String> {

@@ -20,6 +20,7 @@ impl IndexBuilder {
         let sizes = |count: fn(&FileSummary) -> usize| files.iter().map(count).sum::<usize>();
         let (n_functions, n_classes, n_aliases, n_calls) =
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
+        let moves_batches = files.iter().any(|f| f.moves_batches);
         let mut functions = Vec::with_capacity(files.len());
         let mut rest = Vec::with_capacity(files.len());
         for f in files {
@@ -60,7 +61,7 @@ impl IndexBuilder {
                 (classes, aliases, applied, calls)
             },
         );
-        let ix = ProjectIndex { functions, classes, aliases, applied, ..ProjectIndex::default() };
+        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, ..ProjectIndex::default() };
         IndexBuilder { ix, calls }
     }
 

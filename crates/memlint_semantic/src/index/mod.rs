@@ -195,6 +195,8 @@ pub struct FileSummary {
     pub applied: Vec<String>,
     /// The file imports torch: without it no rule has anything to check.
     pub imports_torch: bool,
+    /// A loop of the file moves a loader's batches to an accelerator.
+    pub moves_batches: bool,
 }
 
 /// The joined facts of all files of a run.
@@ -218,6 +220,8 @@ pub struct ProjectIndex {
     eval_by_flag: HashSet<String>,
     /// What calling each function does to a training step, its callees included.
     performs: HashMap<String, StepKinds>,
+    /// Some file of the run moves a loader's batches to an accelerator.
+    moves_batches: bool,
     /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
     /// they are asked: many call sites look up one inherited method, each
     /// time through the same chain of bases. Asked only once the

@@ -505,6 +505,12 @@ impl ProjectIndex {
         self.functions.len()
     }
 
+    /// Whether some file of the run moves a data loader's batches to an
+    /// accelerator (`x.to(device)` in a loop over a loader).
+    pub fn moves_batches(&self) -> bool {
+        self.moves_batches
+    }
+
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.classes.is_empty()

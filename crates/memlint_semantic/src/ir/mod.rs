@@ -12,7 +12,7 @@ mod visit;
 
 pub use dump::dump;
 pub use tree::{Arm, ExprId, StmtId, Tree};
-pub use visit::{bound_names, for_each_expr_in_function, for_each_stmt_in_function};
+pub use visit::{bound_names, for_each_expr_in_function, for_each_stmt_in_function, for_each_stmt_in_module};
 use visit::expr_blocks;
 
 /// An identifier (a name, an attribute): short ones, nearly all of them,
@@ -142,6 +142,9 @@ impl Words {
     /// A method that stores its argument in a container (`append`,
     /// `extend`, `insert`, `add`, `setdefault`, `put`).
     pub const STORE: Words = Words(1 << 7);
+    /// `cuda` (`torch.cuda`, `.cuda()`, a `"cuda"` string literal, tch's
+    /// `cuda_if_available`): the program may run on a GPU.
+    pub const CUDA: Words = Words(1 << 8);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -155,6 +158,7 @@ impl Words {
             "no_grad" | "inference_mode" | "set_grad_enabled" => Words::GRAD_OFF,
             "amp" => Words::AMP,
             "append" | "extend" | "insert" | "add" | "setdefault" | "put" => Words::STORE,
+            "cuda" | "cuda_if_available" | "Cuda" | "cudnn" => Words::CUDA,
             _ => Words::NONE,
         }
     }

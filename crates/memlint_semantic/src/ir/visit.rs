@@ -316,6 +316,23 @@ pub fn for_each_stmt_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stm
     }
 }
 
+/// Calls `f` on every statement of `body`, nested function and class
+/// bodies included.
+pub fn for_each_stmt_in_module<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for s in body {
+        f(s);
+        match &s.kind {
+            StmtKind::Function(func) => for_each_stmt_in_module(&func.body, f),
+            StmtKind::Class(c) => for_each_stmt_in_module(&c.body, f),
+            _ => {
+                for block in s.child_blocks() {
+                    for_each_stmt_in_module(block, f);
+                }
+            }
+        }
+    }
+}
+
 /// Calls `f` on every expression (recursively) of the statements in `body`,
 /// not descending into nested function or class definitions.
 pub fn for_each_expr_in_function<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Expr)) {

@@ -1,0 +1,90 @@
+use memlint_semantic::facts::pipeline::Opt;
+use memlint_semantic::ir::Module;
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a `torch.utils.data.DataLoader(...)` with no worker
+    /// processes (`num_workers` not passed, or `num_workers=0`) whose
+    /// batches a loop of the program moves to an accelerator
+    /// (`x.to(device)`, `x.cuda()`, `x.type(torch.cuda.FloatTensor)`). When
+    /// the loader is iterated in the same file, that loop must move its
+    /// batches; a loader passed on to code elsewhere counts when the run
+    /// moves some loader's batches to a device.
+    ///
+    /// ## Why is this bad?
+    /// Without workers, reading, decoding and augmenting every sample and
+    /// collating the batch happen in the training process, between steps:
+    /// the GPU waits for each batch. With workers, batches are prepared in
+    /// parallel while the GPU computes.
+    /// MEASURED
+    ///
+    /// ## Example
+    /// ```python
+    /// loader = DataLoader(ImageFolder(root, transform=augment), batch_size=64, shuffle=True)
+    /// for x, y in loader:
+    ///     x, y = x.to(device), y.to(device)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// loader = DataLoader(
+    ///     ImageFolder(root, transform=augment), batch_size=64, shuffle=True,
+    ///     num_workers=4, persistent_workers=True,
+    /// )
+    /// ```
+    /// Start with about 4 workers per GPU (at most the CPU cores you have
+    /// per GPU) and raise it while the step time falls.
+    ///
+    /// ## Known false positives
+    /// A dataset already in memory as tensors (`TensorDataset`) needs no
+    /// workers and is not reported; neither is a loader whose
+    /// `num_workers` comes from a variable or a `**kwargs` dict the rule
+    /// cannot read. Other in-memory datasets (a custom `Dataset` over a
+    /// tensor) are reported though workers would only add overhead there,
+    /// and code that must stay single-process (some Windows or notebook
+    /// setups) is reported too. Off by default.
+    ///
+    /// ## References
+    /// - [torch.utils.data: single- and multi-process data loading](https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading)
+    /// - [Performance tuning guide: enable async data loading](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#enable-async-data-loading-and-augmentation)
+    pub struct DataloaderSingleProcess {
+        code: "ML302",
+        name: "dataloader-single-process",
+        severity: Info,
+        default: false,
+        languages: [Python],
+    }
+}
+
+impl Rule for DataloaderSingleProcess {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !checker.in_torch_program() {
+            return;
+        }
+        let pipeline = cx.pipeline();
+        if pipeline.loader_calls.is_empty() {
+            return;
+        }
+        for site in pipeline.loaders(module) {
+            if site.in_memory || !site.num_workers.absent_or(0) || !pipeline.feeds_accelerator(&site, cx.index().moves_batches()) {
+                continue;
+            }
+            let (span, what) = match site.num_workers {
+                Opt::Literal(_) => (checker.keyword_span(module, site.span, "num_workers").unwrap_or(site.span), "`num_workers=0`"),
+                _ => (site.span, "no `num_workers`"),
+            };
+            checker.report(
+                Self::META
+                    .diagnostic(span, format!("`DataLoader` with {what} loads every batch in the training process while the GPU waits"))
+                    .with_help("pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU) and `persistent_workers=True`, then tune by the step time"),
+            );
+        }
+    }
+}

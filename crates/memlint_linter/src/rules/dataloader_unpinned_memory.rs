@@ -1,0 +1,82 @@
+use memlint_semantic::ir::Module;
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a `torch.utils.data.DataLoader(...)` without
+    /// `pin_memory=True` whose batches a loop of the program moves to an
+    /// accelerator (`x.to(device)`, `x.cuda()`). The loader and the move
+    /// are joined as for ML302: by the loop over the loader's name in the
+    /// same file, else by the run moving some loader's batches.
+    ///
+    /// ## Why is this bad?
+    /// A host-to-device copy from ordinary (pageable) memory is staged
+    /// through a pinned buffer by the driver and cannot run asynchronously:
+    /// `non_blocking=True` has no effect and the copy cannot overlap the
+    /// previous step's kernels. With `pin_memory=True` the loader's pin
+    /// thread puts each batch in page-locked memory, the copy runs at full
+    /// bandwidth and, with `non_blocking=True`, overlaps compute. (The
+    /// effect needs a GPU to measure and has not been measured by memprobe
+    /// yet.)
+    ///
+    /// ## Example
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=256, num_workers=8)
+    /// for x, y in loader:
+    ///     x, y = x.cuda(), y.cuda()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=256, num_workers=8, pin_memory=True)
+    /// for x, y in loader:
+    ///     x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A `pin_memory` from a variable (`pin_memory=use_cuda`) or from a
+    /// `**kwargs` dict the rule cannot read is not reported. Pinned memory
+    /// is a limited resource: with very large batches and many workers a
+    /// maintainer may leave it off on purpose. Batches small next to the
+    /// step (tabular data, token ids) gain little. Off by default.
+    ///
+    /// ## References
+    /// - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
+    /// - [CUDA semantics: use pinned memory buffers](https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers)
+    pub struct DataloaderUnpinnedMemory {
+        code: "ML303",
+        name: "dataloader-unpinned-memory",
+        severity: Info,
+        default: false,
+        languages: [Python],
+    }
+}
+
+impl Rule for DataloaderUnpinnedMemory {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !checker.in_torch_program() {
+            return;
+        }
+        let pipeline = cx.pipeline();
+        if pipeline.loader_calls.is_empty() {
+            return;
+        }
+        for site in pipeline.loaders(module) {
+            if !site.pin_memory.absent_or(false) || !pipeline.feeds_accelerator(&site, cx.index().moves_batches()) {
+                continue;
+            }
+            let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);
+            checker.report(
+                Self::META
+                    .diagnostic(span, "`DataLoader` without `pin_memory=True` feeds the GPU from pageable memory: its copies cannot overlap compute")
+                    .with_help("pass `pin_memory=True`, and move its batches with `.to(device, non_blocking=True)`"),
+            );
+        }
+    }
+}

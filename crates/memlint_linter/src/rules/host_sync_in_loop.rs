@@ -1,0 +1,212 @@
+use memlint_semantic::api::{classify, Callee, Event, Receiver, OOM_EXCEPTIONS};
+use memlint_semantic::ir::{Expr, ExprKind, Language, UnaryOp, Words};
+use memlint_semantic::{Role, ValueKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a read of a tensor's value back to the host in every training
+    /// step: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
+    /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`, and
+    /// tch's `double_value`, `int64_value`, `f64::try_from(&t)` and
+    /// `t.to(Device::Cpu)`. It reports them in the body of a training loop
+    /// (one iteration of which calls `backward()`), and in a loop over a
+    /// model's parameters in step code (a helper that logs or clips
+    /// gradients): there the read runs once per parameter, every step.
+    /// Only programs that run on a GPU (they mention `cuda`) are checked.
+    ///
+    /// ## Why is this bad?
+    /// CUDA runs kernels asynchronously: the Python loop normally runs
+    /// ahead, queuing the next step's work while the GPU computes. A read
+    /// back to the host waits until every queued kernel has finished, so the
+    /// GPU then idles while Python loads the next batch and launches its
+    /// kernels again. Once per step this costs the launch latency of the
+    /// step; once per parameter (a grad-norm helper with `.item()` on each
+    /// of hundreds of tensors) it serialises the step. On the CPU it costs
+    /// almost nothing, which is why it goes unnoticed.
+    ///
+    /// ## Example
+    /// ```python
+    /// for step, (x, y) in enumerate(loader):
+    ///     loss = criterion(model(x.to(device)), y.to(device))
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     optimizer.zero_grad()
+    ///     running_loss += loss.item()
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// running_loss = torch.zeros((), device=device)
+    /// for step, (x, y) in enumerate(loader):
+    ///     loss = criterion(model(x.to(device)), y.to(device))
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     optimizer.zero_grad()
+    ///     running_loss += loss.detach()
+    ///     if step % log_every == 0:
+    ///         print(running_loss.item() / log_every)
+    ///         running_loss.zero_()
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A read under a logging condition (`if step % k == 0:`) or a user
+    /// option (`if args.verbose:`) is not reported, nor one in an
+    /// environment-interaction loop (reinforcement learning: the action
+    /// goes to a CPU environment every step, so the step synchronises
+    /// anyway), nor one in an `except` handler. A read the step needs (an
+    /// early stop on a NaN loss, a value a data-dependent branch tests) is
+    /// reported: move the check under an interval when it allows.
+    /// Benchmarking and profiling code (a function or file named like
+    /// `bench`, `profile`, `timing`) synchronises on purpose and is not
+    /// reported.
+    /// `float(t)`/`int(t)` are reported only for a loss or model output;
+    /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
+    /// reported in a GPU program.
+    ///
+    /// ## References
+    /// - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    /// - [Performance tuning guide: avoid unnecessary CPU-GPU synchronization](https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html#avoid-unnecessary-cpu-gpu-synchronization)
+    pub struct HostSyncInLoop {
+        code: "ML305",
+        name: "host-sync-in-loop",
+        severity: Info,
+        default: false,
+        languages: [Python, Rust],
+    }
+}
+
+impl Rule for HostSyncInLoop {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !checker.in_torch_program() {
+            return;
+        }
+        let ExprKind::Call { func, args, .. } = &expr.kind else { return };
+        let Some(sync) = sync_of(expr, func, args, checker) else { return };
+        let per_parameter = cx.in_parameter_loop() && (cx.in_step_code() || cx.in_training_step());
+        let per_step = cx.in_training_step();
+        if !(per_step || per_parameter)
+            || cx.guarded_by_interval()
+            || cx.guarded_by_option()
+            || cx.guarded_by_logging_condition()
+            || cx.in_interaction_loop()
+            || cx.in_handler_catching(OOM_EXCEPTIONS)
+            || matches!(cx.function_role(), Role::Test | Role::Setup)
+        {
+            return;
+        }
+        // Benchmarking and profiling code synchronises on purpose, to time.
+        let timing = |name: &str| {
+            memlint_semantic::resolve::words(name)
+                .iter()
+                .any(|w| w.starts_with("bench") || w.starts_with("profil") || w == "timing" || w == "timeit")
+        };
+        if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
+            return;
+        }
+        // A GPU program: it says `cuda` (tch code may pick its device
+        // anywhere), or moves loader batches to a device somewhere.
+        let gpu = cx.language() == Language::Rust || cx.file_words().contains(Words::CUDA) || cx.index().moves_batches();
+        if !gpu {
+            return;
+        }
+        let rust = cx.language() == Language::Rust;
+        let (message, help) = if per_parameter {
+            (
+                format!("`{sync}` waits for the device once per parameter, every training step"),
+                if rust {
+                    "reduce on the device (`Tensor::stack(&norms, 0).sum(Kind::Float)`) and read the one value back".to_string()
+                } else {
+                    "reduce on the device (`torch.stack([...]).sum()`, `torch.nn.utils.clip_grad_norm_` returns the total norm as a tensor) and read one value, under a logging interval".to_string()
+                },
+            )
+        } else if sync == "torch.cuda.synchronize()" {
+            (
+                "`torch.cuda.synchronize()` makes the host wait for the device every training step".to_string(),
+                "remove it from the step, or run it only while timing (under `if profiling:` or a logging interval)".to_string(),
+            )
+        } else {
+            (
+                format!("`{sync}` waits for the device every training step"),
+                if rust {
+                    "keep the value on the device (`total += loss.detach()`) and read it back every k steps (`if step % log_every == 0`)".to_string()
+                } else {
+                    "accumulate on the device (`total += loss.detach()`) and read it back every k steps, under `if step % log_every == 0:`".to_string()
+                },
+            )
+        };
+        checker.report(Self::META.diagnostic(expr.span, message).with_help(help));
+    }
+}
+
+/// How `call` reads a value back to the host, as the message names it.
+fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Option<String> {
+    let cx = checker.cx;
+    if let Some((_, method)) = call.as_method_call() {
+        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+        let sync = match classify(call, callee) {
+            Some(Event::HostSync) => true,
+            Some(Event::ToDevice { to_host: true, .. }) => args.len() <= 1,
+            _ => false,
+        };
+        if sync {
+            // The whole call when short (`loss.item()`), else the method.
+            let text = checker.text(call.span);
+            return Some(if text.len() <= 40 && !text.contains('\n') {
+                text.to_string()
+            } else {
+                checker.text(func_tail(call, method, checker)).to_string()
+            });
+        }
+    }
+    let d = func.dotted()?;
+    match d.as_str() {
+        // `float(loss)`, `int(pred.argmax())` of a tensor.
+        "float" | "int" | "bool" => {
+            let arg = args.first()?;
+            if cx.language() == Language::Python && is_tensor_value(arg, checker) {
+                let text = checker.text(call.span);
+                Some(if text.len() <= 40 && !text.contains('\n') { text.to_string() } else { format!("{}(...)", d.as_str()) })
+            } else {
+                None
+            }
+        }
+        // tch: `f64::try_from(&loss)`, `f64::from(&loss)`.
+        "f64.try_from" | "f64.from" | "f32.try_from" | "f32.from" | "i64.try_from" | "i64.from" => {
+            let arg = args.first()?;
+            let inner = match &arg.kind {
+                ExprKind::Unary { op: UnaryOp::Ref | UnaryOp::RefMut, operand } => operand,
+                _ => arg,
+            };
+            is_tensor_value(inner, checker).then(|| format!("{}(...)", d.as_str().replace('.', "::")))
+        }
+        _ => {
+            let q = cx.qualified_name(func)?;
+            matches!(q.as_str(), "torch.cuda.synchronize" | "torch.cuda.current_stream.synchronize")
+                .then(|| "torch.cuda.synchronize()".to_string())
+        }
+    }
+}
+
+/// The span from a method call's `.method(` to its end (`.item()`).
+fn func_tail(call: &Expr, method: &str, checker: &Checker<'_>) -> memlint_diagnostics::Span {
+    let text = checker.text(call.span);
+    match text.rfind(&format!(".{method}(")) {
+        Some(i) => memlint_diagnostics::Span::new(call.span.start + i as u32, call.span.end),
+        None => call.span,
+    }
+}
+
+/// A loss, a model output, or another value known to be a tensor.
+fn is_tensor_value(e: &Expr, checker: &Checker<'_>) -> bool {
+    let cx = checker.cx;
+    cx.carries_graph(e)
+        || matches!(cx.kind_of(e), Some(ValueKind::Tensor | ValueKind::Output))
+        || e.dotted().is_some_and(|d| cx.is_backward_root(&d))
+}

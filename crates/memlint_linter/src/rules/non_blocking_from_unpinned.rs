@@ -1,0 +1,118 @@
+use memlint_semantic::facts::pipeline::{LoaderSite, Pipeline};
+use memlint_semantic::ir::{Module, StmtKind};
+
+use crate::{declare_rule, Checker, Rule, RuleMeta};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags `.to(device, non_blocking=True)` / `.cuda(non_blocking=True)`
+    /// on a batch of a loop over a `DataLoader` built without
+    /// `pin_memory=True` (not passed, or `False`). The loader must be known
+    /// in the same file: the loop iterates a name bound to a
+    /// `DataLoader(...)` call, or to the call of a function of the file
+    /// that returns one. A batch pinned on its way (`x.pin_memory()`) is
+    /// not reported.
+    ///
+    /// ## Why is this bad?
+    /// An asynchronous host-to-device copy needs page-locked (pinned)
+    /// memory. From an unpinned batch the driver copies through a staging
+    /// buffer and the call returns only when the copy is done:
+    /// `non_blocking=True` promises an overlap that does not happen. Pinning
+    /// in the loader's pin thread makes the copy asynchronous. (The effect
+    /// needs a GPU to measure and has not been measured by memprobe yet.)
+    ///
+    /// ## Example
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=128, num_workers=4)
+    /// for x, y in loader:
+    ///     x = x.to(device, non_blocking=True)
+    /// ```
+    ///
+    /// ## Use instead
+    /// ```python
+    /// loader = DataLoader(dataset, batch_size=128, num_workers=4, pin_memory=True)
+    /// for x, y in loader:
+    ///     x = x.to(device, non_blocking=True)
+    /// ```
+    ///
+    /// ## Known false positives
+    /// A loader whose `pin_memory` comes from a variable or an unreadable
+    /// `**kwargs` dict, a loader passed in as an argument, and one built in
+    /// another file are not reported. Off by default.
+    ///
+    /// ## References
+    /// - [CUDA semantics: use pinned memory buffers](https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers)
+    /// - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    pub struct NonBlockingFromUnpinned {
+        code: "ML307",
+        name: "non-blocking-from-unpinned",
+        severity: Info,
+        default: false,
+        languages: [Python],
+    }
+}
+
+impl Rule for NonBlockingFromUnpinned {
+    fn meta(&self) -> &'static RuleMeta {
+        &Self::META
+    }
+
+    fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
+        let cx = checker.cx;
+        if !checker.in_torch_program() {
+            return;
+        }
+        let pipeline = cx.pipeline();
+        if pipeline.loader_calls.is_empty() || pipeline.moves.is_empty() {
+            return;
+        }
+        let sites = pipeline.loaders(module);
+        for mv in &pipeline.moves {
+            if mv.non_blocking != Some(true) || mv.pinned {
+                continue;
+            }
+            let Some(loader) = &mv.loader else { continue };
+            let found = sites_of(loader, &sites, &pipeline, module);
+            if found.is_empty() || !found.iter().all(|s| s.pin_memory.absent_or(false)) {
+                continue;
+            }
+            let line = checker.line_of(found[0].span.start);
+            checker.report(
+                Self::META
+                    .diagnostic(mv.span, format!("`non_blocking=True` on a batch of `{loader}`, which is not pinned: the copy is synchronous anyway"))
+                    .with_help(format!("pass `pin_memory=True` to the `DataLoader` of line {line}")),
+            );
+        }
+    }
+}
+
+/// The loaders of the file `loader` (a dotted name) is bound to: a
+/// `DataLoader(...)` assigned to it, or one returned by a function of the
+/// file whose call is assigned to it.
+fn sites_of<'s>(loader: &str, sites: &'s [LoaderSite], _pipeline: &Pipeline, module: &Module) -> Vec<&'s LoaderSite> {
+    let direct: Vec<&LoaderSite> = sites.iter().filter(|s| s.bound_to.as_deref() == Some(loader)).collect();
+    if !direct.is_empty() {
+        return direct;
+    }
+    // `train_loader = make_loader(...)` with `make_loader` of this file.
+    let mut callees: Vec<String> = Vec::new();
+    memlint_semantic::ir::for_each_stmt_in_module(&module.body, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            if targets.len() == 1 && targets[0].dotted().as_deref() == Some(loader) {
+                if let Some(name) = value.as_call().and_then(|(f, _, _)| f.dotted()) {
+                    callees.push(name.as_str().rsplit('.').next().unwrap_or_default().to_string());
+                }
+            }
+        }
+    });
+    if callees.is_empty() {
+        return Vec::new();
+    }
+    sites
+        .iter()
+        .filter(|s| {
+            s.returned
+                && s.function.as_deref().is_some_and(|f| callees.iter().any(|c| f.rsplit('.').next() == Some(c.as_str())))
+        })
+        .collect()
+}

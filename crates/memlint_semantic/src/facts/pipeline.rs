@@ -1,0 +1,382 @@
+//! The input pipeline of a file: where `DataLoader`s are built, with the
+//! options that decide how fast they feed the device, and where the
+//! batches of loops over loaders are moved to an accelerator. The walk
+//! records both ([`crate::Context::pipeline`]); rules join them once the
+//! file has been walked.
+
+use memlint_diagnostics::Span;
+
+use crate::ir::{Expr, ExprKind, Literal, Module, Stmt, StmtKind};
+
+/// What a call shows of one `DataLoader` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt<T> {
+    /// Not passed, and no `*args`/`**kwargs` spread could pass it.
+    Absent,
+    /// Passed as this literal.
+    Literal(T),
+    /// Passed as something else (a variable, an expression), or a spread
+    /// may pass it.
+    Unknown,
+}
+
+impl<T: PartialEq> Opt<T> {
+    /// Absent, or passed as `value`.
+    pub fn absent_or(&self, value: T) -> bool {
+        match self {
+            Opt::Absent => true,
+            Opt::Literal(v) => *v == value,
+            Opt::Unknown => false,
+        }
+    }
+}
+
+/// One `torch.utils.data.DataLoader(...)` call.
+#[derive(Debug, Clone)]
+pub struct LoaderSite {
+    /// The call.
+    pub span: Span,
+    /// `num_workers` (the keyword or the sixth positional argument).
+    pub num_workers: Opt<i64>,
+    /// `pin_memory`.
+    pub pin_memory: Opt<bool>,
+    /// The dotted name the call is assigned to (`train_loader`,
+    /// `self.loader`), when its statement is a plain assignment of it.
+    pub bound_to: Option<String>,
+    /// The qualified name of the function the call is in (`None`: module
+    /// level).
+    pub function: Option<String>,
+    /// The call is returned (`return DataLoader(...)`) or bound to a name
+    /// the function returns: callers get the loader.
+    pub returned: bool,
+    /// The dataset holds tensors already (a `TensorDataset`, built in the
+    /// call or bound to the name passed): batches are slices of memory,
+    /// with nothing for worker processes to do.
+    pub in_memory: bool,
+}
+
+/// A loader's batch moved to an accelerator (`x.to(device)`, `x.cuda()`,
+/// `x.type(torch.cuda.FloatTensor)`).
+#[derive(Debug, Clone)]
+pub struct BatchMove {
+    /// The move call.
+    pub span: Span,
+    /// `non_blocking=` as a literal.
+    pub non_blocking: Option<bool>,
+    /// The dotted name of the loader the loop iterates (`train_loader` of
+    /// `for x, y in enumerate(train_loader)`), when the batch came from a
+    /// loop over a named loader.
+    pub loader: Option<String>,
+    /// The batch was pinned on its way (`x.pin_memory().to(...)`).
+    pub pinned: bool,
+    /// The qualified name of the function the move is in.
+    pub function: Option<String>,
+}
+
+/// What the walk records of a file's input pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Pipeline {
+    /// Every `DataLoader(...)` call (its span), in source order, with the
+    /// qualified name of the function it is in.
+    pub loader_calls: Vec<(Span, Option<String>)>,
+    /// Every move of a loader's batch to an accelerator.
+    pub moves: Vec<BatchMove>,
+    /// The dotted names of the loaders that loops of the file iterate,
+    /// with the function the loop is in.
+    pub iterated: Vec<(String, Option<String>)>,
+}
+
+impl Pipeline {
+    /// Whether the file iterates `loader` in a loop.
+    pub fn iterates(&self, loader: &str) -> bool {
+        self.iterated.iter().any(|(l, _)| l == loader)
+    }
+
+    /// Whether some loop of the file moves the batches of `loader` to an
+    /// accelerator.
+    pub fn moves_batches_of(&self, loader: &str) -> bool {
+        self.moves.iter().any(|m| m.loader.as_deref() == Some(loader))
+    }
+
+    /// Whether the batches of `site` go to an accelerator. When a loop of
+    /// the file iterates the name the loader is bound to, that loop
+    /// decides: it moves the batches (`x.to(device)`, also through a
+    /// comprehension over a batch's parts). Otherwise (the loader is passed on or
+    /// returned) the program decides: this file or another file of the run
+    /// (`run_moves`) moves some loader's batches to an accelerator.
+    pub fn feeds_accelerator(&self, site: &LoaderSite, run_moves: bool) -> bool {
+        match &site.bound_to {
+            Some(b) if self.iterates(b) => self.moves_batches_of(b),
+            _ => !self.moves.is_empty() || run_moves,
+        }
+    }
+
+    /// The `DataLoader(...)` calls of `module` (the file walked), with
+    /// their options and where they go.
+    pub fn loaders(&self, module: &Module) -> Vec<LoaderSite> {
+        self.loader_calls
+            .iter()
+            .filter_map(|(span, function)| {
+                let call = call_at(module, *span)?;
+                let scope = scope_at(module, span.start);
+                let (num_workers, pin_memory) = loader_options(call, scope);
+                let stmt = module.stmt_at(span.start).and_then(|id| module.stmt(id));
+                let bound_to = stmt.and_then(|s| match &s.kind {
+                    StmtKind::Assign { targets, value, .. } if value.span == *span && targets.len() == 1 => {
+                        targets[0].dotted().map(|d| d.to_string())
+                    }
+                    _ => None,
+                });
+                let returned = stmt.is_some_and(|s| matches!(&s.kind, StmtKind::Return(Some(v)) if v.span == *span))
+                    || (function.is_some() && bound_to.as_deref().is_some_and(|b| returns_name(scope, b)));
+                Some(LoaderSite {
+                    span: *span,
+                    num_workers,
+                    pin_memory,
+                    bound_to,
+                    function: function.clone(),
+                    returned,
+                    in_memory: dataset_in_memory(call, scope),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Whether a `return` of `scope` (not of nested functions) returns `name`.
+fn returns_name(scope: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(scope, &mut |s| {
+        if let StmtKind::Return(Some(v)) = &s.kind {
+            found |= v.dotted().as_deref() == Some(name);
+        }
+    });
+    found
+}
+
+/// The span of keyword argument `name` of the call at `call` in `module`.
+pub fn keyword_span(module: &Module, call: Span, name: &str) -> Option<Span> {
+    call_at(module, call)?.keyword(name).map(|v| v.span)
+}
+
+/// The call expression of `module` with exactly `span`.
+pub fn call_at(module: &Module, span: Span) -> Option<&Expr> {
+    let stmt = module.stmt(module.stmt_at(span.start)?)?;
+    fn find(e: &Expr, span: Span) -> Option<&Expr> {
+        if e.span == span && matches!(e.kind, ExprKind::Call { .. }) {
+            return Some(e);
+        }
+        if e.span.start > span.start || e.span.end < span.end {
+            return None;
+        }
+        let mut found = None;
+        e.for_each_child(|c| {
+            if found.is_none() {
+                found = find(c, span);
+            }
+        });
+        found
+    }
+    let mut found = None;
+    stmt.for_each_expr(|e| {
+        if found.is_none() {
+            found = find(e, span);
+        }
+    });
+    found
+}
+
+/// The options of a `DataLoader(...)` call as far as the call shows them.
+/// `DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler,
+/// num_workers, collate_fn, pin_memory, ...)`. A `**kwargs` spread is
+/// resolved when its name is bound, in `scope`, to a dict literal or
+/// `dict(...)` that nothing updates afterwards; otherwise it may pass any
+/// option.
+pub fn loader_options(call: &Expr, scope: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
+    let Some((_, args, kws)) = call.as_call() else { return (Opt::Unknown, Opt::Unknown) };
+    let positional_spread = args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)));
+    let mut spread_keys: Vec<(String, Option<Expr>)> = Vec::new();
+    let mut spread_unknown = positional_spread;
+    for k in kws.iter().filter(|k| k.name.is_none()) {
+        match resolve_kwargs(&k.value, scope) {
+            Some(keys) => spread_keys.extend(keys),
+            None => spread_unknown = true,
+        }
+    }
+    let find = |name: &str, position: usize| -> Option<Option<&Expr>> {
+        if let Some(v) = call.keyword(name) {
+            return Some(Some(v));
+        }
+        if let Some(v) = args.get(position) {
+            return Some(Some(v));
+        }
+        spread_keys.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())
+    };
+    let workers = match find("num_workers", 5) {
+        Some(Some(v)) => match v.kind {
+            ExprKind::Literal(Literal::Int(n)) => Opt::Literal(n),
+            _ => Opt::Unknown,
+        },
+        Some(None) => Opt::Unknown,
+        None if spread_unknown => Opt::Unknown,
+        None => Opt::Absent,
+    };
+    let pin = match find("pin_memory", 7) {
+        Some(Some(v)) => match v.kind {
+            ExprKind::Literal(Literal::Bool(b)) => Opt::Literal(b),
+            _ => Opt::Unknown,
+        },
+        Some(None) => Opt::Unknown,
+        None if spread_unknown => Opt::Unknown,
+        None => Opt::Absent,
+    };
+    (workers, pin)
+}
+
+/// The keys of a `**name` spread (each with its value when the dict
+/// literal shows one): `name` assigned once in `scope` (statements of the
+/// function or module, nested blocks included) to a dict literal,
+/// `dict(k=v, ...)`, or a conditional of two such (`{...} if cuda else
+/// {}`: the keys of both arms, values unknown where the arms differ), and
+/// never changed afterwards (`name.update(...)`, `name[k] = v`).
+fn resolve_kwargs(value: &Expr, scope: &[Stmt]) -> Option<Vec<(String, Option<Expr>)>> {
+    let name = value.as_name()?;
+    let mut bound: Option<&Expr> = None;
+    let mut count = 0usize;
+    let mut changed = false;
+    crate::ir::for_each_stmt_in_function(scope, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => {
+            for t in targets.iter() {
+                if t.as_name() == Some(name) {
+                    count += 1;
+                    bound = Some(value);
+                }
+                if let ExprKind::Subscript { value: base, .. } = &t.kind {
+                    if base.as_name() == Some(name) {
+                        changed = true;
+                    }
+                }
+            }
+        }
+        StmtKind::AugAssign { target, .. } if target.as_name() == Some(name) => changed = true,
+        StmtKind::Expr(e) => {
+            if let Some((recv, "update" | "setdefault" | "pop" | "__setitem__")) = e.as_method_call() {
+                if recv.as_name() == Some(name) {
+                    changed = true;
+                }
+            }
+        }
+        _ => {}
+    });
+    if count != 1 || changed {
+        return None;
+    }
+    dict_keys(bound?)
+}
+
+fn dict_keys(e: &Expr) -> Option<Vec<(String, Option<Expr>)>> {
+    match &e.kind {
+        ExprKind::Dict(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (k, v) in items {
+                match k.as_ref().map(|k| &k.kind) {
+                    Some(ExprKind::Literal(Literal::Str(s))) => out.push((s.to_string(), Some(v.clone()))),
+                    // `**other` inside the literal, or a computed key.
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        ExprKind::Call { func, args, keywords: kws, .. } if func.as_name() == Some("dict") && args.is_empty() => {
+            let mut out = Vec::with_capacity(kws.len());
+            for k in kws.iter() {
+                out.push((k.name.as_ref()?.to_string(), Some(k.value.clone())));
+            }
+            Some(out)
+        }
+        ExprKind::IfExp { body, orelse, .. } => {
+            let a = dict_keys(body)?;
+            let b = dict_keys(orelse)?;
+            let mut out: Vec<(String, Option<Expr>)> = Vec::new();
+            for (k, v) in a.iter().chain(b.iter()) {
+                match out.iter_mut().find(|(o, _)| o == k) {
+                    Some(slot) => {
+                        let same = matches!((&slot.1, v), (Some(x), Some(y)) if literal_eq(x, y));
+                        if !same {
+                            slot.1 = None;
+                        }
+                    }
+                    None => out.push((k.clone(), v.clone())),
+                }
+            }
+            // A key only one arm passes is unknown: the other arm leaves
+            // the default.
+            for (k, v) in out.iter_mut() {
+                let in_both = a.iter().any(|(x, _)| x == k) && b.iter().any(|(x, _)| x == k);
+                if !in_both {
+                    *v = None;
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+fn literal_eq(a: &Expr, b: &Expr) -> bool {
+    match (&a.kind, &b.kind) {
+        (ExprKind::Literal(Literal::Int(x)), ExprKind::Literal(Literal::Int(y))) => x == y,
+        (ExprKind::Literal(Literal::Bool(x)), ExprKind::Literal(Literal::Bool(y))) => x == y,
+        _ => false,
+    }
+}
+
+/// Whether the dataset a `DataLoader(...)` call is given holds tensors
+/// already: `TensorDataset(...)` in the call, or a name bound in `scope`
+/// to one.
+pub fn dataset_in_memory(call: &Expr, scope: &[Stmt]) -> bool {
+    let Some((_, args, _)) = call.as_call() else { return false };
+    let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
+    let is_tensor_dataset = |e: &Expr| {
+        e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().rsplit('.').next() == Some("TensorDataset"))
+    };
+    if is_tensor_dataset(dataset) {
+        return true;
+    }
+    let Some(name) = dataset.dotted() else { return false };
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(scope, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            if targets.iter().any(|t| t.dotted().as_deref() == Some(name.as_str())) && is_tensor_dataset(value) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// The statements a name used at `offset` is looked up in: the body of
+/// the innermost function of `module` containing `offset`, or the module.
+pub fn scope_at(module: &Module, offset: u32) -> &[Stmt] {
+    fn inner(body: &[Stmt], offset: u32) -> Option<&[Stmt]> {
+        for s in body {
+            if s.span.start > offset || s.span.end < offset {
+                continue;
+            }
+            match &s.kind {
+                StmtKind::Function(f) => return Some(inner(&f.body, offset).unwrap_or(&f.body)),
+                StmtKind::Class(c) => return inner(&c.body, offset),
+                _ => {
+                    for b in s.child_blocks() {
+                        if let Some(found) = inner(b, offset) {
+                            return Some(found);
+                        }
+                    }
+                    return None;
+                }
+            }
+        }
+        None
+    }
+    inner(&module.body, offset).unwrap_or(&module.body)
+}
