@@ -25,6 +25,8 @@ pairs=(
     "ML201 eval grad nograd 6"
     "ML202 backward graph item"
     "ML202 no-backward no-backward-graph no-backward-item"
+    "ML302 workers workers0 workers4"
+    "ML305 item item interval"
     "ML308 frozen all trainable"
 )
 want=("$@")

@@ -40,6 +40,23 @@ TEXT = {
         "reachable from `total`: {delta} more peak host RSS over {steps} steps, about {per_step} per "
         "step (with `.item()`: {change_rss}).",
     ),
+    ("ML302", "workers"): (
+        "a `DataLoader` over a dataset that crops, flips, jitters and normalises each 3x112x112 image "
+        "on the CPU, with `num_workers=0` (A) vs `num_workers=4` (B), a small conv net, batch 64, "
+        "{steps} steps",
+        "Here the training step itself runs on the CPU, so the workers and the step compete for the "
+        "same cores (this machine has 2): wall time {time_verdict}, and the process tree's peak RSS "
+        "{change_rss} (each worker is a process of its own; RSS counts pages they share once per "
+        "process). The gain ML302 names needs a GPU: there the training process only launches kernels "
+        "and the loading is the part of the step it no longer waits for. Not measured on a GPU yet.",
+    ),
+    ("ML305", "item"): (
+        "`total += loss.item()` every step (A) vs `total += loss.detach()` read every 50 steps (B), "
+        "MLP 128→256→256→10, batch 64, {steps} steps",
+        "On the CPU every op has finished when it returns, so a read back has nothing to wait for: "
+        "wall time {time_verdict}, peak host RSS {change_rss}. The cost ML305 names is a GPU's: the "
+        "host waits for the queued kernels and the GPU idles while the next step is launched.",
+    ),
     ("ML308", "frozen"): (
         "Adam over all of `model.parameters()` (A) vs over the trainable ones only (B), the first two "
         "of three linear layers frozen, MLP 1024→2048→2048→2048→10, batch 2048, {steps} steps",
@@ -52,12 +69,15 @@ STEP_KEY = {
     ("ML201", "eval"): "ML201",
     ("ML202", "backward"): "ML202-backward",
     ("ML202", "no-backward"): "ML202-no-backward",
+    ("ML302", "workers"): "ML302",
+    ("ML305", "item"): "ML305",
     ("ML308", "frozen"): "ML308",
 }
 # Comparisons whose expected effect is small: the reading reports the
 # figures as measured instead of deferring to a GPU measurement.
-SMALL_EFFECT = {("ML308", "frozen")}
+SMALL_EFFECT = {("ML308", "frozen"), ("ML302", "workers"), ("ML305", "item")}
 PENDING = {
+    "ML305": "the GPU figure (the host waiting for queued kernels every step) waits for a machine with an NVIDIA GPU.",
     "ML203": "the CPU measurement was inconclusive: host RSS grew by the same amount whether the view or a copy was kept, so it shows the host allocator's retention rather than the view; the figure needs the CUDA caching allocator's allocated-bytes counter (a machine with an NVIDIA GPU).",
     "ML401": "measured by `memprobe bench --amp` (docs/probe.md): on this CPU without native bf16, autocast is 6–23× slower than fp32; the GPU figure waits for a machine with an NVIDIA GPU.",
 }

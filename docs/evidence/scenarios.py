@@ -22,6 +22,8 @@ STEPS = {
     "ML202-no-backward": 12,
     "ML203": 40,
     "ML204": 20,
+    "ML302": 60,
+    "ML305": 400,
     "ML308": 20,
     "ML401": 6,
 }
@@ -122,6 +124,65 @@ def ml401(variant):
     train(model, opt, STEPS["ML401"], amp=(variant == "bf16"))
 
 
+class Augmented(torch.utils.data.Dataset):
+    """Images made and augmented on the CPU per sample, as a decoding and
+    augmenting image dataset does: a random crop, a flip, a colour jitter
+    and normalisation of a 3x96x96 image, in Python and torch ops."""
+
+    def __init__(self, n=60 * 64):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        img = torch.rand(3, 112, 112, generator=g)
+        top, left = (int(v) for v in torch.randint(0, 16, (2,), generator=g))
+        img = img[:, top:top + 96, left:left + 96]
+        if i % 2:
+            img = img.flip(-1)
+        img = img * (0.8 + 0.4 * torch.rand(3, 1, 1, generator=g))
+        img = torch.nn.functional.avg_pool2d(img[None], 3, stride=1, padding=1)[0]
+        img = (img - img.mean(dim=(1, 2), keepdim=True)) / (img.std(dim=(1, 2), keepdim=True) + 1e-6)
+        return img, i % 10
+
+
+def ml302(variant):
+    # The same training steps fed by a loader without workers (A) or with 4 (B).
+    workers = 0 if variant == "workers0" else 4
+    loader = torch.utils.data.DataLoader(Augmented(), batch_size=64, shuffle=True, num_workers=workers)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    for step, (x, y) in enumerate(loader):
+        if step == STEPS["ML302"]:
+            break
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+
+def ml305(variant):
+    # `.item()` every step (A) vs summing on the device and reading every 50 steps (B).
+    model = mlp(width=256, inp=128)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = batch(n=64, inp=128)
+    total = 0.0 if variant == "item" else torch.zeros(())
+    for step in range(STEPS["ML305"]):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        if variant == "item":
+            total += loss.item()
+        else:
+            total += loss.detach()
+            if step % 50 == 0:
+                float(total)
+
+
 def cuda_only(rule):
     def run(_variant):
         if not torch.cuda.is_available():
@@ -137,7 +198,9 @@ SCENARIOS = {
     "ML203": ml203,
     "ML204": ml204,
     "ML205": cuda_only("ML205"),
+    "ML302": ml302,
     "ML303": cuda_only("ML303"),
+    "ML305": ml305,
     "ML307": cuda_only("ML307"),
     "ML308": ml308,
     "ML401": ml401,

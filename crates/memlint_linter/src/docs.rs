@@ -13,6 +13,8 @@ pub fn measured_effect(code: &str) -> Option<&'static str> {
         "ML201" => Some(include_str!("../../../docs/evidence/ML201.md")),
         "ML202" => Some(include_str!("../../../docs/evidence/ML202.md")),
         "ML203" => Some(include_str!("../../../docs/evidence/ML203.md")),
+        "ML302" => Some(include_str!("../../../docs/evidence/ML302.md")),
+        "ML305" => Some(include_str!("../../../docs/evidence/ML305.md")),
         "ML308" => Some(include_str!("../../../docs/evidence/ML308.md")),
         "ML401" => Some(include_str!("../../../docs/evidence/ML401.md")),
         _ => None,

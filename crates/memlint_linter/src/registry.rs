@@ -155,6 +155,7 @@ static RULES: &[&dyn Rule] = &[
     &rules::zero_grad_set_to_none_false::ZeroGradSetToNoneFalse,
     &rules::empty_cache_in_loop::EmptyCacheInLoop,
     &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
+    &rules::cudnn_benchmark_dynamic_shapes::CudnnBenchmarkDynamicShapes,
     &rules::dataloader_single_process::DataloaderSingleProcess,
     &rules::dataloader_unpinned_memory::DataloaderUnpinnedMemory,
     &rules::host_sync_in_loop::HostSyncInLoop,

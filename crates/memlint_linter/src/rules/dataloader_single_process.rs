@@ -18,7 +18,6 @@ declare_rule! {
     /// collating the batch happen in the training process, between steps:
     /// the GPU waits for each batch. With workers, batches are prepared in
     /// parallel while the GPU computes.
-    /// MEASURED
     ///
     /// ## Example
     /// ```python
@@ -38,13 +37,16 @@ declare_rule! {
     /// per GPU) and raise it while the step time falls.
     ///
     /// ## Known false positives
-    /// A dataset already in memory as tensors (`TensorDataset`) needs no
-    /// workers and is not reported; neither is a loader whose
+    /// A dataset already in memory as tensors (`TensorDataset`, or a
+    /// dataset class of the file whose `__getitem__` only returns items of
+    /// its attributes) needs no workers and is not reported; neither is a
+    /// loader named for evaluation (`val_loader`, `test_dataloader`: it
+    /// runs once per epoch, or to draw a few samples), nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
-    /// cannot read. Other in-memory datasets (a custom `Dataset` over a
-    /// tensor) are reported though workers would only add overhead there,
-    /// and code that must stay single-process (some Windows or notebook
-    /// setups) is reported too. Off by default.
+    /// cannot read. Other in-memory datasets (a dataset class in another
+    /// file, one that converts each item) are reported though workers would
+    /// only add overhead there, and code that must stay single-process
+    /// (some Windows or notebook setups) is reported too. Off by default.
     ///
     /// ## References
     /// - [torch.utils.data: single- and multi-process data loading](https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading)
@@ -73,7 +75,11 @@ impl Rule for DataloaderSingleProcess {
             return;
         }
         for site in pipeline.loaders(module) {
-            if site.in_memory || !site.num_workers.absent_or(0) || !pipeline.feeds_accelerator(&site, cx.index().moves_batches()) {
+            if site.in_memory
+                || site.for_evaluation()
+                || !site.num_workers.absent_or(0)
+                || !pipeline.feeds_accelerator(&site, cx.index().moves_batches())
+            {
                 continue;
             }
             let (span, what) = match site.num_workers {
@@ -83,7 +89,7 @@ impl Rule for DataloaderSingleProcess {
             checker.report(
                 Self::META
                     .diagnostic(span, format!("`DataLoader` with {what} loads every batch in the training process while the GPU waits"))
-                    .with_help("pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU) and `persistent_workers=True`, then tune by the step time"),
+                    .with_help("pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU), `persistent_workers=True` and `pin_memory=True`, then tune by the step time"),
             );
         }
     }

@@ -4,11 +4,12 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags a `torch.utils.data.DataLoader(...)` without
-    /// `pin_memory=True` whose batches a loop of the program moves to an
-    /// accelerator (`x.to(device)`, `x.cuda()`). The loader and the move
-    /// are joined as for ML302: by the loop over the loader's name in the
-    /// same file, else by the run moving some loader's batches.
+    /// Flags a `torch.utils.data.DataLoader(...)` with worker processes
+    /// (`num_workers` not 0) but without `pin_memory=True`, whose batches a
+    /// loop of the program moves to an accelerator (`x.to(device)`,
+    /// `x.cuda()`). The loader and the move are joined as for ML302: by the
+    /// loop over the loader's name in the same file, else by the run moving
+    /// some loader's batches.
     ///
     /// ## Why is this bad?
     /// A host-to-device copy from ordinary (pageable) memory is staged
@@ -36,7 +37,10 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// A `pin_memory` from a variable (`pin_memory=use_cuda`) or from a
-    /// `**kwargs` dict the rule cannot read is not reported. Pinned memory
+    /// `**kwargs` dict the rule cannot read is not reported, nor a loader
+    /// named for evaluation (`val_loader`, `test_loader`), nor a loader
+    /// without workers: there the training process would pin each batch
+    /// itself, and ML302 is the advice that comes first. Pinned memory
     /// is a limited resource: with very large batches and many workers a
     /// maintainer may leave it off on purpose. Batches small next to the
     /// step (tabular data, token ids) gain little. Off by default.
@@ -68,7 +72,14 @@ impl Rule for DataloaderUnpinnedMemory {
             return;
         }
         for site in pipeline.loaders(module) {
-            if !site.pin_memory.absent_or(false) || !pipeline.feeds_accelerator(&site, cx.index().moves_batches()) {
+            // Without workers the main process would pin each batch itself,
+            // one more copy in the step: ML302 comes first there.
+            let workers = !site.num_workers.absent_or(0);
+            if !workers
+                || site.for_evaluation()
+                || !site.pin_memory.absent_or(false)
+                || !pipeline.feeds_accelerator(&site, cx.index().moves_batches())
+            {
                 continue;
             }
             let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);

@@ -6,15 +6,18 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags a read of a tensor's value back to the host in every training
-    /// step: `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
+    /// Flags the first read of a tensor's value back to the host in each
+    /// training step (one finding per loop: once the host has waited for
+    /// the device, the reads that follow in the step wait for little): `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
     /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`, and
     /// tch's `double_value`, `int64_value`, `f64::try_from(&t)` and
     /// `t.to(Device::Cpu)`. It reports them in the body of a training loop
     /// (one iteration of which calls `backward()`), and in a loop over a
     /// model's parameters in step code (a helper that logs or clips
     /// gradients): there the read runs once per parameter, every step.
-    /// Only programs that run on a GPU (they mention `cuda`) are checked.
+    /// Only files of programs that run on a GPU (they mention `cuda`) are
+    /// checked, and a read of a loader's batch that the function never
+    /// moves to a device (a CPU tensor) is not reported.
     ///
     /// ## Why is this bad?
     /// CUDA runs kernels asynchronously: the Python loop normally runs
@@ -89,6 +92,9 @@ impl Rule for HostSyncInLoop {
         }
         let ExprKind::Call { func, args, .. } = &expr.kind else { return };
         let Some(sync) = sync_of(expr, func, args, checker) else { return };
+        if reads_a_host_batch(expr, checker) {
+            return;
+        }
         let per_parameter = cx.in_parameter_loop() && (cx.in_step_code() || cx.in_training_step());
         let per_step = cx.in_training_step();
         if !(per_step || per_parameter)
@@ -110,10 +116,21 @@ impl Rule for HostSyncInLoop {
         if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
             return;
         }
-        // A GPU program: it says `cuda` (tch code may pick its device
-        // anywhere), or moves loader batches to a device somewhere.
-        let gpu = cx.language() == Language::Rust || cx.file_words().contains(Words::CUDA) || cx.index().moves_batches();
+        // A GPU program: the file says `cuda` (tch code may pick its device
+        // anywhere).
+        let gpu = cx.language() == Language::Rust || cx.file_words().contains(Words::CUDA);
         if !gpu {
+            return;
+        }
+        // One finding per loop: after the first read in an iteration the
+        // device has caught up, and the reads that follow wait for little.
+        let Some(loop_id) = (if per_parameter { cx.parameter_loop() } else { cx.training_step_loop() }) else { return };
+        let mut first = false;
+        checker.file_memo().get_or("ML305-loop", &format!("{loop_id:?}"), || {
+            first = true;
+            Some(())
+        });
+        if !first {
             return;
         }
         let rust = cx.language() == Language::Rust;
@@ -126,9 +143,9 @@ impl Rule for HostSyncInLoop {
                     "reduce on the device (`torch.stack([...]).sum()`, `torch.nn.utils.clip_grad_norm_` returns the total norm as a tensor) and read one value, under a logging interval".to_string()
                 },
             )
-        } else if sync == "torch.cuda.synchronize()" {
+        } else if sync.ends_with("synchronize()") {
             (
-                "`torch.cuda.synchronize()` makes the host wait for the device every training step".to_string(),
+                format!("`{sync}` makes the host wait for the device every training step"),
                 "remove it from the step, or run it only while timing (under `if profiling:` or a logging interval)".to_string(),
             )
         } else {
@@ -188,8 +205,7 @@ fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Op
         }
         _ => {
             let q = cx.qualified_name(func)?;
-            matches!(q.as_str(), "torch.cuda.synchronize" | "torch.cuda.current_stream.synchronize")
-                .then(|| "torch.cuda.synchronize()".to_string())
+            (classify(call, Callee::Library(q.as_str())) == Some(Event::HostSync)).then(|| format!("{}()", q.as_str()))
         }
     }
 }
@@ -209,4 +225,25 @@ fn is_tensor_value(e: &Expr, checker: &Checker<'_>) -> bool {
     cx.carries_graph(e)
         || matches!(cx.kind_of(e), Some(ValueKind::Tensor | ValueKind::Output))
         || e.dotted().is_some_and(|d| cx.is_backward_root(&d))
+}
+
+/// Whether a method sync reads a loader's batch that was never moved to
+/// a device in this function (`labels.numpy()` of `for imgs, labels in
+/// loader`): a CPU tensor, nothing to wait for.
+fn reads_a_host_batch(call: &Expr, checker: &Checker<'_>) -> bool {
+    let cx = checker.cx;
+    let Some((recv, _)) = call.as_method_call() else { return false };
+    let mut base = recv;
+    while let ExprKind::Subscript { value, .. } = &base.kind {
+        base = value;
+    }
+    let Some(name) = base.as_name() else { return false };
+    if !cx.is_batch(name) {
+        return false;
+    }
+    let function = cx.function_qualname();
+    let moved = cx.pipeline().moves.iter().any(|m| {
+        m.function.as_deref() == function && checker.text(m.span).strip_prefix(name).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+    });
+    !moved
 }

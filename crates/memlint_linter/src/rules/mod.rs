@@ -43,3 +43,5 @@ pub mod dataloader_single_process;
 pub mod dataloader_unpinned_memory;
 /// ML307 non-blocking-from-unpinned.
 pub mod non_blocking_from_unpinned;
+/// ML301 cudnn-benchmark-dynamic-shapes.
+pub mod cudnn_benchmark_dynamic_shapes;

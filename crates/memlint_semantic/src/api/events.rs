@@ -156,7 +156,7 @@ pub enum Event {
     /// `transpose`, ...).
     View,
     /// A value read back to the host, which waits for the device
-    /// (`.item()`, `.tolist()`, `.numpy()`).
+    /// (`.item()`, `.tolist()`, `.numpy()`), or `torch.cuda.synchronize()`.
     HostSync,
     /// `x.detach()`.
     Detach,
@@ -220,7 +220,7 @@ const EVENT_METHODS: &[&str] = &[
 /// clipping, factories and optimizers).
 const EVENT_FUNCTIONS: &[&str] = &[
     "backward", "grad", "empty_cache", "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "autocast",
-    "GradScaler", "DataLoader", "initialize",
+    "GradScaler", "DataLoader", "initialize", "synchronize",
 ];
 
 /// Every name the event vocabulary knows: the method names, the library
@@ -361,6 +361,7 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         "torch.autograd.backward" => Event::Backward { via: Via::Function, retain_graph: kw_bool(call, "retain_graph") },
         "torch.autograd.grad" => Event::Backward { via: Via::Grad, retain_graph: kw_bool(call, "retain_graph") },
         "torch.cuda.empty_cache" | "torch.cuda.memory.empty_cache" => Event::EmptyCache,
+        "torch.cuda.synchronize" => Event::HostSync,
         q if CLIP_GRAD_APIS.contains(&q) => Event::ClipGrad,
         q if GRAD_OFF_APIS.contains(&q) => Event::GradMode { enabled: Some(false) },
         "torch.enable_grad" | "torch.autograd.enable_grad" | "torch.autograd.grad_mode.enable_grad" => {

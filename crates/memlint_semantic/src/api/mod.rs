@@ -224,3 +224,12 @@ mod tests {
         assert_eq!(saved_for_backward("frobnicate"), None);
     }
 }
+
+/// The flag that turns on cuDNN's benchmark mode (`torch.backends.cudnn.benchmark = True`).
+pub const CUDNN_BENCHMARK: &str = "torch.backends.cudnn.benchmark";
+
+/// Whether a callee (its dotted text) draws a random value:
+/// `random.choice`, `np.random.randint`, `torch.randint`.
+pub fn is_random_draw(dotted: &str) -> bool {
+    dotted.starts_with("random.") || dotted.contains("np.random.") || dotted.starts_with("numpy.random.") || dotted == "torch.randint"
+}

@@ -137,6 +137,7 @@ impl Context {
             steps_env: rules && steps_an_environment(body),
             over_data: false,
             over_parameters: false,
+            id: StmtId::DETACHED,
             backward_before: if calls_backward && rules {
                 body.iter()
                     .rev()

@@ -143,6 +143,8 @@ struct LoopFrame {
     over_data: bool,
     /// The loop iterates over a model's (or an optimizer group's) parameters.
     over_parameters: bool,
+    /// The loop statement.
+    id: StmtId,
     /// For a loop that calls `backward()`: the end of the last statement
     /// of its body that does (itself or through a project helper). Past it,
     /// the iteration trains no more.

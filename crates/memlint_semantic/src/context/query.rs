@@ -111,6 +111,18 @@ impl Context {
         self.frame().loops.iter().rev().find(|l| l.direct_step).is_some_and(|l| l.kind == LoopKind::Train)
     }
 
+    /// The innermost loop one iteration of which is a training step
+    /// ([`Context::in_training_step`]), when the current point is in one.
+    pub fn training_step_loop(&self) -> Option<crate::ir::StmtId> {
+        self.frame().loops.iter().rev().find(|l| l.direct_step).filter(|l| l.kind == LoopKind::Train).map(|l| l.id)
+    }
+
+    /// The innermost loop over parameters around the current point
+    /// ([`Context::in_parameter_loop`]).
+    pub fn parameter_loop(&self) -> Option<crate::ir::StmtId> {
+        self.frame().loops.iter().rev().find(|l| l.over_parameters).map(|l| l.id)
+    }
+
     /// Whether the current point runs only every k-th time: inside the body
     /// of `if step % k == 0:` (or `(i + 1) % k == 0`, `step % k == k - 1`).
     pub fn guarded_by_interval(&self) -> bool {

@@ -615,12 +615,13 @@ impl Context {
     fn walk_loop(
         &mut self,
         stmt: &Stmt,
-        frame: LoopFrame,
+        mut frame: LoopFrame,
         training: bool,
         body: &[Stmt],
         orelse: &[Stmt],
         visitor: &mut dyn Visitor,
     ) {
+        frame.id = stmt.id;
         self.frame_mut().loops.push(frame);
         let before = self.frame().graph_built;
         if training {

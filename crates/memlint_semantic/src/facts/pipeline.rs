@@ -49,10 +49,35 @@ pub struct LoaderSite {
     /// The call is returned (`return DataLoader(...)`) or bound to a name
     /// the function returns: callers get the loader.
     pub returned: bool,
-    /// The dataset holds tensors already (a `TensorDataset`, built in the
-    /// call or bound to the name passed): batches are slices of memory,
-    /// with nothing for worker processes to do.
+    /// The dataset holds tensors already (a `TensorDataset`, or a dataset
+    /// class of the file whose `__getitem__` only returns items of its
+    /// attributes, built in the call or bound to the name passed): batches
+    /// are slices of memory, with nothing for worker processes to do.
     pub in_memory: bool,
+}
+
+impl LoaderSite {
+    /// Whether the loader is for evaluation: the name it is bound to says so
+    /// (`val_loader`, `test_dataloader`, `self.eval_dl`), or it is built in
+    /// an evaluation function (`def eval_split(...)`). It runs once per
+    /// epoch or to draw samples, not every training step.
+    pub fn for_evaluation(&self) -> bool {
+        const EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"];
+        // Built in an evaluation function (`def eval_split(...)`, `def validate(...)`).
+        const EVAL_FUNCTION_WORDS: &[&str] = &["eval", "evaluate", "evaluation", "validate", "validation", "test", "predict", "inference"];
+        let in_eval_function = self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(|f| {
+            crate::resolve::words(f).iter().any(|w| EVAL_FUNCTION_WORDS.contains(&w.as_str()))
+        });
+        if in_eval_function {
+            return true;
+        }
+        let Some(b) = &self.bound_to else { return false };
+        let last = b.rsplit('.').next().unwrap_or(b);
+        crate::resolve::words(last).iter().any(|w| {
+            EVAL_WORDS.contains(&w.as_str())
+                || EVAL_WORDS.iter().any(|e| w.strip_prefix(e).is_some_and(|rest| matches!(rest, "loader" | "dataloader" | "dl" | "data")))
+        })
+    }
 }
 
 /// A loader's batch moved to an accelerator (`x.to(device)`, `x.cuda()`,
@@ -119,7 +144,7 @@ impl Pipeline {
             .filter_map(|(span, function)| {
                 let call = call_at(module, *span)?;
                 let scope = scope_at(module, span.start);
-                let (num_workers, pin_memory) = loader_options(call, scope);
+                let (num_workers, pin_memory) = loader_options(call, scope, &module.body);
                 let stmt = module.stmt_at(span.start).and_then(|id| module.stmt(id));
                 let bound_to = stmt.and_then(|s| match &s.kind {
                     StmtKind::Assign { targets, value, .. } if value.span == *span && targets.len() == 1 => {
@@ -136,7 +161,7 @@ impl Pipeline {
                     bound_to,
                     function: function.clone(),
                     returned,
-                    in_memory: dataset_in_memory(call, scope),
+                    in_memory: dataset_in_memory(call, scope, &module.body),
                 })
             })
             .collect()
@@ -192,7 +217,7 @@ pub fn call_at(module: &Module, span: Span) -> Option<&Expr> {
 /// resolved when its name is bound, in `scope`, to a dict literal or
 /// `dict(...)` that nothing updates afterwards; otherwise it may pass any
 /// option.
-pub fn loader_options(call: &Expr, scope: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
+pub fn loader_options(call: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
     let Some((_, args, kws)) = call.as_call() else { return (Opt::Unknown, Opt::Unknown) };
     let positional_spread = args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)));
     let mut spread_keys: Vec<(String, Option<Expr>)> = Vec::new();
@@ -213,8 +238,9 @@ pub fn loader_options(call: &Expr, scope: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
         spread_keys.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_ref())
     };
     let workers = match find("num_workers", 5) {
-        Some(Some(v)) => match v.kind {
-            ExprKind::Literal(Literal::Int(n)) => Opt::Literal(n),
+        Some(Some(v)) => match (&v.kind, int_constant(v, scope, module_body)) {
+            (ExprKind::Literal(Literal::Int(n)), _) => Opt::Literal(*n),
+            (_, Some(n)) => Opt::Literal(n),
             _ => Opt::Unknown,
         },
         Some(None) => Opt::Unknown,
@@ -231,6 +257,40 @@ pub fn loader_options(call: &Expr, scope: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
         None => Opt::Absent,
     };
     (workers, pin)
+}
+
+/// The integer a name stands for: bound once, to an integer literal, in
+/// `scope` (the function) or else at module level (`num_workers = 0`
+/// in a notebook's first cell).
+fn int_constant(v: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> Option<i64> {
+    let name = v.as_name()?;
+    let lookup = |body: &[Stmt], nested: bool| -> Option<Option<i64>> {
+        let mut values = Vec::new();
+        let mut visit = |s: &Stmt| match &s.kind {
+            StmtKind::Assign { targets, value, .. } if targets.iter().any(|t| t.binds(name)) => values.push(match (&value.kind, targets.len()) {
+                (ExprKind::Literal(Literal::Int(n)), 1) if targets[0].as_name() == Some(name) => Some(*n),
+                _ => None,
+            }),
+            StmtKind::AugAssign { target, .. } if target.as_name() == Some(name) => values.push(None),
+            _ => {}
+        };
+        if nested {
+            crate::ir::for_each_stmt_in_function(body, &mut visit);
+        } else {
+            for s in body {
+                visit(s);
+            }
+        }
+        match values.as_slice() {
+            [] => None,
+            [one] => Some(*one),
+            _ => Some(None),
+        }
+    };
+    match lookup(scope, true) {
+        Some(found) => found,
+        None => lookup(module_body, false).flatten(),
+    }
 }
 
 /// The keys of a `**name` spread (each with its value when the dict
@@ -332,13 +392,18 @@ fn literal_eq(a: &Expr, b: &Expr) -> bool {
 }
 
 /// Whether the dataset a `DataLoader(...)` call is given holds tensors
-/// already: `TensorDataset(...)` in the call, or a name bound in `scope`
-/// to one.
-pub fn dataset_in_memory(call: &Expr, scope: &[Stmt]) -> bool {
+/// already: `TensorDataset(...)`, or a dataset class of the file
+/// (`module`) whose `__getitem__` only returns items of its attributes
+/// (`return self.x[i], self.y[i]`), in the call or bound to the name
+/// passed in `scope`.
+pub fn dataset_in_memory(call: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
     let Some((_, args, _)) = call.as_call() else { return false };
     let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
     let is_tensor_dataset = |e: &Expr| {
-        e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().rsplit('.').next() == Some("TensorDataset"))
+        e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+            let last = d.as_str().rsplit('.').next().unwrap_or_default();
+            last == "TensorDataset" || indexing_only_dataset(module, last)
+        })
     };
     if is_tensor_dataset(dataset) {
         return true;
@@ -350,6 +415,38 @@ pub fn dataset_in_memory(call: &Expr, scope: &[Stmt]) -> bool {
             if targets.iter().any(|t| t.dotted().as_deref() == Some(name.as_str())) && is_tensor_dataset(value) {
                 found = true;
             }
+        }
+    });
+    found
+}
+
+/// Whether `module` defines class `name` with a `__getitem__` that does
+/// no work per sample: its body is one `return` of items (or a tuple of
+/// items) of its attributes, `self.data[i]`.
+fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
+    let mut found = false;
+    crate::ir::for_each_stmt_in_module(module, &mut |s| {
+        let StmtKind::Class(c) = &s.kind else { return };
+        if c.name.as_str() != name {
+            return;
+        }
+        for m in &c.body {
+            let StmtKind::Function(f) = &m.kind else { continue };
+            if f.name.as_str() != "__getitem__" {
+                continue;
+            }
+            let body: Vec<&Stmt> = f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
+            let item = |e: &Expr| matches!(&e.kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")));
+            found = match body.as_slice() {
+                [ret] => match &ret.kind {
+                    StmtKind::Return(Some(v)) => match &v.kind {
+                        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(item),
+                        _ => item(v),
+                    },
+                    _ => false,
+                },
+                _ => false,
+            };
         }
     });
     found

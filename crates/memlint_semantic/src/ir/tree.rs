@@ -23,6 +23,13 @@ pub struct ExprId(u32);
 
 const NONE: u32 = u32::MAX;
 
+impl Default for StmtId {
+    /// [`StmtId::DETACHED`].
+    fn default() -> Self {
+        StmtId::DETACHED
+    }
+}
+
 impl StmtId {
     /// A statement that belongs to no module (built by hand, not numbered).
     pub const DETACHED: StmtId = StmtId(NONE);
