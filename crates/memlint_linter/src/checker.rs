@@ -4,6 +4,7 @@ use memlint_diagnostics::{Diagnostic, Span};
 use std::cell::OnceCell;
 use std::rc::Rc;
 
+use memlint_semantic::facts::pipeline::LoaderSite;
 use memlint_semantic::ir::{Expr, Module, Stmt, StmtKind};
 use memlint_semantic::step::{step_events, StepEvent};
 use memlint_semantic::{Context, Visitor};
@@ -48,6 +49,17 @@ impl FileMemo {
         self.answers.borrow_mut().insert(probe, value.clone().map(|v| v as Rc<dyn std::any::Any>));
         value
     }
+
+    /// Whether this is the first time `(what, key)` is asked in this file
+    /// (a rule that reports once per loop or per name).
+    pub fn first(&self, what: &'static str, key: &str) -> bool {
+        let mut first = false;
+        self.get_or(what, key, || {
+            first = true;
+            Some(())
+        });
+        first
+    }
 }
 
 impl<'c> Checker<'c> {
@@ -81,6 +93,15 @@ impl<'c> Checker<'c> {
     pub fn line_of(&self, offset: u32) -> usize {
         let end = (offset as usize).min(self.source.len());
         self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    /// The file's `DataLoader(...)` calls with their options
+    /// ([`memlint_semantic::facts::pipeline::Pipeline::loaders`]), resolved once per file for every rule that
+    /// asks; call it once the walk is done (`check_file`).
+    pub fn loader_sites(&self) -> Rc<Vec<LoaderSite>> {
+        self.file
+            .get_or("loader-sites", "", || Some(self.cx.pipeline().loaders(self.module)))
+            .unwrap_or_default()
     }
 
     /// The span of keyword argument `name` of the call at `call`.

@@ -1,4 +1,5 @@
 use memlint_diagnostics::Span;
+use memlint_semantic::api::is_random_draw;
 use memlint_semantic::ir::{for_each_stmt_in_module, Expr, ExprKind, Literal, Stmt, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -184,14 +185,10 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
 /// `np.random.randint(...)`, `torch.randint(...)`) or is a name bound to one.
 fn is_random(v: &Expr, random_names: &[String]) -> bool {
     v.any(&mut |x| match &x.kind {
-        ExprKind::Call { func, .. } => func.dotted().is_some_and(|d| is_random_call(d.as_str())),
+        ExprKind::Call { func, .. } => func.dotted().is_some_and(|d| is_random_draw(d.as_str())),
         ExprKind::Name(n) => random_names.iter().any(|r| r == n.as_str()),
         _ => false,
     })
-}
-
-fn is_random_call(d: &str) -> bool {
-    memlint_semantic::api::is_random_draw(d)
 }
 
 /// Names the file binds to a random draw (`size = random.choice(scales)`).
@@ -199,7 +196,7 @@ fn random_bound_names(body: &[Stmt]) -> Vec<String> {
     let mut out = Vec::new();
     for_each_stmt_in_module(body, &mut |s| {
         if let StmtKind::Assign { targets, value, .. } = &s.kind {
-            let random = value.any(&mut |x| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| is_random_call(d.as_str())));
+            let random = value.any(&mut |x| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| is_random_draw(d.as_str())));
             if random {
                 out.extend(targets.iter().filter_map(|t| t.as_name().map(str::to_string)));
             }

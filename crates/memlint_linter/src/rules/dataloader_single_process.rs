@@ -70,16 +70,10 @@ impl Rule for DataloaderSingleProcess {
         if !checker.in_torch_program() {
             return;
         }
+        let sites = checker.loader_sites();
         let pipeline = cx.pipeline();
-        if pipeline.loader_calls.is_empty() {
-            return;
-        }
-        for site in pipeline.loaders(module) {
-            if site.in_memory
-                || site.for_evaluation()
-                || !site.num_workers.absent_or(0)
-                || !pipeline.feeds_accelerator(&site, cx.index().moves_batches())
-            {
+        for site in sites.iter() {
+            if site.in_memory || !site.num_workers.absent_or(0) || !pipeline.feeds_training(site, cx.index().moves_batches()) {
                 continue;
             }
             let (span, what) = match site.num_workers {

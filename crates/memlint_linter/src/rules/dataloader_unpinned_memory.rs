@@ -67,19 +67,13 @@ impl Rule for DataloaderUnpinnedMemory {
         if !checker.in_torch_program() {
             return;
         }
+        let sites = checker.loader_sites();
         let pipeline = cx.pipeline();
-        if pipeline.loader_calls.is_empty() {
-            return;
-        }
-        for site in pipeline.loaders(module) {
+        for site in sites.iter() {
             // Without workers the main process would pin each batch itself,
             // one more copy in the step: ML302 comes first there.
             let workers = !site.num_workers.absent_or(0);
-            if !workers
-                || site.for_evaluation()
-                || !site.pin_memory.absent_or(false)
-                || !pipeline.feeds_accelerator(&site, cx.index().moves_batches())
-            {
+            if !workers || !site.pin_memory.absent_or(false) || !pipeline.feeds_training(site, cx.index().moves_batches()) {
                 continue;
             }
             let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);

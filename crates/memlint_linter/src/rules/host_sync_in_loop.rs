@@ -125,12 +125,7 @@ impl Rule for HostSyncInLoop {
         // One finding per loop: after the first read in an iteration the
         // device has caught up, and the reads that follow wait for little.
         let Some(loop_id) = (if per_parameter { cx.parameter_loop() } else { cx.training_step_loop() }) else { return };
-        let mut first = false;
-        checker.file_memo().get_or("ML305-loop", &format!("{loop_id:?}"), || {
-            first = true;
-            Some(())
-        });
-        if !first {
+        if !checker.file_memo().first("ML305-loop", &format!("{loop_id:?}")) {
             return;
         }
         let rust = cx.language() == Language::Rust;
@@ -174,12 +169,7 @@ fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Op
         };
         if sync {
             // The whole call when short (`loss.item()`), else the method.
-            let text = checker.text(call.span);
-            return Some(if text.len() <= 40 && !text.contains('\n') {
-                text.to_string()
-            } else {
-                checker.text(func_tail(call, method, checker)).to_string()
-            });
+            return Some(short_text(call, checker).unwrap_or_else(|| checker.text(func_tail(call, method, checker))).to_string());
         }
     }
     let d = func.dotted()?;
@@ -188,8 +178,7 @@ fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Op
         "float" | "int" | "bool" => {
             let arg = args.first()?;
             if cx.language() == Language::Python && is_tensor_value(arg, checker) {
-                let text = checker.text(call.span);
-                Some(if text.len() <= 40 && !text.contains('\n') { text.to_string() } else { format!("{}(...)", d.as_str()) })
+                Some(short_text(call, checker).map_or_else(|| format!("{}(...)", d.as_str()), str::to_string))
             } else {
                 None
             }
@@ -208,6 +197,12 @@ fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Op
             (classify(call, Callee::Library(q.as_str())) == Some(Event::HostSync)).then(|| format!("{}()", q.as_str()))
         }
     }
+}
+
+/// The source of `call` when it fits a message: one line, 40 bytes at most.
+fn short_text<'a>(call: &Expr, checker: &'a Checker<'_>) -> Option<&'a str> {
+    let text = checker.text(call.span);
+    (text.len() <= 40 && !text.contains('\n')).then_some(text)
 }
 
 /// The span from a method call's `.method(` to its end (`.item()`).
@@ -242,8 +237,5 @@ fn reads_a_host_batch(call: &Expr, checker: &Checker<'_>) -> bool {
         return false;
     }
     let function = cx.function_qualname();
-    let moved = cx.pipeline().moves.iter().any(|m| {
-        m.function.as_deref() == function && checker.text(m.span).strip_prefix(name).is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
-    });
-    !moved
+    !cx.pipeline().moves.iter().any(|m| m.function.as_deref() == function && m.batch == name)
 }

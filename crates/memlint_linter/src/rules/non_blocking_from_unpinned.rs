@@ -1,4 +1,4 @@
-use memlint_semantic::facts::pipeline::{LoaderSite, Pipeline};
+use memlint_semantic::facts::pipeline::LoaderSite;
 use memlint_semantic::ir::{Module, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -62,17 +62,17 @@ impl Rule for NonBlockingFromUnpinned {
         if !checker.in_torch_program() {
             return;
         }
-        let pipeline = cx.pipeline();
-        if pipeline.loader_calls.is_empty() || pipeline.moves.is_empty() {
+        if cx.pipeline().moves.is_empty() {
             return;
         }
-        let sites = pipeline.loaders(module);
+        let sites = checker.loader_sites();
+        let pipeline = cx.pipeline();
         for mv in &pipeline.moves {
             if mv.non_blocking != Some(true) || mv.pinned {
                 continue;
             }
             let Some(loader) = &mv.loader else { continue };
-            let found = sites_of(loader, &sites, &pipeline, module);
+            let found = sites_of(loader, &sites, module);
             if found.is_empty() || !found.iter().all(|s| s.pin_memory.absent_or(false)) {
                 continue;
             }
@@ -89,7 +89,7 @@ impl Rule for NonBlockingFromUnpinned {
 /// The loaders of the file `loader` (a dotted name) is bound to: a
 /// `DataLoader(...)` assigned to it, or one returned by a function of the
 /// file whose call is assigned to it.
-fn sites_of<'s>(loader: &str, sites: &'s [LoaderSite], _pipeline: &Pipeline, module: &Module) -> Vec<&'s LoaderSite> {
+fn sites_of<'s>(loader: &str, sites: &'s [LoaderSite], module: &Module) -> Vec<&'s LoaderSite> {
     let direct: Vec<&LoaderSite> = sites.iter().filter(|s| s.bound_to.as_deref() == Some(loader)).collect();
     if !direct.is_empty() {
         return direct;

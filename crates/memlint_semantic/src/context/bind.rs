@@ -21,7 +21,7 @@ impl Context {
         frame.eval_named = !unit_test
             && !lightning_hook
             && !module_method
-            && crate::resolve::word_slices(&func.name).any(|w| EVAL_WORDS.iter().any(|e| w.eq_ignore_ascii_case(e)));
+            && crate::resolve::names_evaluation(&func.name);
         // `forward` of a custom `torch.autograd.Function` runs with grad off.
         let autograd_forward =
             func.name == "forward" && self.class_stack.last().is_some_and(|c| self.autograd_functions.contains(c));
@@ -298,8 +298,7 @@ impl Context {
             flatten_tuple_names(target, &mut flat);
             self.frame_mut().batches.extend(flat.iter().cloned());
             if let Some(d) = inner.dotted() {
-                let function = self.frame().qualname.clone();
-                self.pipeline.borrow_mut().iterated.push((d.to_string(), function));
+                self.pipeline.borrow_mut().iterated.push(d.to_string());
                 for n in &flat {
                     self.frame_mut().batch_loader.insert(n.clone(), d.to_string());
                 }
@@ -602,7 +601,7 @@ impl Context {
 
     /// The batch name `v` is made from, as [`Context::is_batch_value`]
     /// reads it.
-    fn batch_base<'e>(&self, v: &'e Expr) -> Option<&'e str> {
+    pub(super) fn batch_base<'e>(&self, v: &'e Expr) -> Option<&'e str> {
         const SAME_DATA: &[&str] = &[
             "to", "cuda", "cpu", "float", "half", "double", "long", "int", "bfloat16", "type", "contiguous", "view",
             "reshape", "permute", "squeeze", "unsqueeze", "detach", "clone", "pin_memory",

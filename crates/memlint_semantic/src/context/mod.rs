@@ -326,7 +326,6 @@ pub struct Context {
     pipeline: std::cell::RefCell<crate::facts::pipeline::Pipeline>,
 }
 
-const EVAL_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
 const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
 const MODEL_SUFFIXES: &[&str] =
     &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];

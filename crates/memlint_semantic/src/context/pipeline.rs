@@ -14,24 +14,29 @@ impl Context {
         let ExprKind::Call { func, args, .. } = &e.kind else { return };
         match &func.kind {
             ExprKind::Attribute { value: recv, attr, .. } if matches!(attr.as_str(), "to" | "cuda" | "type") => {
-                let to_accelerator = if attr.as_str() == "type" {
-                    args.first().is_some_and(|t| self.names_cuda_tensor_type(t))
+                // `x.type(torch.cuda.FloatTensor)` moves too, always blocking.
+                let non_blocking = if attr.as_str() == "type" {
+                    if !args.first().is_some_and(|t| self.names_cuda_tensor_type(t)) {
+                        return;
+                    }
+                    e.keyword("non_blocking").and_then(|v| match v.kind {
+                        ExprKind::Literal(crate::ir::Literal::Bool(b)) => Some(b),
+                        _ => None,
+                    })
                 } else {
                     let callee = Callee::Method { name: attr, receiver: Receiver::Tensor, receiver_is_path: false };
-                    matches!(classify(e, callee), Some(Event::ToDevice { to_device: true, .. }))
+                    match classify(e, callee) {
+                        Some(Event::ToDevice { to_device: true, non_blocking, .. }) => non_blocking,
+                        _ => return,
+                    }
                 };
-                if !to_accelerator || !self.is_batch_value(recv) {
-                    return;
-                }
-                let non_blocking = match classify(e, Callee::Method { name: "to", receiver: Receiver::Tensor, receiver_is_path: false }) {
-                    Some(Event::ToDevice { non_blocking, .. }) => non_blocking,
-                    _ => None,
-                };
+                let Some(batch) = self.batch_base(recv) else { return };
                 let mv = BatchMove {
                     span: e.span,
                     non_blocking,
                     loader: self.batch_loader_of(recv),
                     pinned: Self::pins_batch(recv),
+                    batch: batch.to_string(),
                     function: self.frame().qualname.clone(),
                 };
                 self.pipeline.borrow_mut().moves.push(mv);

@@ -64,11 +64,7 @@ impl LoaderSite {
     pub fn for_evaluation(&self) -> bool {
         const EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"];
         // Built in an evaluation function (`def eval_split(...)`, `def validate(...)`).
-        const EVAL_FUNCTION_WORDS: &[&str] = &["eval", "evaluate", "evaluation", "validate", "validation", "test", "predict", "inference"];
-        let in_eval_function = self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(|f| {
-            crate::resolve::words(f).iter().any(|w| EVAL_FUNCTION_WORDS.contains(&w.as_str()))
-        });
-        if in_eval_function {
+        if self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(crate::resolve::names_evaluation) {
             return true;
         }
         let Some(b) = &self.bound_to else { return false };
@@ -94,6 +90,8 @@ pub struct BatchMove {
     pub loader: Option<String>,
     /// The batch was pinned on its way (`x.pin_memory().to(...)`).
     pub pinned: bool,
+    /// The name of the batch moved (`x` of `x[0].to(device)`).
+    pub batch: String,
     /// The qualified name of the function the move is in.
     pub function: Option<String>,
 }
@@ -106,15 +104,14 @@ pub struct Pipeline {
     pub loader_calls: Vec<(Span, Option<String>)>,
     /// Every move of a loader's batch to an accelerator.
     pub moves: Vec<BatchMove>,
-    /// The dotted names of the loaders that loops of the file iterate,
-    /// with the function the loop is in.
-    pub iterated: Vec<(String, Option<String>)>,
+    /// The dotted names of the loaders that loops of the file iterate.
+    pub iterated: Vec<String>,
 }
 
 impl Pipeline {
     /// Whether the file iterates `loader` in a loop.
     pub fn iterates(&self, loader: &str) -> bool {
-        self.iterated.iter().any(|(l, _)| l == loader)
+        self.iterated.iter().any(|l| l == loader)
     }
 
     /// Whether some loop of the file moves the batches of `loader` to an
@@ -134,6 +131,13 @@ impl Pipeline {
             Some(b) if self.iterates(b) => self.moves_batches_of(b),
             _ => !self.moves.is_empty() || run_moves,
         }
+    }
+
+    /// Whether `site` feeds an accelerator during training: not a loader
+    /// for evaluation ([`LoaderSite::for_evaluation`]), and its batches go
+    /// to an accelerator ([`Pipeline::feeds_accelerator`]).
+    pub fn feeds_training(&self, site: &LoaderSite, run_moves: bool) -> bool {
+        !site.for_evaluation() && self.feeds_accelerator(site, run_moves)
     }
 
     /// The `DataLoader(...)` calls of `module` (the file walked), with

@@ -35,6 +35,16 @@ impl QualifiedName {
     }
 }
 
+/// Words that name evaluation code in a function name (`validate`,
+/// `eval_split`, `run_test`).
+const EVAL_FUNCTION_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
+
+/// Whether a function's name says it evaluates (a word of it is one of
+/// `validate`, `evaluate`, `eval`, `test`, `predict`, `inference`...).
+pub fn names_evaluation(function: &str) -> bool {
+    word_slices(function).any(|w| EVAL_FUNCTION_WORDS.iter().any(|e| w.eq_ignore_ascii_case(e)))
+}
+
 /// Splits an identifier into lowercase words at `_`, digits and camelCase
 /// boundaries: `valLoader2` -> `["val", "loader"]`.
 pub fn words(ident: &str) -> Vec<String> {
