@@ -66,7 +66,9 @@ declare_rule! {
     /// reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
     /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
-    /// reported in a GPU program.
+    /// reported in a GPU program, and so is `.cpu()` of a model whose kind
+    /// the rule cannot see (`m.cpu().parameters()` in parameter-server code
+    /// that ships gradients over RPC, where the copy is the point).
     ///
     /// ## References
     /// - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
