@@ -1,0 +1,21 @@
+//! memlint's Rust fixtures, compiled against the pinned tch (0.24.0).
+//!
+//! Each fixture in `fixtures/rust/` is linted by memlint's snapshot tests
+//! as it stands; here the same file is a module of this crate, so a
+//! fixture that stops compiling against tch fails the build, and
+//! `tests/prove.rs` runs its cases on the CPU: a flagged case shows the
+//! hazard its rule describes, a near miss runs clean.
+#![allow(dead_code, missing_docs, clippy::unwrap_used)]
+
+#[path = "../../../fixtures/rust/ML101_inplace_on_leaf.rs"]
+pub mod ml101;
+#[path = "../../../fixtures/rust/ML105_missing_zero_grad.rs"]
+pub mod ml105;
+#[path = "../../../fixtures/rust/ML201_eval_without_no_grad.rs"]
+pub mod ml201;
+#[path = "../../../fixtures/rust/ML202_loss_accumulated_with_graph.rs"]
+pub mod ml202;
+#[path = "../../../fixtures/rust/ML301_cudnn_benchmark_dynamic_shapes.rs"]
+pub mod ml301;
+#[path = "../../../fixtures/rust/ML305_host_sync_in_loop.rs"]
+pub mod ml305;
