@@ -58,7 +58,7 @@ pub fn parse(source: &str) -> Result<Module, SyntaxError> {
         Ok(file) => {
             let mut lower = Lower { depth: 0 };
             let body = lower.items(&file.items);
-            Ok(Module::new(Language::Rust, body, Words::ALL))
+            Ok(Module::new(Language::Rust, body, file_words(source)))
         }
         Err(e) => Err(SyntaxError { span: span(e.span()), message: e.to_string() }),
     };
@@ -66,6 +66,24 @@ pub fn parse(source: &str) -> Result<Module, SyntaxError> {
     // parsed; the offsets are read, so it is cleared.
     proc_macro2::extra::invalidate_current_thread_spans();
     result
+}
+
+/// The words a Rust file mentions. Every word is assumed (functions and
+/// files of Rust are not filtered by them), `cuda` too, since tch code may
+/// pick its device in another file and pass it in; except in a file that
+/// names the CPU (`Device::Cpu`, `kind::FLOAT_CPU`) and never `cuda`,
+/// `Cuda` or `cuda_if_available`: it runs on the CPU.
+fn file_words(source: &str) -> Words {
+    let (mut cuda, mut cpu) = (false, false);
+    for w in source.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        cuda |= Words::of(w).contains(Words::CUDA);
+        cpu |= w == "Cpu" || w.ends_with("_CPU");
+    }
+    if cpu && !cuda {
+        Words::ALL.without(Words::CUDA)
+    } else {
+        Words::ALL
+    }
 }
 
 /// The spans of the line comments (`// ...`, doc comments included) of
@@ -408,6 +426,16 @@ impl Lower {
                 None => StmtKind::Break,
             },
             syn::Expr::Continue(_) => StmtKind::Continue,
+            // `t.set_data(&v);` is tch's `t.data = v`.
+            syn::Expr::MethodCall(m) if m.method == "set_data" && m.args.len() == 1 => {
+                let receiver = self.expr(&m.receiver);
+                let target = attr(receiver, "data", spanned(&m.method));
+                let value = match &m.args[0] {
+                    syn::Expr::Reference(r) => self.expr(&r.expr),
+                    v => self.expr(v),
+                };
+                StmtKind::Assign { targets: vec![target], value: Box::new(value), annotation: None }
+            }
             syn::Expr::Assign(a) => StmtKind::Assign {
                 targets: vec![self.expr(&a.left)],
                 value: Box::new(self.expr(&a.right)),
@@ -492,6 +520,14 @@ impl Lower {
                 keywords: Box::new([]),
                 args_start: span(c.paren_token.span.open()).start,
             },
+            // `t.data()` is tch's `.data`: the attribute, spanning `data()`.
+            syn::Expr::MethodCall(m) if m.method == nn_data() && m.args.is_empty() && m.turbofish.is_none() => {
+                let receiver = self.expr(&m.receiver);
+                let data = Span::new(spanned(&m.method).start, span(m.paren_token.span.close()).end);
+                let mut out = attr(receiver, "data", data);
+                out.span = at;
+                return out;
+            }
             syn::Expr::MethodCall(m) => {
                 let receiver = self.expr(&m.receiver);
                 let func = attr(receiver, &m.method.to_string(), spanned(&m.method));
@@ -723,6 +759,11 @@ fn is_unit_control(e: &syn::Expr) -> bool {
 }
 
 /// A field's name: `x` of `a.x`, `0` of `a.0`.
+/// The method tch's `.data` is spelled as.
+fn nn_data() -> &'static str {
+    memlint_semantic::api::nn::DATA
+}
+
 fn member_name(m: &syn::Member) -> String {
     match m {
         syn::Member::Named(i) => i.to_string(),

@@ -19,3 +19,9 @@ pub mod ml202;
 pub mod ml301;
 #[path = "../../../fixtures/rust/ML305_host_sync_in_loop.rs"]
 pub mod ml305;
+#[path = "../../../fixtures/rust/ML306_tensor_created_then_moved.rs"]
+pub mod ml306;
+#[path = "../../../fixtures/rust/ML103_data_attribute.rs"]
+pub mod ml103;
+#[path = "../../../fixtures/rust/ML203_view_retains_base.rs"]
+pub mod ml203;

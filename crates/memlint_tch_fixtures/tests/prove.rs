@@ -8,8 +8,9 @@
 //! must be run as a near miss, so a fixture and its proof cannot drift
 //! apart.
 //!
-//! ML301 and ML305 are only compiled: their cost (cuDNN's algorithm search,
-//! a device-to-host sync) shows on a GPU, not on the CPU.
+//! ML203, ML301, ML305 and ML306 are only compiled: their cost (a base
+//! tensor's memory held, cuDNN's algorithm search, a device-to-host sync, a
+//! host-side fill and copy) is not shown by running a case once on the CPU.
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -404,5 +405,103 @@ fn ml202_flagged_totals_keep_every_steps_graph() {
     check_coverage("ML202_loss_accumulated_with_graph.rs", &flagged, &near);
     for (_, case) in flagged.iter().chain(&near) {
         case();
+    }
+}
+
+/// Two linear layers (4 -> 4 -> 1, named `l1` and `l2`), every weight
+/// `w`, every bias 0.
+fn two_layers(vs: &nn::VarStore, w: f64) -> nn::Sequential {
+    let config = nn::LinearConfig { ws_init: nn::Init::Const(w), bs_init: Some(nn::Init::Const(0.0)), bias: true };
+    nn::seq().add(nn::linear(vs.root() / "l1", 4, 4, config)).add(nn::linear(vs.root() / "l2", 4, 1, config))
+}
+
+#[test]
+fn ml103_flagged_changes_through_data_give_wrong_gradients_silently() {
+    use memlint_tch_fixtures::ml103;
+    tch::manual_seed(0);
+    let xs = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
+    // The gradient each case should have: of `w * w` summed at w = 0.5 is
+    // 2w = 1; of `xs * w * w` summed at w = 1 is 2 xs; of `xs * w +
+    // w.w` (the penalty read through `.data`) is xs + 2w.
+    let ones3 = Tensor::ones([3], CPU);
+    let square_grad = 2.0 * &xs;
+    let penalty_grad = &xs + 2.0 * Tensor::ones([4], CPU);
+    let differs = |name: &str, got: &Tensor, right: &Tensor| {
+        assert!(!got.allclose(right, 1e-5, 1e-6, false), "ML103 {name}: the gradient is right ({got:?})");
+    };
+    let agrees = |name: &str, got: &Tensor, right: &Tensor| {
+        assert!(got.allclose(right, 1e-5, 1e-6, false), "ML103 near miss {name}: the gradient is wrong ({got:?})");
+    };
+    let flagged: Vec<Case> = vec![
+        (
+            "clamp_before_backward",
+            Box::new(|| differs("clamp_before_backward", &ml103::clamp_before_backward(&nn::VarStore::new(Device::Cpu), 1), &ones3)),
+        ),
+        (
+            "clip_variables_mid_step",
+            Box::new(|| {
+                // Weights of 3 clamped to 1 after the forward: the first
+                // layer's gradient mixes the two (the second layer's clamped
+                // weight, the forward's activations) and is the gradient at
+                // neither.
+                let (x, y) = (xs.view([1, 4]), Tensor::zeros([1, 1], CPU));
+                let first_grad = |w: f64, run: &dyn Fn(&nn::VarStore, &nn::Sequential)| {
+                    let vs = nn::VarStore::new(Device::Cpu);
+                    let net = two_layers(&vs, w);
+                    run(&vs, &net);
+                    vs.variables()["l1.weight"].grad()
+                };
+                let plain = |_: &nn::VarStore, net: &nn::Sequential| net.forward(&x).mse_loss(&y, tch::Reduction::Mean).backward();
+                let mixed = first_grad(3.0, &|vs, net| ml103::clip_variables_mid_step(vs, net, &x, &y, 1).unwrap());
+                differs("clip_variables_mid_step", &mixed, &first_grad(3.0, &plain));
+                differs("clip_variables_mid_step", &mixed, &first_grad(1.0, &plain));
+            }),
+        ),
+        ("scale_a_leaf_mid_step", Box::new(|| differs("scale_a_leaf_mid_step", &ml103::scale_a_leaf_mid_step(&xs, 1), &square_grad))),
+        ("swap_a_leaf_mid_step", Box::new(|| differs("swap_a_leaf_mid_step", &ml103::swap_a_leaf_mid_step(&xs, 1), &square_grad))),
+        ("penalty_from_a_leaf_read", Box::new(|| differs("penalty_from_a_leaf_read", &ml103::penalty_from_a_leaf_read(&xs, 1), &penalty_grad))),
+    ];
+    let near: Vec<Case> = vec![
+        (
+            "clamp_after_backward",
+            Box::new(|| agrees("clamp_after_backward", &ml103::clamp_after_backward(&nn::VarStore::new(Device::Cpu), 1), &ones3)),
+        ),
+        (
+            "clamp_under_no_grad",
+            // Under no_grad it still changes a saved tensor before the
+            // backward: the gradient is wrong, but that is not ML103's
+            // `.data`-bypasses-autograd hazard (the op is explicit).
+            Box::new(|| drop(ml103::clamp_under_no_grad(&nn::VarStore::new(Device::Cpu), 1))),
+        ),
+        (
+            "clip_variables_after_the_step",
+            Box::new(|| {
+                let vs = nn::VarStore::new(Device::Cpu);
+                let net = two_layers(&vs, 3.0);
+                ml103::clip_variables_after_the_step(&vs, &net, &xs.view([1, 4]), &Tensor::zeros([1, 1], CPU)).unwrap();
+            }),
+        ),
+        ("init_weights", Box::new(|| ml103::init_weights(&nn::VarStore::new(Device::Cpu)))),
+        ("read_an_output", Box::new(|| assert_eq!(ml103::read_an_output(&xs, 2), vec![10.0, 10.0]))),
+    ];
+    check_coverage("ML103_data_attribute.rs", &flagged, &near);
+    for (_, case) in flagged.iter().chain(&near) {
+        case();
+    }
+}
+
+#[test]
+fn fixtures_proven_elsewhere_are_whole_cases_too() {
+    // ML203, ML301, ML305 and ML306 are compiled here; their effect is
+    // memory held or device time, not shown by a CPU run of one case. Their
+    // headers still name functions, as the convention wants.
+    for file in [
+        "ML203_view_retains_base.rs",
+        "ML301_cudnn_benchmark_dynamic_shapes.rs",
+        "ML305_host_sync_in_loop.rs",
+        "ML306_tensor_created_then_moved.rs",
+    ] {
+        let (all, flagged) = cases_of(file);
+        assert!(flagged.is_subset(&all) && !flagged.is_empty(), "{file}");
     }
 }

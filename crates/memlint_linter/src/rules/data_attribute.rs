@@ -89,7 +89,7 @@ declare_rule! {
         name: "data-attribute",
         severity: Warning,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -181,7 +181,7 @@ impl Rule for DataAttribute {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if !checker.cx.torch_imported() {
             return;
         }
         // `p.data = ...`: when the swap changes dtype, device or class, say so.
@@ -201,14 +201,17 @@ impl Rule for DataAttribute {
                     .with_help(format!("do the swap outside the training step (or assign a new `nn.Parameter`); a `{name}` in a live graph keeps the old {kind}")),
                 None => Self::META
                     .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-                    .with_help(format!("write the values inside `with torch.no_grad(): {name}.copy_(...)`")),
+                    .with_help(match checker.cx.language() {
+                        Language::Rust => format!("write the values inside `tch::no_grad(|| {name}.copy_(...))`"),
+                        _ => format!("write the values inside `with torch.no_grad(): {name}.copy_(...)`"),
+                    }),
             };
             checker.report(d);
         }
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if !checker.cx.torch_imported() {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
@@ -243,7 +246,10 @@ impl Rule for DataAttribute {
         let mut d = if write {
             Self::META
                 .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-                .with_help(format!("change the values inside `with torch.no_grad():` on `{name}` itself"))
+                .with_help(match checker.cx.language() {
+                    Language::Rust => format!("change the values inside `tch::no_grad(|| ...)` on `{name}` itself"),
+                    _ => format!("change the values inside `with torch.no_grad():` on `{name}` itself"),
+                })
         } else {
             Self::META
                 .diagnostic(data_span(*attr_span), format!("`.data` reads the parameter `{name}` outside autograd: the `backward()` that follows gives this use no gradient"))

@@ -58,12 +58,14 @@ declare_rule! {
         name: "data-attribute-in-setup",
         severity: Info,
         default: false,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
 const HELP: &str =
     "use a `torch.nn.init` function (`nn.init.normal_(m.weight, 0.0, 0.02)`, `nn.init.zeros_(m.bias)`) or do the op on the tensor itself under `with torch.no_grad():`";
+
+const RUST_HELP: &str = "use an `nn::Init` when the variable is created, or do the op on the tensor itself inside `tch::no_grad(|| ...)`";
 
 impl Rule for DataAttributeInSetup {
     fn meta(&self) -> &'static RuleMeta {
@@ -71,7 +73,7 @@ impl Rule for DataAttributeInSetup {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if !checker.cx.torch_imported() {
             return;
         }
         let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
@@ -87,13 +89,16 @@ impl Rule for DataAttributeInSetup {
             checker.report(
                 Self::META
                     .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` where no graph needs it: an idiom PyTorch discourages"))
-                    .with_help(format!("write `with torch.no_grad(): {name}.copy_(...)` instead")),
+                    .with_help(match checker.cx.language() {
+                        Language::Rust => format!("write `tch::no_grad(|| {name}.copy_(...))` instead"),
+                        _ => format!("write `with torch.no_grad(): {name}.copy_(...)` instead"),
+                    }),
             );
         }
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if !checker.cx.torch_imported() {
             return;
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
@@ -107,7 +112,10 @@ impl Rule for DataAttributeInSetup {
         checker.report(
             Self::META
                 .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` where no graph needs it: an idiom PyTorch discourages"))
-                .with_help(HELP),
+                .with_help(match checker.cx.language() {
+                    Language::Rust => RUST_HELP,
+                    _ => HELP,
+                }),
         );
     }
 }

@@ -118,10 +118,9 @@ impl Rule for HostSyncInLoop {
         if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
             return;
         }
-        // A GPU program: the file says `cuda` (tch code may pick its device
-        // anywhere).
-        let gpu = cx.language() == Language::Rust || cx.file_words().contains(Words::CUDA);
-        if !gpu {
+        // A GPU program: the file says `cuda` (Rust: unless it names only
+        // the CPU; tch code may pick its device in another file).
+        if !cx.file_words().contains(Words::CUDA) {
             return;
         }
         // One finding per loop: after the first read in an iteration the

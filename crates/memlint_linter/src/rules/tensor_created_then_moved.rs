@@ -1,5 +1,5 @@
 use memlint_semantic::api::{classify, Callee, Event, Receiver};
-use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Literal, StmtKind, UnaryOp};
+use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Language, Literal, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -14,7 +14,11 @@ declare_rule! {
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
     /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
     /// device (a `"cuda..."` string, `torch.device(...)`, `x.device`, or a
-    /// name like `device`/`dev`).
+    /// name like `device`/`dev`). In tch: `Tensor::zeros`, `randn`,
+    /// `arange`... with `(kind, Device::Cpu)` or `kind::FLOAT_CPU`-style
+    /// options, then `.to_device(d)` or `.to(d)` with `d` a `device`-named
+    /// value, `Device::Cuda(i)`, `Device::cuda_if_available()` or
+    /// `vs.device()`.
     ///
     /// ## Why is this bad?
     /// The tensor is allocated and filled on the host, then copied: two
@@ -30,10 +34,22 @@ declare_rule! {
     ///     noise = torch.randn(batch, latent_dim).to(device)
     /// ```
     ///
+    /// In Rust (tch), a factory whose options name the CPU, then moved:
+    /// ```rust
+    /// for _ in 0..steps {
+    ///     let noise = Tensor::randn([batch, latent_dim], (Kind::Float, Device::Cpu)).to_device(device);
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// for step in range(steps):
     ///     noise = torch.randn(batch, latent_dim, device=device)
+    /// ```
+    /// ```rust
+    /// for _ in 0..steps {
+    ///     let noise = Tensor::randn([batch, latent_dim], (Kind::Float, device));
+    /// }
     /// ```
     /// A random factory on the device draws from the device's generator:
     /// the values of a seeded run change.
@@ -53,7 +69,7 @@ declare_rule! {
         name: "tensor-created-then-moved",
         severity: Info,
         default: false,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -84,13 +100,16 @@ impl Rule for TensorCreatedThenMoved {
         }
         let name = checker.text(factory.span).to_string();
         let target = device_text(expr, checker);
+        let help = match (cx.language(), target) {
+            (Language::Rust, Some(t)) => format!("create it there: give `{name}` the device in its options, `(kind, {t})`"),
+            (Language::Rust, None) => format!("create it there: give `{name}` the device in its options"),
+            (_, Some(t)) => format!("create it there: `{name}(..., device={t})`"),
+            (_, None) => format!("create it there: pass `device=` to `{name}`"),
+        };
         checker.report(
             Self::META
                 .diagnostic(expr.span, format!("`{name}(...)` is filled on the host and then copied to the device, each time this runs"))
-                .with_help(match target {
-                    Some(t) => format!("create it there: `{name}(..., device={t})`"),
-                    None => format!("create it there: pass `device=` to `{name}`"),
-                }),
+                .with_help(help),
         );
     }
 }

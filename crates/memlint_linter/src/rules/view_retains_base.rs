@@ -69,7 +69,7 @@ declare_rule! {
         name: "view-retains-base",
         severity: Warning,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -201,8 +201,9 @@ impl Rule for ViewRetainsBase {
         }
         let Some((container, method)) = expr.as_method_call() else { return };
         let Some((_, args, _)) = expr.as_call() else { return };
+        // Rust: `Vec::push`, `HashMap::insert(k, v)`.
         let value = match (method, args) {
-            ("append", [v]) | ("insert", [_, v]) => v,
+            ("append" | "push", [v]) | ("insert", [_, v]) => v,
             _ => return,
         };
         if Self::container_outlives(checker, container) {

@@ -142,7 +142,8 @@ pub enum Event {
     },
     /// A tensor factory (`torch.zeros`, `torch.randn`, `torch.tensor`...).
     Factory {
-        /// `device=` is written.
+        /// `device=` is written (tch: the options tuple names a device
+        /// other than `Device::Cpu`, or is not written out).
         device: bool,
         /// The factory makes its values itself (`zeros`, `randn`, `arange`
         /// ...): with `device=` it allocates and fills them on the device.
@@ -201,6 +202,14 @@ const FACTORIES: &[&str] = &[
     "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
 ];
 
+/// tch's tensor factories that fill their values (`Tensor::zeros(size,
+/// (kind, device))`): their last argument is the options tuple that names
+/// the device.
+const TCH_FACTORIES: &[&str] = &[
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "arange_start",
+    "arange_start_step", "linspace", "eye",
+];
+
 /// Methods that return a view of their receiver.
 const VIEW_METHODS: &[&str] = &[
     "view", "view_as", "narrow", "select", "transpose", "permute", "expand", "expand_as", "unsqueeze", "squeeze", "t",
@@ -213,7 +222,7 @@ const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy", "double_value", 
 /// The method names [`classify`] gives a meaning to.
 const EVENT_METHODS: &[&str] = &[
     "backward", "zero_grad", "zero_", "fill_", "step", "scale", "update", "unscale_", "requires_grad_", "to", "cuda", "cpu",
-    "detach",
+    "detach", "to_device",
 ];
 
 /// The library last segments [`classify`] gives a meaning to (besides
@@ -234,6 +243,7 @@ pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
         .chain(OOM_EXCEPTIONS)
         .chain(OPTIMIZERS)
         .chain(FACTORIES)
+        .chain(TCH_FACTORIES)
         .chain(VIEW_METHODS)
         .chain(HOST_SYNC_METHODS)
         .copied()
@@ -245,6 +255,7 @@ pub fn may_be_library_event(last: &str) -> bool {
     EVENT_FUNCTIONS.contains(&last)
         || CLIP_GRAD_APIS.iter().any(|a| a.rsplit('.').next() == Some(last))
         || FACTORIES.contains(&last)
+        || TCH_FACTORIES.contains(&last)
         || OPTIMIZERS.contains(&last)
 }
 
@@ -313,17 +324,17 @@ pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
             "requires_grad_" if args.first().or_else(|| call.keyword("requires_grad")).is_some_and(Expr::is_false) => {
                 Event::Freeze
             }
-            "to" | "cuda" | "cpu" => {
+            // tch: `t.to_device(device)` as well as `t.to(device)`.
+            "to" | "cuda" | "cpu" | "to_device" => {
                 let target = first_arg(call).or_else(|| call.keyword("device"));
                 Event::ToDevice {
                     non_blocking: kw_bool(call, "non_blocking"),
                     to_host: name == "cpu"
                         || target.is_some_and(|d| {
-                            matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")
-                                // tch: `t.to(Device::Cpu)`.
-                                || d.dotted().is_some_and(|p| p == "Device.Cpu" || p == "tch.Device.Cpu")
+                            matches!(&d.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu") || is_tch_cpu(d)
                         }),
-                    to_device: name == "cuda" || (name == "to" && target.is_some_and(names_an_accelerator)),
+                    to_device: name == "cuda"
+                        || (matches!(name, "to" | "to_device") && target.is_some_and(names_an_accelerator)),
                 }
             }
             "detach" => Event::Detach,
@@ -335,9 +346,24 @@ pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
     }
 }
 
+/// tch's `Device::Cpu`.
+fn is_tch_cpu(d: &Expr) -> bool {
+    d.dotted().is_some_and(|p| p == "Device.Cpu" || p == "tch.Device.Cpu")
+}
+
+/// Whether tch factory options (`(Kind::Float, Device::Cpu)`,
+/// `kind::FLOAT_CPU`) put the tensor on the CPU.
+fn tch_options_on_cpu(options: &Expr) -> bool {
+    match &options.kind {
+        ExprKind::Sequence(items) => items.get(1).is_some_and(is_tch_cpu),
+        _ => options.dotted().is_some_and(|d| d.ends_with("_CPU")),
+    }
+}
+
 /// Whether a `.to(...)` target names an accelerator: a `"cuda…"`, `"mps"`
 /// or `"xpu"` string, a `torch.device(...)` not of `"cpu"`, `x.device`, or
-/// a name or attribute like `device`, `dev`, `gpu`.
+/// a name or attribute like `device`, `dev`, `gpu`; tch's `Device::Cuda(i)`,
+/// `Device::cuda_if_available()`, `vs.device()`.
 fn names_an_accelerator(target: &Expr) -> bool {
     let devicey = |n: &str| {
         let n = n.to_ascii_lowercase();
@@ -346,8 +372,16 @@ fn names_an_accelerator(target: &Expr) -> bool {
     match &target.kind {
         ExprKind::Literal(Literal::Str(s)) => ["cuda", "mps", "xpu"].iter().any(|p| s.starts_with(p)),
         ExprKind::Call { func, args, .. } => {
-            func.dotted().is_some_and(|d| d.as_str() == "torch.device" || d.as_str() == "device")
-                && !args.first().is_some_and(|a| matches!(&a.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu"))
+            let tch = match &func.kind {
+                ExprKind::Attribute { attr, value, .. } => {
+                    (attr.as_str() == "device" && args.is_empty())
+                        || (matches!(attr.as_str(), "Cuda" | "cuda_if_available")
+                            && value.dotted().is_some_and(|d| d.as_str() == "Device" || d.as_str() == "tch.Device"))
+                }
+                _ => false,
+            };
+            tch || (func.dotted().is_some_and(|d| d.as_str() == "torch.device" || d.as_str() == "device")
+                && !args.first().is_some_and(|a| matches!(&a.kind, ExprKind::Literal(Literal::Str(s)) if s == "cpu")))
         }
         ExprKind::Name(n) => devicey(n) || n.to_ascii_lowercase().contains("device"),
         ExprKind::Attribute { attr, .. } => devicey(attr),
@@ -400,6 +434,11 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         },
         "apex.amp.initialize" => Event::ApexAmp,
         q if q.starts_with("torch.optim.") && OPTIMIZERS.contains(&last) => Event::OptimizerNew,
+        // tch: `Tensor::zeros(size, (Kind::Float, Device::Cpu))`.
+        q if q.strip_prefix("tch.Tensor.").is_some_and(|rest| TCH_FACTORIES.contains(&rest)) => {
+            let (_, args, _) = call.as_call()?;
+            Event::Factory { device: !args.last().is_some_and(tch_options_on_cpu), fills: true }
+        }
         q if q.strip_prefix("torch.").is_some_and(|rest| FACTORIES.contains(&rest)) => {
             Event::Factory {
                 device: call.keyword("device").is_some(),

@@ -40,6 +40,7 @@ pub fn vocabulary() -> Vec<&'static str> {
     out.extend(nn::SEQUENTIAL_NAMES);
     out.extend([tch::TRAINABLE_VARIABLES, tch::VARIABLES, tch::SET_REQUIRES_GRAD, tch::NO_GRAD_GUARD]);
     out.extend(tch::PATH_VARIABLE_METHODS);
+    out.extend(tch::BACKWARD_STEP_METHODS);
     out.sort_unstable();
     out.dedup();
     out

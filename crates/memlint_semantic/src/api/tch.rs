@@ -27,3 +27,8 @@ pub const PATH_FACTORY_METHODS: &[&str] = &["zeros", "ones", "randn", "uniform"]
 /// The guard that turns grad off while it lives (`let _guard =
 /// tch::no_grad_guard();`); `let _ = ...` drops it at once.
 pub const NO_GRAD_GUARD: &str = "tch.no_grad_guard";
+
+/// `opt.backward_step(&loss)` and its clipping forms: the optimizer zeroes
+/// the gradients, runs the loss's backward and steps, in one call. A loop
+/// that calls one is a training loop like one that calls `backward()`.
+pub const BACKWARD_STEP_METHODS: &[&str] = &["backward_step", "backward_step_clip", "backward_step_clip_norm"];

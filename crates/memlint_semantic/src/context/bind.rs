@@ -82,10 +82,14 @@ impl Context {
     }
 
     pub(super) fn param_kind(&self, p: &Param) -> Option<ValueKind> {
-        let ann = p.annotation.as_ref()?;
+        let mut ann = p.annotation.as_ref()?;
+        // Rust: `xs: &Tensor`, `w: &mut Tensor`.
+        while let ExprKind::Unary { op: crate::ir::UnaryOp::Ref | crate::ir::UnaryOp::RefMut, operand } = &ann.kind {
+            ann = operand;
+        }
         let q = self.qualified_name(ann)?;
         match q.as_str() {
-            "torch.Tensor" | "torch.FloatTensor" | "torch.LongTensor" => Some(ValueKind::Tensor),
+            "torch.Tensor" | "torch.FloatTensor" | "torch.LongTensor" | "tch.Tensor" => Some(ValueKind::Tensor),
             "torch.nn.Parameter" => Some(ValueKind::Parameter),
             "torch.nn.Module" => Some(ValueKind::Module),
             "torch.utils.data.DataLoader" => Some(ValueKind::DataLoader),

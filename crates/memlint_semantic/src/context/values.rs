@@ -510,7 +510,7 @@ impl Context {
                 false
             }
             ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
-            ExprKind::BinOp { left, right, .. } => self.carries_graph_inner(left) || self.carries_graph_inner(right),
+            ExprKind::BinOp { left, right, .. } => self.builds_graph(left) || self.builds_graph(right),
             ExprKind::Unary { operand: e, .. } => self.carries_graph_inner(e),
             ExprKind::IfExp { body, orelse, .. } => self.carries_graph_inner(body) || self.carries_graph_inner(orelse),
             ExprKind::Sequence(items) => items.iter().any(|i| self.carries_graph_inner(i)),
@@ -528,7 +528,7 @@ impl Context {
                         if crate::api::nn::is_forward_method(attr) && self.is_model(value) {
                             return true;
                         }
-                        return self.carries_graph_inner(value);
+                        return self.builds_graph(value);
                     }
                 }
                 if let ExprKind::Name(n) = &func.kind {
@@ -546,6 +546,17 @@ impl Context {
             }
             _ => false,
         }
+    }
+
+    /// Whether an op with `operand` records a graph: the operand carries
+    /// one, or is a leaf that requires grad (`w` of `(x * w).sum()`, `&w`
+    /// in Rust), whose ops autograd records.
+    fn builds_graph(&self, operand: &Expr) -> bool {
+        let mut e = operand;
+        while let ExprKind::Unary { op: crate::ir::UnaryOp::Ref | crate::ir::UnaryOp::RefMut, operand } = &e.kind {
+            e = operand;
+        }
+        self.carries_graph_inner(e) || e.dotted().is_some_and(|d| self.is_requires_grad_leaf(&d))
     }
 
     /// The known kind of an expression's value.
@@ -626,6 +637,10 @@ impl Context {
                     return Some(ValueKind::Tensor);
                 }
                 return None;
+            }
+            // tch: `Tensor::randn(...)`, `Tensor::cat(...)`, `Tensor::from_slice(...)`.
+            if s.strip_prefix("tch.Tensor.").is_some_and(|f| f.starts_with(|c: char| c.is_ascii_lowercase())) {
+                return Some(ValueKind::Tensor);
             }
             if s == "argparse.ArgumentParser" {
                 return Some(ValueKind::NonTensor);

@@ -172,10 +172,14 @@ pub(crate) fn loader_names(iter: &Expr, out: &mut Vec<String>) {
     }
 }
 
-/// `loss.backward()`, `torch.autograd.grad(...)`, `torch.autograd.backward(...)`
+/// `loss.backward()`, `torch.autograd.grad(...)`, `torch.autograd.backward(...)`,
+/// tch's `opt.backward_step(&loss)`
 /// (matched by their dotted spelling: no resolution is needed for these).
 pub(crate) fn is_backward_call(e: &Expr) -> bool {
     if let Some((_, name)) = e.as_method_call() {
+        if crate::api::tch::BACKWARD_STEP_METHODS.contains(&name) {
+            return true;
+        }
         let callee = crate::api::Callee::Method { name, receiver: crate::api::Receiver::Other, receiver_is_path: false };
         if matches!(crate::api::classify(e, callee), Some(crate::api::Event::Backward { .. })) {
             return true;

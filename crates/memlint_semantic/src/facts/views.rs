@@ -10,6 +10,10 @@ const SHAPE_VIEWS: &[&str] = &[
 ];
 /// Methods returning a view of part of the base.
 const PART_VIEWS: &[&str] = &["narrow", "select", "diagonal"];
+/// tch's indexing method (`IndexOp::i`).
+const TCH_INDEX: &str = "i";
+/// tch's `t.slice(dim, start, end, step)`: a range of one dimension.
+const TCH_SLICE: &str = "slice";
 /// Methods returning a tuple of views.
 const PIECE_VIEWS: &[&str] = &["chunk", "split", "unbind", "tensor_split", "hsplit", "vsplit"];
 
@@ -33,6 +37,9 @@ fn index_part(e: &Expr) -> Part {
         ExprKind::Slice { .. } => Part::Slice,
         ExprKind::Literal(Literal::None | Literal::Other) => Part::Whole,
         ExprKind::Sequence(items) => items.iter().map(index_part).max().unwrap_or(Part::Whole),
+        // Rust (tch's `t.i(..)`): `..` and `k..` keep most of the base.
+        ExprKind::Range { end: None, .. } => Part::Whole,
+        ExprKind::Range { .. } => Part::Slice,
         _ => Part::Piece,
     }
 }
@@ -45,7 +52,7 @@ fn is_multi_dim(e: &Expr) -> bool {
 
 fn is_basic_index(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Slice { .. } => true,
+        ExprKind::Slice { .. } | ExprKind::Range { .. } => true,
         ExprKind::Literal(Literal::Int(_) | Literal::None | Literal::Other) => true,
         ExprKind::Unary { operand: inner, .. } => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
         ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(is_basic_index),
@@ -69,7 +76,13 @@ pub(crate) fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
         }
         ExprKind::Call { .. } => {
             let (recv, m) = e.as_method_call()?;
-            if m == "narrow" {
+            // tch's indexing, `t.i(0)`, `t.i((.., 0..3))`: a subscript.
+            if m == TCH_INDEX {
+                let (_, args, _) = e.as_call()?;
+                let [index] = args else { return None };
+                return is_basic_index(index).then(|| base_of(recv, index_part(index)));
+            }
+            if m == "narrow" || m == TCH_SLICE {
                 Some(base_of(recv, Part::Slice))
             } else if PART_VIEWS.contains(&m) {
                 Some(base_of(recv, Part::Piece))

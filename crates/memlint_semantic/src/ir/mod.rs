@@ -140,7 +140,7 @@ impl Words {
     /// identifier, but recorded the same way.
     pub const DIV_MUL: Words = Words(1 << 6);
     /// A method that stores its argument in a container (`append`,
-    /// `extend`, `insert`, `add`, `setdefault`, `put`).
+    /// `extend`, `insert`, `add`, `setdefault`, `put`, `push`).
     pub const STORE: Words = Words(1 << 7);
     /// `cuda` (`torch.cuda`, `.cuda()`, a `"cuda"` string literal, tch's
     /// `cuda_if_available`): the program may run on a GPU.
@@ -157,7 +157,7 @@ impl Words {
             "scale" => Words::SCALE,
             "no_grad" | "inference_mode" | "set_grad_enabled" => Words::GRAD_OFF,
             "amp" => Words::AMP,
-            "append" | "extend" | "insert" | "add" | "setdefault" | "put" => Words::STORE,
+            "append" | "extend" | "insert" | "add" | "setdefault" | "put" | "push" => Words::STORE,
             "cuda" | "cuda_if_available" | "Cuda" | "cudnn" => Words::CUDA,
             _ => Words::NONE,
         }
@@ -172,6 +172,12 @@ impl Words {
     #[must_use]
     pub fn union(self, other: Words) -> Words {
         Words(self.0 | other.0)
+    }
+
+    /// This set without the words of `other`.
+    #[must_use]
+    pub fn without(self, other: Words) -> Words {
+        Words(self.0 & !other.0)
     }
 }
 
