@@ -14,7 +14,8 @@ demo:
 
 ## Run the whole test suite (and check that the generated rule docs are fresh),
 ## then the wheel tests: build the memlint and memprobe wheels, install each into a fresh venv, run it,
-## then prove the runnable fixtures (ML101, ML102, ML104, ML105, ML106, ML304) under torch on the CPU.
+## then prove the runnable fixtures (Python: ML101, ML102, ML104, ML105, ML106, ML304) under torch on the CPU
+## (the Rust fixtures are compiled and proven by `cargo test` in crates/memlint_tch_fixtures).
 ## (The binaries are built first so that the end-to-end tests in tests/ find them up to date.)
 ## (The wheel test is #[ignore]d for plain `cargo test`; it is selected here by
 ## name over the same workspace build, so nothing is compiled twice.)

@@ -71,19 +71,30 @@ pub fn parse(source: &str) -> Result<Module, SyntaxError> {
 /// The words a Rust file mentions. Every word is assumed (functions and
 /// files of Rust are not filtered by them), `cuda` too, since tch code may
 /// pick its device in another file and pass it in; except in a file that
-/// names the CPU (`Device::Cpu`, `kind::FLOAT_CPU`) and never `cuda`,
-/// `Cuda` or `cuda_if_available`: it runs on the CPU.
+/// names the CPU (`Device::Cpu`, `kind::FLOAT_CPU`), never `cuda`, `Cuda`
+/// or `cuda_if_available`, and never moves a tensor to the CPU
+/// (`.to_device(Device::Cpu)`, which says the tensor was elsewhere): it runs
+/// on the CPU.
 fn file_words(source: &str) -> Words {
     let (mut cuda, mut cpu) = (false, false);
     for w in source.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
         cuda |= Words::of(w).contains(Words::CUDA);
         cpu |= w == "Cpu" || w.ends_with("_CPU");
     }
-    if cpu && !cuda {
+    if cpu && !cuda && !source_moves_to_cpu(source) {
         Words::ALL.without(Words::CUDA)
     } else {
         Words::ALL
     }
+}
+
+/// Whether the source moves a tensor to the CPU: `to_device(` or `to(`
+/// with `Device::Cpu` (or an imported `Cpu`) as its argument.
+fn source_moves_to_cpu(source: &str) -> bool {
+    let compact: String = source.chars().filter(|c| !c.is_whitespace()).collect();
+    ["to_device(Device::Cpu)", "to(Device::Cpu)", "to_device(tch::Device::Cpu)", "to(tch::Device::Cpu)", "to(Cpu)", "to_device(Cpu)"]
+        .iter()
+        .any(|p| compact.contains(p))
 }
 
 /// The spans of the line comments (`// ...`, doc comments included) of

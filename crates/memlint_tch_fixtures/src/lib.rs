@@ -25,3 +25,5 @@ pub mod ml306;
 pub mod ml103;
 #[path = "../../../fixtures/rust/ML203_view_retains_base.rs"]
 pub mod ml203;
+#[path = "../../../fixtures/rust/ML107_data_attribute_in_setup.rs"]
+pub mod ml107;

@@ -8,8 +8,9 @@
 //! must be run as a near miss, so a fixture and its proof cannot drift
 //! apart.
 //!
-//! ML203, ML301, ML305 and ML306 are only compiled: their cost (a base
-//! tensor's memory held, cuDNN's algorithm search, a device-to-host sync, a
+//! ML107, ML203, ML301, ML305 and ML306 are only compiled: ML107 flags an
+//! idiom that does no harm, and the cost of the others (a base tensor's
+//! memory held, cuDNN's algorithm search, a device-to-host sync, a
 //! host-side fill and copy) is not shown by running a case once on the CPU.
 #![allow(missing_docs, clippy::unwrap_used)]
 
@@ -492,10 +493,12 @@ fn ml103_flagged_changes_through_data_give_wrong_gradients_silently() {
 
 #[test]
 fn fixtures_proven_elsewhere_are_whole_cases_too() {
-    // ML203, ML301, ML305 and ML306 are compiled here; their effect is
-    // memory held or device time, not shown by a CPU run of one case. Their
-    // headers still name functions, as the convention wants.
+    // ML107, ML203, ML301, ML305 and ML306 are compiled here; their effect
+    // is an idiom (ML107), memory held or device time, not shown by a CPU
+    // run of one case. Their headers still name functions, as the
+    // convention wants.
     for file in [
+        "ML107_data_attribute_in_setup.rs",
         "ML203_view_retains_base.rs",
         "ML301_cudnn_benchmark_dynamic_shapes.rs",
         "ML305_host_sync_in_loop.rs",

@@ -31,17 +31,40 @@ declare_rule! {
     /// ```python
     /// for x, y in loader:
     ///     loss = criterion(model(x), y)
-    ///     loss.backward()
     ///     for p in model.parameters():
-    ///         p.data.clamp_(-1, 1)
+    ///         p.data.clamp_(-1, 1)   # the graph saved p: its backward sees the clamped values
+    ///     loss.backward()
+    /// ```
+    ///
+    /// In Rust with `tch` (`t.data()` is `.data`, `t.set_data(&v)` is
+    /// `t.data = v`):
+    /// ```rust,ignore
+    /// for _ in 0..steps {
+    ///     let loss = net.forward(&xs).mse_loss(&ys, tch::Reduction::Mean);
+    ///     for p in vs.trainable_variables() {
+    ///         let _ = p.data().clamp_(-1.0, 1.0);
+    ///     }
+    ///     opt.backward_step(&loss);
+    /// }
     /// ```
     ///
     /// ## Use instead
     /// ```python
-    /// with torch.no_grad():
-    ///     for p in model.parameters():
-    ///         p.clamp_(-1, 1)
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     with torch.no_grad():
+    ///         for p in model.parameters():
+    ///             p.clamp_(-1, 1)
     /// # or, to read the values without history: p.detach()
+    /// ```
+    /// ```rust,ignore
+    /// opt.backward_step(&loss);
+    /// tch::no_grad(|| {
+    ///     for mut p in vs.trainable_variables() {
+    ///         let _ = p.clamp_(-1.0, 1.0);
+    ///     }
+    /// });
     /// ```
     ///
     /// ## Known false positives

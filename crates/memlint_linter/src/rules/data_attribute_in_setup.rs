@@ -36,12 +36,22 @@ declare_rule! {
     /// model.apply(weights_init)
     /// ```
     ///
+    /// In Rust with `tch`:
+    /// ```rust,ignore
+    /// for p in vs.trainable_variables() {
+    ///     let _ = p.data().normal_(0.0, 0.02);
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// def weights_init(m):
     ///     if isinstance(m, nn.Linear):
     ///         nn.init.normal_(m.weight, 0.0, 0.02)
     ///         nn.init.zeros_(m.bias)
+    /// ```
+    /// ```rust,ignore
+    /// let w = vs.root().var("w", &[out_dim, in_dim], nn::Init::Randn { mean: 0.0, stdev: 0.02 });
     /// ```
     ///
     /// ## Known false positives

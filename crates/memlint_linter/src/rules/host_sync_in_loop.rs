@@ -11,13 +11,17 @@ declare_rule! {
     /// the device, the reads that follow in the step wait for little): `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
     /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`, and
     /// tch's `double_value`, `int64_value`, `f64::try_from(&t)` and
-    /// `t.to(Device::Cpu)`. It reports them in the body of a training loop
-    /// (one iteration of which calls `backward()`), and in a loop over a
+    /// `t.to(Device::Cpu)` / `t.to_device(Device::Cpu)`. It reports them in
+    /// the body of a training loop (one iteration of which calls
+    /// `backward()`, or tch's `opt.backward_step(&loss)`), and in a loop over a
     /// model's parameters in step code (a helper that logs or clips
     /// gradients): there the read runs once per parameter, every step.
     /// Only files of programs that run on a GPU (they mention `cuda`) are
-    /// checked, and a read of a loader's batch that the function never
-    /// moves to a device (a CPU tensor) is not reported.
+    /// checked; a Rust file may get its device from another file and is
+    /// checked unless it names only the CPU (`Device::Cpu`,
+    /// `kind::FLOAT_CPU`, and no move to the CPU). A read of a loader's
+    /// batch that the function never moves to a device (a CPU tensor) is
+    /// not reported.
     ///
     /// ## Why is this bad?
     /// CUDA runs kernels asynchronously: the Python loop normally runs

@@ -35,7 +35,7 @@ declare_rule! {
     /// ```
     ///
     /// In Rust (tch), a factory whose options name the CPU, then moved:
-    /// ```rust
+    /// ```rust,ignore
     /// for _ in 0..steps {
     ///     let noise = Tensor::randn([batch, latent_dim], (Kind::Float, Device::Cpu)).to_device(device);
     /// }
@@ -46,7 +46,7 @@ declare_rule! {
     /// for step in range(steps):
     ///     noise = torch.randn(batch, latent_dim, device=device)
     /// ```
-    /// ```rust
+    /// ```rust,ignore
     /// for _ in 0..steps {
     ///     let noise = Tensor::randn([batch, latent_dim], (Kind::Float, device));
     /// }

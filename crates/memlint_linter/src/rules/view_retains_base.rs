@@ -29,6 +29,16 @@ declare_rule! {
     ///     feats.append(out[:, 0])
     /// ```
     ///
+    /// In Rust with `tch` (`Vec::push`, `HashMap::insert`; views by
+    /// `narrow`, `select`, `slice`, `i(...)` and the others above):
+    /// ```rust,ignore
+    /// let mut feats = Vec::new();
+    /// for b in batches {
+    ///     let out = net.forward(b);
+    ///     feats.push(out.select(1, 0));
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// feats = []
@@ -36,6 +46,9 @@ declare_rule! {
     ///     out = model(x)
     ///     feats.append(out[:, 0].clone())
     ///     del out
+    /// ```
+    /// ```rust,ignore
+    ///     feats.push(out.select(1, 0).copy());
     /// ```
     ///
     /// ## Known false positives

@@ -36,9 +36,10 @@ impl Context {
     pub(super) fn swap_kind(&self, value: &Expr) -> Option<&'static str> {
         if let Some((_, m)) = value.as_method_call() {
             return match m {
-                "half" | "float" | "double" | "bfloat16" | "long" | "int" | "bool" | "type" => Some("dtype"),
+                // tch: `to_kind`, `to_device`.
+                "half" | "float" | "double" | "bfloat16" | "long" | "int" | "bool" | "type" | "to_kind" => Some("dtype"),
                 "to" => Some("dtype or device"),
-                "cuda" | "cpu" | "pin_memory" => Some("device"),
+                "cuda" | "cpu" | "pin_memory" | "to_device" => Some("device"),
                 _ => None,
             };
         }

@@ -209,18 +209,27 @@ pub(crate) fn calls_backward(body: &[Stmt]) -> bool {
 }
 
 /// Names whose value `backward()` is called on: `loss.backward()`,
-/// `(loss / n).backward()`, `scaler.scale(loss).backward()`.
+/// `(loss / n).backward()`, `scaler.scale(loss).backward()`, tch's
+/// `opt.backward_step(&loss)`.
 pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::default();
     for_each_expr_in_function(body, &mut |e| {
-        if let Some((recv, "backward")) = e.as_method_call() {
-            let mut rec = |x: &Expr| -> bool {
-                if let Some(d) = x.dotted() {
-                    out.insert(d.into());
+        let mut rec = |x: &Expr| -> bool {
+            if let Some(d) = x.dotted() {
+                out.insert(d.into());
+            }
+            false
+        };
+        match e.as_method_call() {
+            Some((recv, "backward")) => {
+                recv.any(&mut rec);
+            }
+            Some((_, m)) if crate::api::tch::BACKWARD_STEP_METHODS.contains(&m) => {
+                if let Some(loss) = e.as_call().and_then(|(_, args, _)| args.first()) {
+                    loss.any(&mut rec);
                 }
-                false
-            };
-            recv.any(&mut rec);
+            }
+            _ => {}
         }
     });
     out
