@@ -23,6 +23,9 @@ use tch::{Device, Kind, Tensor};
 
 const CPU: (Kind, Device) = (Kind::Float, Device::Cpu);
 
+/// Runs a case for its effect, its result unused.
+fn ran<T>(_result: T) {}
+
 /// A case: its function's name and how the proof runs it.
 type Case<'a> = (&'static str, Box<dyn Fn() + 'a>);
 
@@ -101,7 +104,7 @@ fn ml101_flagged_cases_raise_the_leaf_error_and_near_misses_run() {
         ("sgd_inside_no_grad", Box::new(|| ml101::sgd_inside_no_grad(&store_with_grads(), 0.1))),
         ("fill_a_plain_tensor", Box::new(ml101::fill_a_plain_tensor)),
         ("fill_a_tensor_without_grad", Box::new(ml101::fill_a_tensor_without_grad)),
-        ("out_of_place_update", Box::new(|| drop(ml101::out_of_place_update(&store_with_grads(), 0.1)))),
+        ("out_of_place_update", Box::new(|| ran(ml101::out_of_place_update(&store_with_grads(), 0.1)))),
     ];
     check_coverage("ML101_inplace_on_leaf.rs", &flagged, &near);
     for (name, case) in &flagged {
@@ -261,7 +264,7 @@ fn ml105_flagged_loops_apply_earlier_gradients_again_and_near_misses_do_not() {
         (
             "evaluate",
             Box::new(|| {
-                let (left, g1) = after_loop(&|r| drop(ml105::evaluate(&r.net, &r.xs)));
+                let (left, g1) = after_loop(&|r| ran(ml105::evaluate(&r.net, &r.xs)));
                 assert!(same(&left, &scaled(&g1, 0.0)), "ML105 near miss evaluate: gradients appeared");
             }),
         ),
@@ -310,25 +313,25 @@ fn ml201_flagged_evaluation_loops_run_their_forwards_with_grad_on() {
         labels: 1,
     };
     let flagged: Vec<Case> = vec![
-        ("test_accuracy", Box::new(|| drop(ml201::test_accuracy(&net, &data)))),
-        ("evaluate", Box::new(|| drop(ml201::evaluate(&net, &regression)))),
-        ("validate", Box::new(|| drop(ml201::validate(&net, &batches)))),
-        ("epoch_end_eval", Box::new(|| drop(ml201::epoch_end_eval(&net, &batches)))),
-        ("predict_all", Box::new(|| drop(ml201::predict_all(&net, &samples)))),
-        ("evaluate_in_a_block", Box::new(|| drop(ml201::evaluate_in_a_block(&net, &batches)))),
+        ("test_accuracy", Box::new(|| ran(ml201::test_accuracy(&net, &data)))),
+        ("evaluate", Box::new(|| ran(ml201::evaluate(&net, &regression)))),
+        ("validate", Box::new(|| ran(ml201::validate(&net, &batches)))),
+        ("epoch_end_eval", Box::new(|| ran(ml201::epoch_end_eval(&net, &batches)))),
+        ("predict_all", Box::new(|| ran(ml201::predict_all(&net, &samples)))),
+        ("evaluate_in_a_block", Box::new(|| ran(ml201::evaluate_in_a_block(&net, &batches)))),
     ];
     // Near misses with grad off, and those outside the rule's definition
     // (one forward, training, generation over tokens), which only run.
     let no_grad: Vec<Case> = vec![
-        ("test_accuracy_no_grad", Box::new(|| drop(ml201::test_accuracy_no_grad(&net, &data)))),
-        ("evaluate_under_guard", Box::new(|| drop(ml201::evaluate_under_guard(&net, &regression)))),
-        ("test_each_under_no_grad", Box::new(|| drop(ml201::test_each_under_no_grad(&net, &data)))),
-        ("evaluate_in_a_no_grad_block", Box::new(|| drop(ml201::evaluate_in_a_no_grad_block(&net, &batches)))),
+        ("test_accuracy_no_grad", Box::new(|| ran(ml201::test_accuracy_no_grad(&net, &data)))),
+        ("evaluate_under_guard", Box::new(|| ran(ml201::evaluate_under_guard(&net, &regression)))),
+        ("test_each_under_no_grad", Box::new(|| ran(ml201::test_each_under_no_grad(&net, &data)))),
+        ("evaluate_in_a_no_grad_block", Box::new(|| ran(ml201::evaluate_in_a_no_grad_block(&net, &batches)))),
     ];
     let x = Tensor::randn([2, 4], CPU);
     let single: Vec<Case> = vec![
-        ("evaluate_with_a_dropped_guard", Box::new(|| drop(ml201::evaluate_with_a_dropped_guard(&net, &x)))),
-        ("predict_one", Box::new(|| drop(ml201::predict_one(&net, &x)))),
+        ("evaluate_with_a_dropped_guard", Box::new(|| ran(ml201::evaluate_with_a_dropped_guard(&net, &x)))),
+        ("predict_one", Box::new(|| ran(ml201::predict_one(&net, &x)))),
     ];
     let other: Vec<Case> = vec![
         (
@@ -342,7 +345,7 @@ fn ml201_flagged_evaluation_loops_run_their_forwards_with_grad_on() {
             "decode",
             Box::new(|| {
                 let embed = nn::seq().add_fn(|t| t.to_kind(Kind::Float).reshape([1, 1]).repeat([1, 4])).add(recording_net(&vs));
-                drop(ml201::decode(&embed, &[0, 1, 2]));
+                ran(ml201::decode(&embed, &[0, 1, 2]));
             }),
         ),
     ];
@@ -390,7 +393,7 @@ fn ml202_flagged_totals_keep_every_steps_graph() {
         ),
     ];
     let near: Vec<Case> = vec![
-        ("train_sum_values", Box::new(|| drop(ml202::train_sum_values(&net, &mut opt.borrow_mut(), &batches)))),
+        ("train_sum_values", Box::new(|| ran(ml202::train_sum_values(&net, &mut opt.borrow_mut(), &batches)))),
         (
             "train_push_detached",
             Box::new(|| {
@@ -400,7 +403,7 @@ fn ml202_flagged_totals_keep_every_steps_graph() {
         ),
         ("train_sum_reset_each_step", Box::new(|| ml202::train_sum_reset_each_step(&net, &mut opt.borrow_mut(), &batches))),
         // Evaluation with grad on is ML201's hazard, not a training loop's.
-        ("evaluate_sum", Box::new(|| drop(ml202::evaluate_sum(&net, &batches)))),
+        ("evaluate_sum", Box::new(|| ran(ml202::evaluate_sum(&net, &batches)))),
         ("train_sum_kind", Box::new(|| assert_eq!(ml202::train_sum_kind(&net, &mut opt.borrow_mut(), &batches), 15))),
     ];
     check_coverage("ML202_loss_accumulated_with_graph.rs", &flagged, &near);
@@ -472,7 +475,7 @@ fn ml103_flagged_changes_through_data_give_wrong_gradients_silently() {
             // Under no_grad it still changes a saved tensor before the
             // backward: the gradient is wrong, but that is not ML103's
             // `.data`-bypasses-autograd hazard (the op is explicit).
-            Box::new(|| drop(ml103::clamp_under_no_grad(&nn::VarStore::new(Device::Cpu), 1))),
+            Box::new(|| ran(ml103::clamp_under_no_grad(&nn::VarStore::new(Device::Cpu), 1))),
         ),
         (
             "clip_variables_after_the_step",
