@@ -398,6 +398,39 @@ fn scripts_with_one_module_path_do_not_share_facts() {
     assert!(both.contains("a/train.py:5:13: ML201"), "{both}");
 }
 
+/// A helper in another module of a Rust crate counts, reached through
+/// `mod train;` and a `train::` path, `crate::`, a `pub use` re-export or
+/// `super::`: a loop that steps after a helper's `backward()` and never
+/// zeroes is ML105's; with a helper that runs no backward it is not.
+#[test]
+fn rust_helpers_in_other_modules_of_the_crate_count() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "Cargo.toml", "[package]\nname = \"trainer\"\nversion = \"0.1.0\"\n");
+    let main = |call: &str| {
+        format!(
+            "use tch::{{nn, Tensor}};\n\nmod train;\n\nfn fit(net: &nn::Sequential, opt: &mut nn::Optimizer, xs: &Tensor, ys: &Tensor) {{\n    for _ in 0..100 {{\n        {call}(net, xs, ys);\n        opt.step();\n    }}\n}}\n"
+        )
+    };
+    write(dir.path(), "src/train/mod.rs", "pub mod steps;\npub use self::steps::backward_only;\n");
+    write(
+        dir.path(),
+        "src/train/steps.rs",
+        "use tch::{nn, nn::Module, Tensor};\n\npub fn backward_only(net: &nn::Sequential, xs: &Tensor, ys: &Tensor) {\n    let loss = net.forward(xs).mse_loss(ys, tch::Reduction::Mean);\n    loss.backward();\n}\n\npub fn via_parent(net: &nn::Sequential, xs: &Tensor, ys: &Tensor) {\n    super::backward_only(net, xs, ys);\n}\n\npub fn forward_only(net: &nn::Sequential, xs: &Tensor, ys: &Tensor) -> f64 {\n    net.forward(xs).mse_loss(ys, tch::Reduction::Mean).double_value(&[])\n}\n",
+    );
+    for (call, flagged) in [
+        ("train::steps::backward_only", true),
+        ("crate::train::steps::backward_only", true),
+        ("train::backward_only", true),
+        ("train::steps::via_parent", true),
+        ("train::steps::forward_only", false),
+    ] {
+        write(dir.path(), "src/main.rs", &main(call));
+        let out = memlint(dir.path(), &["check", "--format", "json-lines", "--select", "ML105", "."]);
+        let text = stdout(&out);
+        assert_eq!(text.lines().any(|l| l.contains("main.rs") && l.contains("\"line\":8")), flagged, "{call}: {text}");
+    }
+}
+
 /// A tree of Python and Rust (tch) sources gives one report and one exit
 /// code in every format; a Rust suppression comment works; Cargo's
 /// `target/` beside a manifest is not walked.

@@ -93,7 +93,10 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     }
     for j in &mut jobs {
         if seen.get(&j.module.path).is_some_and(|n| *n > 1) {
-            j.module = ModuleInfo { path: format!("<{}>", j.candidate.path.display()), is_package: j.module.is_package };
+            let path = format!("<{}>", j.candidate.path.display());
+            // A Rust file keeps `crate::` naming its own (renamed) path.
+            let crate_root = j.module.crate_root.as_ref().map(|_| path.clone());
+            j.module = ModuleInfo { path, is_package: j.module.is_package, crate_root };
         }
     }
 

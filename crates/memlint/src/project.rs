@@ -12,6 +12,7 @@ use memlint_linter::ModuleInfo;
 #[derive(Default)]
 pub struct ProjectFacts {
     packages: Mutex<HashMap<PathBuf, Option<String>>>,
+    cargo: Mutex<HashMap<PathBuf, bool>>,
     torch: Mutex<HashMap<PathBuf, Option<(u32, u32)>>>,
 }
 
@@ -20,6 +21,11 @@ impl ProjectFacts {
     /// topmost directory of consecutive packages, or the file stem for a
     /// script outside any package.
     pub fn module_of(&self, file: &Path) -> ModuleInfo {
+        if file.extension().is_some_and(|e| e == "rs") {
+            if let Some(m) = self.rust_module_of(file) {
+                return m;
+            }
+        }
         let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
         let is_package = stem == "__init__";
         let dir = file.parent().unwrap_or(Path::new(""));
@@ -29,7 +35,54 @@ impl ProjectFacts {
             (Some(p), false) => format!("{p}.{stem}"),
             (None, _) => stem,
         };
-        ModuleInfo { path, is_package }
+        ModuleInfo::python(path, is_package)
+    }
+
+    /// The module path of a Rust file (absolute) in its Cargo package (the
+    /// nearest directory above with a `Cargo.toml`), named after the
+    /// package's directory: `src/lib.rs` and `src/main.rs` are the crate
+    /// root `pkg`, `src/a/b.rs` and `src/a/b/mod.rs` are `pkg.a.b`. A file
+    /// outside `src/` (an example, a test, a benchmark) belongs to the
+    /// crate whose root is the nearest `main.rs`/`lib.rs` beside or above
+    /// it, else is a crate root itself: `examples/vae/main.rs` is
+    /// `pkg.examples.vae`. `None` outside any package.
+    fn rust_module_of(&self, file: &Path) -> Option<ModuleInfo> {
+        let package = file.ancestors().skip(1).find(|d| self.is_cargo_package(d))?;
+        let name = package.file_name()?.to_str()?.replace(['-', '.'], "_");
+        let rel: Vec<String> = file.strip_prefix(package).ok()?.with_extension("").iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        let (root_len, root) = match rel.first().map(String::as_str) {
+            Some("src") => (1, name.clone()),
+            _ => {
+                // The nearest directory (below the package) holding a crate root file.
+                let dirs = rel.len().saturating_sub(1);
+                let root_dir = (1..=dirs).rev().find(|&n| {
+                    let dir = rel[..n].iter().fold(package.to_path_buf(), |p, c| p.join(c));
+                    dir.join("main.rs").is_file() || dir.join("lib.rs").is_file()
+                });
+                let n = root_dir.unwrap_or(rel.len());
+                (n, std::iter::once(name.clone()).chain(rel[..n].iter().cloned()).collect::<Vec<_>>().join("."))
+            }
+        };
+        let mut parts: Vec<&str> = rel[root_len..].iter().map(String::as_str).collect();
+        if parts.last().is_some_and(|l| *l == "mod") || (parts.len() == 1 && matches!(parts[0], "lib" | "main")) {
+            parts.pop();
+        }
+        let path = std::iter::once(root.as_str()).chain(parts).collect::<Vec<_>>().join(".");
+        Some(ModuleInfo { path, is_package: false, crate_root: Some(root) })
+    }
+
+    /// Whether `dir` holds a `Cargo.toml` (cached).
+    fn is_cargo_package(&self, dir: &Path) -> bool {
+        if let Ok(cache) = self.cargo.lock() {
+            if let Some(hit) = cache.get(dir) {
+                return *hit;
+            }
+        }
+        let found = dir.join("Cargo.toml").is_file();
+        if let Ok(mut cache) = self.cargo.lock() {
+            cache.insert(dir.to_path_buf(), found);
+        }
+        found
     }
 
     /// The dotted package path of `dir`, `None` when it is not a package.
@@ -171,5 +224,31 @@ mod tests {
         let init = facts.module_of(&pkg.join("__init__.py"));
         assert_eq!((init.path.as_str(), init.is_package), ("pkg.sub", true));
         assert_eq!(facts.module_of(&dir.path().join("train.py")).path, "train");
+    }
+
+    #[test]
+    fn rust_module_paths_follow_the_cargo_package() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("my-agent");
+        for d in ["src/ppo", "examples/cartpole"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir");
+        }
+        std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"my-agent\"\n").expect("write");
+        std::fs::write(root.join("examples/cartpole/main.rs"), "").expect("write");
+        let facts = ProjectFacts::default();
+        let of = |rel: &str| {
+            let m = facts.module_of(&root.join(rel));
+            (m.path, m.crate_root.unwrap_or_default())
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(of("src/lib.rs"), pair("my_agent", "my_agent"));
+        assert_eq!(of("src/ppo/mod.rs"), pair("my_agent.ppo", "my_agent"));
+        assert_eq!(of("src/ppo/loss.rs"), pair("my_agent.ppo.loss", "my_agent"));
+        assert_eq!(of("examples/cartpole/main.rs"), pair("my_agent.examples.cartpole", "my_agent.examples.cartpole"));
+        assert_eq!(of("examples/cartpole/model.rs"), pair("my_agent.examples.cartpole.model", "my_agent.examples.cartpole"));
+        assert_eq!(of("examples/simple.rs"), pair("my_agent.examples.simple", "my_agent.examples.simple"));
+        // Outside a package: the stem, as a script.
+        let loose = facts.module_of(&dir.path().join("train.rs"));
+        assert_eq!((loose.path.as_str(), loose.crate_root), ("train", None));
     }
 }

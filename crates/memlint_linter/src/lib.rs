@@ -131,7 +131,7 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
 
 /// [`lint_source`] for source of another language (`.rs` with `tch`).
 pub fn lint_source_in(source: &str, options: &LintOptions, language: memlint_semantic::ir::Language) -> Vec<Diagnostic> {
-    let module = ModuleInfo { path: "__main__".to_string(), is_package: false };
+    let module = ModuleInfo::python("__main__", false);
     let mut file = FileContext { module, language, ..FileContext::default() };
     let summary = summarize_source(source, &file, options.is_test_file).summary;
     file.index = Arc::new(ProjectIndex::build(vec![summary]));

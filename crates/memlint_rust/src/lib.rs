@@ -7,7 +7,9 @@
 //! - paths are attribute chains (`nn::Linear` is `nn.Linear`), generic
 //!   arguments of expressions are dropped (`Vec::<f32>::try_from` is
 //!   `Vec.try_from`), and `use` items are import bindings
-//!   (`use tch::{nn, Tensor}` binds `nn` to `tch.nn`);
+//!   (`use tch::{nn, Tensor}` binds `nn` to `tch.nn`; `crate::`, `self::`
+//!   and `super::` stay as written, for the module's facts to resolve), as
+//!   is `mod util;` (`util` bound to `self.util`);
 //! - types are type expressions (`&mut nn::VarStore` is a `ref-mut` of
 //!   `nn.VarStore`, `Vec<Tensor>` is `Vec` indexed by `Tensor`), kept as
 //!   annotations of `let`, parameters, casts and struct fields;
@@ -267,7 +269,12 @@ impl Lower {
             }
             syn::Item::Mod(m) => match &m.content {
                 Some((_, items)) => StmtKind::Block(self.items(items)),
-                None => return None,
+                // `mod util;`: the module `self::util`, in scope by its name.
+                None => StmtKind::Import(vec![ImportBinding {
+                    local: m.ident.to_string(),
+                    qualified: format!("self.{}", m.ident),
+                    span: spanned(&m.ident),
+                }]),
             },
             syn::Item::Const(c) => return Some(self.constant(&c.ident, &c.ty, &c.expr, at)),
             syn::Item::Static(s) => return Some(self.constant(&s.ident, &s.ty, &s.expr, at)),

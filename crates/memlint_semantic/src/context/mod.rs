@@ -466,8 +466,15 @@ impl Context {
             debug_assert!(self.lookup_import_in_scopes(hash, name).is_none());
             // Rust: a crate's name is in scope without a `use`
             // (`tch::no_grad_guard()`), unless a local binds it.
-            if name == "tch" && self.language == Language::Rust && !self.frame().params.contains(name) {
-                return Some("tch");
+            if self.language == Language::Rust && !self.frame().params.contains(name) {
+                // And so are this crate's root and this module's parent
+                // (`crate::util::f()`, `super::f()`).
+                return match name {
+                    "tch" => Some("tch"),
+                    "crate" => self.module.crate_root.as_deref(),
+                    "super" => self.module.rust_parent(),
+                    _ => None,
+                };
             }
             return None;
         }

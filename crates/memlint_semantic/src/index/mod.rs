@@ -37,12 +37,51 @@ pub struct ModuleInfo {
     /// The file is a package's `__init__`: relative imports resolve
     /// against the module itself, not its parent.
     pub is_package: bool,
+    /// Rust: the module path of the crate root the file belongs to, which
+    /// `crate::` names (`None` for Python, and for a Rust file outside any
+    /// Cargo package).
+    pub crate_root: Option<String>,
 }
 
 impl ModuleInfo {
-    /// Resolves a relative import target (`.utils.helper`, `..x`) to an
-    /// absolute dotted name; absolute names are returned as they are.
+    /// A Python module's facts.
+    pub fn python(path: impl Into<String>, is_package: bool) -> Self {
+        ModuleInfo { path: path.into(), is_package, crate_root: None }
+    }
+
+    /// The module `super` names in a Rust file: the parent of this module
+    /// (the crate root has none).
+    pub fn rust_parent(&self) -> Option<&str> {
+        let root = self.crate_root.as_deref()?;
+        (self.path != root).then(|| self.path.rsplit_once('.').map_or("", |(parent, _)| parent))
+    }
+
+    /// Resolves a relative import target (`.utils.helper`, `..x`; Rust's
+    /// `crate::x`, `self::x`, `super::x`) to an absolute dotted name;
+    /// absolute names are returned as they are.
     pub fn resolve_relative(&self, name: &str) -> String {
+        if let Some(root) = &self.crate_root {
+            let (first, rest) = name.split_once('.').unwrap_or((name, ""));
+            let join = |base: &str, rest: &str| match (base.is_empty(), rest.is_empty()) {
+                (_, true) => base.to_string(),
+                (true, false) => rest.to_string(),
+                (false, false) => format!("{base}.{rest}"),
+            };
+            match first {
+                "crate" => return join(root, rest),
+                "self" => return join(&self.path, rest),
+                "super" => {
+                    let mut base = self.path.as_str();
+                    let mut rest = name;
+                    while let Some(r) = rest.strip_prefix("super") {
+                        base = base.rsplit_once('.').map_or("", |(parent, _)| parent);
+                        rest = r.strip_prefix('.').unwrap_or(r);
+                    }
+                    return join(base, rest);
+                }
+                _ => return name.to_string(),
+            }
+        }
         let level = name.chars().take_while(|c| *c == '.').count();
         if level == 0 {
             return name.to_string();
@@ -282,12 +321,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rust_paths_resolve_against_the_crate_and_module() {
+        let m = ModuleInfo { path: "agent.ppo.loss".into(), is_package: false, crate_root: Some("agent".into()) };
+        assert_eq!(m.resolve_relative("crate.util.f"), "agent.util.f");
+        assert_eq!(m.resolve_relative("self.f"), "agent.ppo.loss.f");
+        assert_eq!(m.resolve_relative("super.f"), "agent.ppo.f");
+        assert_eq!(m.resolve_relative("super.super.f"), "agent.f");
+        assert_eq!(m.resolve_relative("tch.nn"), "tch.nn");
+        assert_eq!(m.rust_parent(), Some("agent.ppo"));
+        let root = ModuleInfo { path: "agent".into(), is_package: false, crate_root: Some("agent".into()) };
+        assert_eq!(root.rust_parent(), None);
+        assert_eq!(root.resolve_relative("self.util"), "agent.util");
+    }
+
+    #[test]
     fn relative_imports_resolve_against_the_package() {
-        let m = ModuleInfo { path: "pkg.sub.mod".into(), is_package: false };
+        let m = ModuleInfo::python("pkg.sub.mod", false);
         assert_eq!(m.resolve_relative(".utils.f"), "pkg.sub.utils.f");
         assert_eq!(m.resolve_relative("..a.b"), "pkg.a.b");
         assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
-        let init = ModuleInfo { path: "pkg.sub".into(), is_package: true };
+        let init = ModuleInfo::python("pkg.sub", true);
         assert_eq!(init.resolve_relative(".mod.f"), "pkg.sub.mod.f");
     }
 
@@ -304,7 +357,7 @@ mod tests {
     #[test]
     fn grad_off_propagates_through_callers_in_other_files() {
         let a = FileSummary {
-            module: ModuleInfo { path: "pkg.eval".into(), is_package: false },
+            module: ModuleInfo::python("pkg.eval", false),
             functions: vec![
                 FunctionSummary { qualname: "pkg.eval.run".into(), name: "run".into(), ..Default::default() },
                 FunctionSummary { qualname: "pkg.eval.inner".into(), name: "inner".into(), ..Default::default() },
@@ -313,7 +366,7 @@ mod tests {
             ..Default::default()
         };
         let b = FileSummary {
-            module: ModuleInfo { path: "main".into(), is_package: false },
+            module: ModuleInfo::python("main", false),
             imports: vec![("run".into(), "pkg.eval.run".into())],
             calls: vec![CallSite { caller: None, callee: "pkg.eval.run".into(), grad_off: true, ..Default::default() }],
             ..Default::default()
