@@ -276,6 +276,17 @@ fn lsp_session_over_stdio() {
     c.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}}));
     assert!(c.diagnostics(&uri, None).is_empty());
 
+    // A Rust (tch) document is linted too, its `//` suppressions honoured.
+    let rs_uri = format!("file://{}", dir.path().join("pkg/train.rs").display());
+    let rust = "use tch::{nn, Tensor};\n\nfn train(opt: &mut nn::Optimizer, xs: &Tensor) {\n    for _ in 0..10 {\n        xs.sum(tch::Kind::Float).backward();\n        opt.step();\n    }\n}\n";
+    c.notify("textDocument/didOpen", json!({"textDocument": {"uri": rs_uri, "languageId": "rust", "version": 1, "text": rust}}));
+    let diags = c.diagnostics(&rs_uri, Some(1));
+    assert_eq!(codes(&diags), ["ML105"], "{diags:?}");
+    assert_eq!(diags[0]["range"]["start"], json!({"line": 5, "character": 8}));
+    let suppressed = rust.replace("opt.step();", "opt.step(); // memlint: ignore[ML105]");
+    c.notify("textDocument/didChange", json!({"textDocument": {"uri": rs_uri, "version": 2}, "contentChanges": [{"text": suppressed}]}));
+    assert!(c.diagnostics(&rs_uri, Some(2)).is_empty());
+
     let resp = c.request("shutdown", Value::Null);
     assert!(resp.get("error").is_none(), "{resp}");
     c.notify("exit", Value::Null);

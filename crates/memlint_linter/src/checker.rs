@@ -104,6 +104,15 @@ impl<'c> Checker<'c> {
             .unwrap_or_default()
     }
 
+    /// Whether a loader of the file feeds training on an accelerator
+    /// ([`memlint_semantic::facts::pipeline::Pipeline::feeds_training`]),
+    /// and is not returned by a helper that nothing in the run calls.
+    pub fn loader_feeds_training(&self, site: &LoaderSite) -> bool {
+        let index = self.cx.index();
+        let unused = site.returned && site.function.as_deref().is_some_and(|f| index.is_uncalled_function(f));
+        !unused && self.cx.pipeline().feeds_training(site, index.moves_batches())
+    }
+
     /// The span of keyword argument `name` of the call at `call`.
     pub fn keyword_span(&self, module: &Module, call: Span, name: &str) -> Option<Span> {
         memlint_semantic::facts::pipeline::keyword_span(module, call, name)

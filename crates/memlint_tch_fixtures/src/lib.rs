@@ -27,3 +27,7 @@ pub mod ml103;
 pub mod ml203;
 #[path = "../../../fixtures/rust/ML107_data_attribute_in_setup.rs"]
 pub mod ml107;
+#[path = "../../../fixtures/rust/ML301_fixed_shapes.rs"]
+pub mod ml301_fixed_shapes;
+#[path = "../../../fixtures/rust/ML301_multi_scale.rs"]
+pub mod ml301_multi_scale;

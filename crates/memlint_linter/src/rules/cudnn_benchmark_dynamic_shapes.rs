@@ -13,7 +13,8 @@ declare_rule! {
     /// longest sequence), a tokenizer call with `padding="longest"` or
     /// `padding=True`, a `torchvision.models.detection` or `segmentation`
     /// model (they resize each image keeping its aspect ratio), an
-    /// `F.interpolate(...)` to a random size (multi-scale training), or a
+    /// `F.interpolate(...)` to a random size (multi-scale training; tch:
+    /// `upsample_*` to a size drawn with `rng.gen_range(...)`), or a
     /// `batch_sampler`/iterator that buckets by length.
     ///
     /// ## Why is this bad?
@@ -29,6 +30,12 @@ declare_rule! {
     /// ```python
     /// torch.backends.cudnn.benchmark = True
     /// model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights="DEFAULT")
+    /// ```
+    ///
+    /// In Rust with `tch` (batches padded to their longest sequence):
+    /// ```rust,ignore
+    /// tch::Cuda::cudnn_set_benchmark(true);
+    /// let batch = Tensor::pad_sequence(&seqs, true, 0.0, "right");
     /// ```
     ///
     /// ## Use instead
@@ -85,7 +92,9 @@ impl Rule for CudnnBenchmarkDynamicShapes {
             return;
         }
         let Some((func, args, _)) = expr.as_call() else { return };
-        let is_setter = func.dotted().is_some_and(|d| d.as_str().ends_with("Cuda.cudnn_set_benchmark"));
+        // `Cuda::cudnn_set_benchmark`, also through an alias (`use tch::Cuda as C`).
+        let is_setter = func.dotted().is_some_and(|d| d.as_str().ends_with("Cuda.cudnn_set_benchmark"))
+            || checker.cx.qualified_name(func).is_some_and(|q| q.as_str() == "tch.Cuda.cudnn_set_benchmark");
         if is_setter && args.first().is_some_and(Expr::is_true) {
             report(expr.span, "`Cuda::cudnn_set_benchmark(true)`", checker);
         }
@@ -159,12 +168,16 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
                     return Some(format!("`{last}(padding=...)` padding to the longest sequence"));
                 }
             }
-            // `F.interpolate(x, size=random.choice(sizes))`: multi-scale.
+            // `F.interpolate(x, size=random.choice(sizes))`: multi-scale;
+            // tch: `x.upsample_bilinear2d([s, s], ...)` with `s` drawn.
             if last == "interpolate" || last == "upsample" {
                 let sized = e.keyword("size").or_else(|| e.keyword("scale_factor")).or_else(|| e.as_call().and_then(|(_, a, _)| a.get(1)));
                 if sized.is_some_and(|v| is_random(v, random_names)) {
                     return Some("an `interpolate` to a random size".to_string());
                 }
+            }
+            if last.starts_with("upsample_") && e.as_call().and_then(|(_, a, _)| a.first()).is_some_and(|v| is_random(v, random_names)) {
+                return Some(format!("an `{last}` to a random size"));
             }
             // A length-bucketing batch sampler.
             if let Some(s) = e.keyword("batch_sampler") {

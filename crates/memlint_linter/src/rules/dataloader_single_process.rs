@@ -43,7 +43,9 @@ declare_rule! {
     /// loader named for evaluation (`val_loader`, `test_dataloader`: it
     /// runs once per epoch, or to draw a few samples), nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
-    /// cannot read. Other in-memory datasets (a dataset class in another
+    /// cannot read, nor one returned by a helper function that nothing in
+    /// the run calls (a method may be called by a framework and still
+    /// counts). Other in-memory datasets (a dataset class in another
     /// file, one that converts each item) are reported though workers would
     /// only add overhead there, and code that must stay single-process
     /// (some Windows or notebook setups) is reported too. Off by default.
@@ -66,14 +68,12 @@ impl Rule for DataloaderSingleProcess {
     }
 
     fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
-        let cx = checker.cx;
         if !checker.in_torch_program() {
             return;
         }
         let sites = checker.loader_sites();
-        let pipeline = cx.pipeline();
         for site in sites.iter() {
-            if site.in_memory || !site.num_workers.absent_or(0) || !pipeline.feeds_training(site, cx.index().moves_batches()) {
+            if site.in_memory || !site.num_workers.absent_or(0) || !checker.loader_feeds_training(site) {
                 continue;
             }
             let (span, what) = match site.num_workers {

@@ -63,17 +63,15 @@ impl Rule for DataloaderUnpinnedMemory {
     }
 
     fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
-        let cx = checker.cx;
         if !checker.in_torch_program() {
             return;
         }
         let sites = checker.loader_sites();
-        let pipeline = cx.pipeline();
         for site in sites.iter() {
             // Without workers the main process would pin each batch itself,
             // one more copy in the step: ML302 comes first there.
             let workers = !site.num_workers.absent_or(0);
-            if !workers || !site.pin_memory.absent_or(false) || !pipeline.feeds_training(site, cx.index().moves_batches()) {
+            if !workers || !site.pin_memory.absent_or(false) || !checker.loader_feeds_training(site) {
                 continue;
             }
             let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);

@@ -1,4 +1,5 @@
 use memlint_semantic::api::{classify, Callee, Event};
+use memlint_semantic::facts::pipeline::{loader_options, scope_at, Opt};
 use memlint_semantic::ir::{Expr, ExprKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -8,9 +9,12 @@ declare_rule! {
     /// Flags a `torch.utils.data.DataLoader(...)` built with
     /// `persistent_workers=True` or a `prefetch_factor=` other than `None`
     /// while it has no worker processes: `num_workers` not passed, or
-    /// passed as `0`. Only what the call shows is judged: a `num_workers`
-    /// from a variable, a sixth positional argument or a `**kwargs` spread
-    /// may be non-zero, and is not reported.
+    /// passed as `0` (a literal, or a name bound once to one). The options
+    /// are read from the call and from a `**kwargs` dict it spreads when
+    /// that dict is bound once, to a literal or `dict(...)`, and never
+    /// changed (`loader_kwargs = dict(batch_size=64, persistent_workers=True)`).
+    /// A `num_workers` from anything else (an argument, a dict built in
+    /// branches or updated later) may be non-zero and is not reported.
     ///
     /// ## Why is this bad?
     /// Both options only mean something for worker processes, and
@@ -59,26 +63,30 @@ impl Rule for DataloaderWorkerOptionsWithoutWorkers {
         if !checker.in_torch_program() {
             return;
         }
-        let ExprKind::Call { func, .. } = &expr.kind else { return };
+        let ExprKind::Call { func, keywords, .. } = &expr.kind else { return };
         let Some(q) = cx.qualified_name(func) else { return };
-        let Some(Event::LoaderNew { num_workers, num_workers_given, persistent_workers, prefetch_factor, .. }) =
-            classify(expr, Callee::Library(q.as_str()))
-        else {
-            return;
-        };
-        if num_workers_given && num_workers != Some(0) {
+        if !matches!(classify(expr, Callee::Library(q.as_str())), Some(Event::LoaderNew { .. })) {
             return;
         }
-        let workers = if num_workers_given { "`num_workers=0`" } else { "no `num_workers`" };
+        // The options as the call and a `**kwargs` dict it spreads show them.
+        let module = checker.module();
+        let site = loader_options(expr, scope_at(module, expr.span.start), &module.body);
+        let workers = match site.num_workers {
+            Opt::Absent => "no `num_workers`",
+            Opt::Literal(0) => "`num_workers=0`",
+            _ => return,
+        };
         // In the order DataLoader checks them: its error names the first.
-        let (option, error) = if prefetch_factor == Some(true) {
+        let (option, error) = if site.prefetch_factor == Opt::Literal(true) {
             ("prefetch_factor", "prefetch_factor option could only be specified in multiprocessing")
-        } else if persistent_workers == Some(true) {
+        } else if site.persistent_workers == Opt::Literal(true) {
             ("persistent_workers", "persistent_workers option needs num_workers > 0")
         } else {
             return;
         };
-        let span = expr.keyword(option).map_or(expr.span, |v| v.span);
+        // The keyword, else the `**kwargs` spread that passes it.
+        let spread = keywords.iter().find(|k| k.name.is_none()).map(|k| k.value.span);
+        let span = expr.keyword(option).map(|v| v.span).or(spread).unwrap_or(expr.span);
         checker.report(
             Self::META
                 .diagnostic(span, format!("`{option}=` with {workers}: `DataLoader` raises ValueError ({error})"))

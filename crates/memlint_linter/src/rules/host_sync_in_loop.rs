@@ -10,7 +10,8 @@ declare_rule! {
     /// training step (one finding per loop: once the host has waited for
     /// the device, the reads that follow in the step wait for little): `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
     /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`, and
-    /// tch's `double_value`, `int64_value`, `f64::try_from(&t)` and
+    /// tch's `double_value`, `int64_value`, `f64::try_from(&t)`,
+    /// `Vec::<f32>::try_from(&t)` and
     /// `t.to(Device::Cpu)` / `t.to_device(Device::Cpu)`. It reports them in
     /// the body of a training loop (one iteration of which calls
     /// `backward()`, or tch's `opt.backward_step(&loss)`), and in a loop over a
@@ -43,6 +44,15 @@ declare_rule! {
     ///     running_loss += loss.item()
     /// ```
     ///
+    /// In Rust with `tch`:
+    /// ```rust,ignore
+    /// for (xs, ys) in data.train_iter(256).to_device(device) {
+    ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
+    ///     opt.backward_step(&loss);
+    ///     sum_loss += f64::try_from(&loss)?;
+    /// }
+    /// ```
+    ///
     /// ## Use instead
     /// ```python
     /// running_loss = torch.zeros((), device=device)
@@ -55,6 +65,15 @@ declare_rule! {
     ///     if step % log_every == 0:
     ///         print(running_loss.item() / log_every)
     ///         running_loss.zero_()
+    /// ```
+    /// ```rust,ignore
+    /// let mut sum_loss = Tensor::zeros([], (Kind::Float, device));
+    /// for (xs, ys) in data.train_iter(256).to_device(device) {
+    ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
+    ///     opt.backward_step(&loss);
+    ///     sum_loss += loss.detach();
+    /// }
+    /// println!("loss {}", f64::try_from(&sum_loss)?);
     /// ```
     ///
     /// ## Known false positives
@@ -188,8 +207,8 @@ fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Op
                 None
             }
         }
-        // tch: `f64::try_from(&loss)`, `f64::from(&loss)`.
-        "f64.try_from" | "f64.from" | "f32.try_from" | "f32.from" | "i64.try_from" | "i64.from" => {
+        // tch: `f64::try_from(&loss)`, `f64::from(&loss)`, `Vec::<f32>::try_from(&out)`.
+        "f64.try_from" | "f64.from" | "f32.try_from" | "f32.from" | "i64.try_from" | "i64.from" | "Vec.try_from" | "Vec.from" => {
             let arg = args.first()?;
             let inner = match &arg.kind {
                 ExprKind::Unary { op: UnaryOp::Ref | UnaryOp::RefMut, operand } => operand,

@@ -232,5 +232,11 @@ pub const CUDNN_BENCHMARK: &str = "torch.backends.cudnn.benchmark";
 /// Whether a callee (its dotted text) draws a random value:
 /// `random.choice`, `np.random.randint`, `torch.randint`.
 pub fn is_random_draw(dotted: &str) -> bool {
-    dotted.starts_with("random.") || dotted.contains("np.random.") || dotted.starts_with("numpy.random.") || dotted == "torch.randint"
+    dotted.starts_with("random.")
+        || dotted.contains("np.random.")
+        || dotted.starts_with("numpy.random.")
+        || dotted == "torch.randint"
+        // Rust's `rand`: `rng.gen_range(a..b)`, `rand::random()`.
+        || dotted.ends_with(".gen_range")
+        || dotted == "rand.random"
 }

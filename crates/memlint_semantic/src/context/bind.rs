@@ -82,7 +82,11 @@ impl Context {
     }
 
     pub(super) fn param_kind(&self, p: &Param) -> Option<ValueKind> {
-        let mut ann = p.annotation.as_ref()?;
+        self.annotation_kind(p.annotation.as_ref()?)
+    }
+
+    /// The kind of value a type annotation declares.
+    pub(super) fn annotation_kind(&self, mut ann: &Expr) -> Option<ValueKind> {
         // Rust: `xs: &Tensor`, `w: &mut Tensor`.
         while let ExprKind::Unary { op: crate::ir::UnaryOp::Ref | crate::ir::UnaryOp::RefMut, operand } = &ann.kind {
             ann = operand;

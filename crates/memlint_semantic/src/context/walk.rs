@@ -378,8 +378,11 @@ impl Context {
                 }
             }
             StmtKind::Expr(e) => self.apply_call_effects(e),
-            StmtKind::Assign { targets, value, .. } => {
+            StmtKind::Assign { targets, value, annotation } => {
                 self.apply_call_effects(value);
+                // `let x: Tensor = ...` (Rust), `x: torch.Tensor = ...`: the
+                // type says what the value may not show.
+                let declared = annotation.as_deref().and_then(|a| self.annotation_kind(a));
                 for t in targets {
                     if let ExprKind::Attribute { value: obj, attr, .. } = &t.kind {
                         if attr == "requires_grad" {
@@ -397,6 +400,9 @@ impl Context {
                         }
                     }
                     self.bind(t, Some(value));
+                    if let (Some(k), Some(d)) = (declared, t.as_name()) {
+                        self.frame_mut().kinds.entry(d.to_string()).or_insert(k);
+                    }
                 }
             }
             StmtKind::AugAssign { target, value, .. } => {

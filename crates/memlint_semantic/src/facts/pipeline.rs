@@ -40,6 +40,11 @@ pub struct LoaderSite {
     pub num_workers: Opt<i64>,
     /// `pin_memory`.
     pub pin_memory: Opt<bool>,
+    /// `persistent_workers`.
+    pub persistent_workers: Opt<bool>,
+    /// `prefetch_factor`: `Literal(true)` when passed a value other than
+    /// `None`, `Literal(false)` for `None`.
+    pub prefetch_factor: Opt<bool>,
     /// The dotted name the call is assigned to (`train_loader`,
     /// `self.loader`), when its statement is a plain assignment of it.
     pub bound_to: Option<String>,
@@ -148,7 +153,8 @@ impl Pipeline {
             .filter_map(|(span, function)| {
                 let call = call_at(module, *span)?;
                 let scope = scope_at(module, span.start);
-                let (num_workers, pin_memory) = loader_options(call, scope, &module.body);
+                let LoaderOptions { num_workers, pin_memory, persistent_workers, prefetch_factor } =
+                    loader_options(call, scope, &module.body);
                 let stmt = module.stmt_at(span.start).and_then(|id| module.stmt(id));
                 let bound_to = stmt.and_then(|s| match &s.kind {
                     StmtKind::Assign { targets, value, .. } if value.span == *span && targets.len() == 1 => {
@@ -162,6 +168,8 @@ impl Pipeline {
                     span: *span,
                     num_workers,
                     pin_memory,
+                    persistent_workers,
+                    prefetch_factor,
                     bound_to,
                     function: function.clone(),
                     returned,
@@ -221,8 +229,15 @@ pub fn call_at(module: &Module, span: Span) -> Option<&Expr> {
 /// resolved when its name is bound, in `scope`, to a dict literal or
 /// `dict(...)` that nothing updates afterwards; otherwise it may pass any
 /// option.
-pub fn loader_options(call: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> (Opt<i64>, Opt<bool>) {
-    let Some((_, args, kws)) = call.as_call() else { return (Opt::Unknown, Opt::Unknown) };
+pub fn loader_options(call: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> LoaderOptions {
+    let Some((_, args, kws)) = call.as_call() else {
+        return LoaderOptions {
+            num_workers: Opt::Unknown,
+            pin_memory: Opt::Unknown,
+            persistent_workers: Opt::Unknown,
+            prefetch_factor: Opt::Unknown,
+        };
+    };
     let positional_spread = args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)));
     let mut spread_keys: Vec<(String, Option<Expr>)> = Vec::new();
     let mut spread_unknown = positional_spread;
@@ -251,7 +266,7 @@ pub fn loader_options(call: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> (Opt
         None if spread_unknown => Opt::Unknown,
         None => Opt::Absent,
     };
-    let pin = match find("pin_memory", 7) {
+    let flag = |name: &str, position: usize| match find(name, position) {
         Some(Some(v)) => match v.kind {
             ExprKind::Literal(Literal::Bool(b)) => Opt::Literal(b),
             _ => Opt::Unknown,
@@ -260,7 +275,38 @@ pub fn loader_options(call: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> (Opt
         None if spread_unknown => Opt::Unknown,
         None => Opt::Absent,
     };
-    (workers, pin)
+    // `prefetch_factor` and `persistent_workers` are keyword-only.
+    let prefetch_factor = match find("prefetch_factor", usize::MAX) {
+        Some(Some(v)) => match v.kind {
+            ExprKind::Literal(Literal::None) => Opt::Literal(false),
+            ExprKind::Literal(Literal::Int(_)) => Opt::Literal(true),
+            _ => Opt::Unknown,
+        },
+        Some(None) => Opt::Unknown,
+        None if spread_unknown => Opt::Unknown,
+        None => Opt::Absent,
+    };
+    LoaderOptions {
+        num_workers: workers,
+        pin_memory: flag("pin_memory", 7),
+        persistent_workers: flag("persistent_workers", usize::MAX),
+        prefetch_factor,
+    }
+}
+
+/// The options of a `DataLoader(...)` call that decide how it loads, as
+/// far as the call and the `**kwargs` dict it spreads show them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoaderOptions {
+    /// `num_workers`.
+    pub num_workers: Opt<i64>,
+    /// `pin_memory`.
+    pub pin_memory: Opt<bool>,
+    /// `persistent_workers`.
+    pub persistent_workers: Opt<bool>,
+    /// `prefetch_factor`: `Literal(true)` for an integer, `Literal(false)`
+    /// for `None`.
+    pub prefetch_factor: Opt<bool>,
 }
 
 /// The integer a name stands for: bound once, to an integer literal, in

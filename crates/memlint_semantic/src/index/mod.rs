@@ -261,6 +261,9 @@ pub struct ProjectIndex {
     performs: HashMap<String, StepKinds>,
     /// Some file of the run moves a loader's batches to an accelerator.
     moves_batches: bool,
+    /// The project functions some call site of the run calls (by the name
+    /// the index defines them under).
+    called: HashSet<String>,
     /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
     /// they are asked: many call sites look up one inherited method, each
     /// time through the same chain of bases. Asked only once the

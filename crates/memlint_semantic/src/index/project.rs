@@ -216,6 +216,7 @@ impl ProjectIndex {
     /// The call-graph facts, each a fixpoint computed with a worklist over
     /// integer ids of the names that appear as callers and callees.
     pub(super) fn propagate(&mut self, calls: &[CallSite]) {
+        self.called = calls.iter().map(|c| self.canonical(&c.callee)).collect();
         let mut names = Names::default();
         names.ids.reserve(self.functions.len() + calls.len());
         // The summaries by id, so that no fact below looks a name up again.
@@ -498,6 +499,15 @@ impl ProjectIndex {
             return Role::Setup;
         }
         Role::Other
+    }
+
+    /// Whether `qualname` is a plain function of the project (not a
+    /// method: a framework may call those by name) that no call site of
+    /// the run calls: a helper left unused, or only passed around as a
+    /// value. `false` for a name the index does not define.
+    pub fn is_uncalled_function(&self, qualname: &str) -> bool {
+        let Some((owner, _)) = qualname.rsplit_once('.') else { return false };
+        self.functions.contains_key(qualname) && !self.classes.contains_key(owner) && !self.called.contains(qualname)
     }
 
     /// Number of functions indexed (for tests and progress output).
