@@ -94,8 +94,9 @@ macro_rules! declare_rule {
 
 declare_rule! {
     /// ## What it does
-    /// Reports a file that cannot be checked: it does not parse as Python
-    /// (or nests deeper than 1000 levels), it cannot be read (permissions,
+    /// Reports a file that cannot be checked: it does not parse as Python,
+    /// or as Rust for a `.rs` file (syn does not recover: the file is this
+    /// one finding), or nests deeper than 1000 levels, it cannot be read (permissions,
     /// not UTF-8, binary, not a regular file, over `--max-file-size`), a
     /// directory cannot be listed, or a `.ipynb` file is not a notebook (not
     /// JSON, no `cells` list, a cell without `source`, wrong types). In a
@@ -134,7 +135,7 @@ declare_rule! {
         name: "parse-error",
         severity: Error,
         default: true,
-        languages: [Python],
+        languages: [Python, Rust],
     }
 }
 
@@ -154,16 +155,16 @@ static RULES: &[&dyn Rule] = &[
     &rules::view_retains_base::ViewRetainsBase,
     &rules::zero_grad_set_to_none_false::ZeroGradSetToNoneFalse,
     &rules::empty_cache_in_loop::EmptyCacheInLoop,
-    &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
     &rules::cudnn_benchmark_dynamic_shapes::CudnnBenchmarkDynamicShapes,
     &rules::dataloader_single_process::DataloaderSingleProcess,
     &rules::dataloader_unpinned_memory::DataloaderUnpinnedMemory,
+    &rules::dataloader_worker_options_without_workers::DataloaderWorkerOptionsWithoutWorkers,
     &rules::host_sync_in_loop::HostSyncInLoop,
     &rules::tensor_created_then_moved::TensorCreatedThenMoved,
     &rules::non_blocking_from_unpinned::NonBlockingFromUnpinned,
     &rules::frozen_params_in_optimizer::FrozenParamsInOptimizer,
-    &rules::apex_amp::ApexAmp,
     &rules::deprecated_cuda_amp::DeprecatedCudaAmp,
+    &rules::apex_amp::ApexAmp,
 ];
 
 /// Every rule with checks, in code order (`ML000` is not among them: see
@@ -180,4 +181,17 @@ pub fn all_metas() -> Vec<&'static RuleMeta> {
 /// Looks up a code (case-insensitive) or kebab-case name.
 pub fn rule_by_code(code: &str) -> Option<&'static RuleMeta> {
     all_metas().into_iter().find(|m| m.code.eq_ignore_ascii_case(code) || m.name == code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::all_metas;
+
+    #[test]
+    fn codes_are_listed_in_order() {
+        let codes: Vec<&str> = all_metas().iter().map(|m| m.code).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        assert_eq!(codes, sorted, "`memlint rules`, the docs index and SARIF list rules in this order");
+    }
 }
