@@ -40,17 +40,30 @@ impl ProjectFacts {
 
     /// The module path of a Rust file (absolute) in its Cargo package (the
     /// nearest directory above with a `Cargo.toml`), named after the
-    /// package's directory: `src/lib.rs` and `src/main.rs` are the crate
-    /// root `pkg`, `src/a/b.rs` and `src/a/b/mod.rs` are `pkg.a.b`. A file
-    /// outside `src/` (an example, a test, a benchmark) belongs to the
+    /// package (`[package] name`, `-` read as `_`, as `use` spells it; the
+    /// directory's name without one): `src/lib.rs` is the crate root
+    /// `pkg`, `src/a/b.rs` and `src/a/b/mod.rs` are `pkg.a.b`, and
+    /// `src/main.rs` is `pkg` too, or `pkg.main`, a crate of its own, when
+    /// a `src/lib.rs` is beside it (it reaches the library as `pkg::`). A
+    /// file outside `src/` (an example, a test, a benchmark) belongs to the
     /// crate whose root is the nearest `main.rs`/`lib.rs` beside or above
     /// it, else is a crate root itself: `examples/vae/main.rs` is
     /// `pkg.examples.vae`. `None` outside any package.
     fn rust_module_of(&self, file: &Path) -> Option<ModuleInfo> {
         let package = file.ancestors().skip(1).find(|d| self.is_cargo_package(d))?;
-        let name = package.file_name()?.to_str()?.replace(['-', '.'], "_");
+        let manifest = crate::fsutil::read_text(&package.join("Cargo.toml"), crate::fsutil::CONFIG_LIMIT).ok();
+        let declared = manifest
+            .and_then(|t| t.parse::<toml::Table>().ok())
+            .and_then(|t| t.get("package")?.get("name")?.as_str().map(str::to_string));
+        let name = match declared {
+            Some(n) => n,
+            None => package.file_name()?.to_str()?.to_string(),
+        }
+        .replace(['-', '.'], "_");
         let rel: Vec<String> = file.strip_prefix(package).ok()?.with_extension("").iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        let binary_beside_library = rel.len() == 2 && rel[1] == "main" && package.join("src/lib.rs").is_file();
         let (root_len, root) = match rel.first().map(String::as_str) {
+            Some("src") if binary_beside_library => (2, format!("{name}.main")),
             Some("src") => (1, name.clone()),
             _ => {
                 // The nearest directory (below the package) holding a crate root file.
@@ -229,11 +242,13 @@ mod tests {
     #[test]
     fn rust_module_paths_follow_the_cargo_package() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().join("my-agent");
+        // The directory's name is not the package's (a registry copy).
+        let root = dir.path().join("my-agent-0.1.0");
         for d in ["src/ppo", "examples/cartpole"] {
             std::fs::create_dir_all(root.join(d)).expect("mkdir");
         }
         std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"my-agent\"\n").expect("write");
+        std::fs::write(root.join("src/lib.rs"), "").expect("write");
         std::fs::write(root.join("examples/cartpole/main.rs"), "").expect("write");
         let facts = ProjectFacts::default();
         let of = |rel: &str| {
@@ -242,6 +257,7 @@ mod tests {
         };
         let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(of("src/lib.rs"), pair("my_agent", "my_agent"));
+        assert_eq!(of("src/main.rs"), pair("my_agent.main", "my_agent.main"), "a binary beside the library");
         assert_eq!(of("src/ppo/mod.rs"), pair("my_agent.ppo", "my_agent"));
         assert_eq!(of("src/ppo/loss.rs"), pair("my_agent.ppo.loss", "my_agent"));
         assert_eq!(of("examples/cartpole/main.rs"), pair("my_agent.examples.cartpole", "my_agent.examples.cartpole"));

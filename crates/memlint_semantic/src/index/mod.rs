@@ -73,7 +73,8 @@ impl ModuleInfo {
                 "super" => {
                     let mut base = self.path.as_str();
                     let mut rest = name;
-                    while let Some(r) = rest.strip_prefix("super") {
+                    // Each whole `super` segment goes one module up.
+                    while let Some(r) = rest.strip_prefix("super").filter(|r| r.is_empty() || r.starts_with('.')) {
                         base = base.rsplit_once('.').map_or("", |(parent, _)| parent);
                         rest = r.strip_prefix('.').unwrap_or(r);
                     }
@@ -330,6 +331,7 @@ mod tests {
         assert_eq!(m.resolve_relative("self.f"), "agent.ppo.loss.f");
         assert_eq!(m.resolve_relative("super.f"), "agent.ppo.f");
         assert_eq!(m.resolve_relative("super.super.f"), "agent.f");
+        assert_eq!(m.resolve_relative("super.superb.f"), "agent.ppo.superb.f");
         assert_eq!(m.resolve_relative("tch.nn"), "tch.nn");
         assert_eq!(m.rust_parent(), Some("agent.ppo"));
         let root = ModuleInfo { path: "agent".into(), is_package: false, crate_root: Some("agent".into()) };
