@@ -37,9 +37,12 @@ declare_rule! {
     /// per GPU) and raise it while the step time falls.
     ///
     /// ## Known false positives
-    /// A dataset already in memory as tensors (`TensorDataset`, or a
+    /// A dataset already in memory as tensors (`TensorDataset`, a
     /// dataset class of the file whose `__getitem__` only returns items of
-    /// its attributes) needs no workers and is not reported; neither is a
+    /// its attributes, or a Hugging Face dataset prepared ahead and
+    /// formatted with `with_format`/`set_format`; also when a loader
+    /// helper's `dataset` parameter gets one from every call in the file)
+    /// needs no workers and is not reported; neither is a
     /// loader named for evaluation (`val_loader`, `test_dataloader`: it
     /// runs once per epoch, or to draw a few samples), nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule

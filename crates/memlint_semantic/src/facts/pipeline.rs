@@ -173,7 +173,7 @@ impl Pipeline {
                     bound_to,
                     function: function.clone(),
                     returned,
-                    in_memory: dataset_in_memory(call, scope, &module.body),
+                    in_memory: dataset_in_memory(call, module),
                 })
             })
             .collect()
@@ -441,33 +441,96 @@ fn literal_eq(a: &Expr, b: &Expr) -> bool {
     }
 }
 
-/// Whether the dataset a `DataLoader(...)` call is given holds tensors
-/// already: `TensorDataset(...)`, or a dataset class of the file
-/// (`module`) whose `__getitem__` only returns items of its attributes
-/// (`return self.x[i], self.y[i]`), in the call or bound to the name
-/// passed in `scope`.
-pub fn dataset_in_memory(call: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
+/// Whether the dataset a `DataLoader(...)` call is given holds its samples
+/// ready in memory, so that loading a batch is indexing:
+/// `TensorDataset(...)`, a dataset class of the file whose `__getitem__`
+/// only returns items of its attributes (`return self.x[i], self.y[i]`),
+/// or a Hugging Face dataset prepared ahead and formatted
+/// (`ds.map(tokenize).with_format("torch")`, items of one: `ds["train"]`);
+/// in the call, bound to the name passed (in the call's function or at
+/// module level), or, for a parameter of a loader helper
+/// (`def get_loader(dataset, ...)`), passed as such by every call of the
+/// helper in the file.
+pub fn dataset_in_memory(call: &Expr, module: &Module) -> bool {
     let Some((_, args, _)) = call.as_call() else { return false };
     let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
-    let is_tensor_dataset = |e: &Expr| {
-        e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
-            let last = d.as_str().rsplit('.').next().unwrap_or_default();
-            last == "TensorDataset" || indexing_only_dataset(module, last)
-        })
-    };
-    if is_tensor_dataset(dataset) {
+    if in_memory_value(dataset, scope_at(module, call.span.start), &module.body) {
         return true;
     }
-    let Some(name) = dataset.dotted() else { return false };
-    let mut found = false;
-    crate::ir::for_each_stmt_in_function(scope, &mut |s| {
-        if let StmtKind::Assign { targets, value, .. } = &s.kind {
-            if targets.iter().any(|t| t.dotted().as_deref() == Some(name.as_str())) && is_tensor_dataset(value) {
-                found = true;
-            }
-        }
+    // A parameter of the function the loader is built in: what its callers pass.
+    let Some(name) = dataset.as_name() else { return false };
+    let Some(helper) = enclosing_function(&module.body, call.span.start) else { return false };
+    let Some(position) = helper.params.iter().filter(|p| p.name != "self").position(|p| p.name == name) else {
+        return false;
+    };
+    let mut passed: Vec<bool> = Vec::new();
+    crate::ir::for_each_stmt_in_module(&module.body, &mut |s| {
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let Some((func, args, _)) = x.as_call() {
+                    let callee = func.dotted();
+                    if callee.as_deref().is_some_and(|d| d.rsplit('.').next() == Some(helper.name.as_str())) {
+                        let arg = x.keyword(name).or_else(|| args.get(position));
+                        passed.push(arg.is_some_and(|a| in_memory_value(a, scope_at(module, a.span.start), &module.body)));
+                    }
+                }
+                false
+            });
+        });
     });
-    found
+    !passed.is_empty() && passed.iter().all(|&p| p)
+}
+
+/// Whether `e` is an in-memory dataset ([`dataset_in_memory`]): made so
+/// where it stands, or a name bound to one in `scope` or at module level.
+fn in_memory_value(e: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
+    let made = |e: &Expr| {
+        // `ds["train"]` of a prepared dataset dict.
+        let mut e = e;
+        while let ExprKind::Subscript { value, .. } = &e.kind {
+            e = value;
+        }
+        let prepared = e.any(&mut |x| x.as_method_call().is_some_and(|(_, m)| PREPARED_DATASET_METHODS.contains(&m)));
+        prepared
+            || e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+                let last = d.as_str().rsplit('.').next().unwrap_or_default();
+                last == "TensorDataset" || indexing_only_dataset(module, last)
+            })
+    };
+    if made(e) {
+        return true;
+    }
+    let mut base = e;
+    while let ExprKind::Subscript { value, .. } = &base.kind {
+        base = value;
+    }
+    let Some(name) = base.dotted() else { return false };
+    let binds = |s: &Stmt| {
+        matches!(&s.kind, StmtKind::Assign { targets, value, .. }
+            if targets.iter().any(|t| t.dotted().as_deref() == Some(name.as_str())) && made(value))
+    };
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= binds(s));
+    // A name of the module (a notebook's earlier cell) seen from a function.
+    found || (!std::ptr::eq(scope, module) && module.iter().any(binds))
+}
+
+/// Methods of Hugging Face `datasets` that leave a dataset whose items
+/// need no work but conversion: formatted as tensors (or arrays).
+const PREPARED_DATASET_METHODS: &[&str] = &["with_format", "set_format"];
+
+/// The innermost function of `body` containing `offset`.
+fn enclosing_function(body: &[Stmt], offset: u32) -> Option<&crate::ir::Function> {
+    for s in body {
+        if s.span.start > offset || s.span.end < offset {
+            continue;
+        }
+        return match &s.kind {
+            StmtKind::Function(f) => Some(enclosing_function(&f.body, offset).unwrap_or(f)),
+            _ => s.child_blocks().find_map(|b| enclosing_function(b, offset)),
+        };
+    }
+    None
 }
 
 /// Whether `module` defines class `name` with a `__getitem__` that does
