@@ -217,6 +217,13 @@ fn ml105_flagged_loops_apply_earlier_gradients_again_and_near_misses_do_not() {
         ),
         ("train_while", Box::new(|| accumulates("train_while", after_loop(&|r| ml105::train_while(&r.net, &mut r.opt, &r.xs, &r.ys)), 100.0))),
         (
+            "train_with_a_typed_optimizer",
+            Box::new(|| {
+                let left = after_loop(&|r| ml105::train_with_a_typed_optimizer(&r.net, &mut r.opt, &r.xs, &r.ys));
+                accumulates("train_with_a_typed_optimizer", left, 10.0);
+            }),
+        ),
+        (
             "train_two_optimizers",
             Box::new(|| {
                 tch::manual_seed(0);

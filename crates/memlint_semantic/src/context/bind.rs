@@ -97,6 +97,8 @@ impl Context {
             "torch.nn.Parameter" => Some(ValueKind::Parameter),
             "torch.nn.Module" => Some(ValueKind::Module),
             "torch.utils.data.DataLoader" => Some(ValueKind::DataLoader),
+            // tch: `opt: &mut nn::Optimizer`, `let opt: nn::Optimizer = ...`.
+            "tch.nn.Optimizer" => Some(ValueKind::Optimizer),
             _ => None,
         }
     }
