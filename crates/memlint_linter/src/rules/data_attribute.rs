@@ -1,6 +1,6 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
 use memlint_semantic::api::nn;
-use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
 use memlint_semantic::{Role, ValueKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -224,9 +224,10 @@ impl Rule for DataAttribute {
                     .with_help(format!("do the swap outside the training step (or assign a new `nn.Parameter`); a `{name}` in a live graph keeps the old {kind}")),
                 None => Self::META
                     .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-                    .with_help(match checker.cx.language() {
-                        Language::Rust => format!("write the values inside `tch::no_grad(|| {name}.copy_(...))`"),
-                        _ => format!("write the values inside `with torch.no_grad(): {name}.copy_(...)`"),
+                    .with_help(if checker.is_rust() {
+                        format!("write the values inside `tch::no_grad(|| {name}.copy_(...))`")
+                    } else {
+                        format!("write the values inside `with torch.no_grad(): {name}.copy_(...)`")
                     }),
             };
             checker.report(d);
@@ -269,9 +270,10 @@ impl Rule for DataAttribute {
         let mut d = if write {
             Self::META
                 .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` bypasses autograd's version tracking while a graph may be live"))
-                .with_help(match checker.cx.language() {
-                    Language::Rust => format!("change the values inside `tch::no_grad(|| ...)` on `{name}` itself"),
-                    _ => format!("change the values inside `with torch.no_grad():` on `{name}` itself"),
+                .with_help(if checker.is_rust() {
+                    format!("change the values inside `tch::no_grad(|| ...)` on `{name}` itself")
+                } else {
+                    format!("change the values inside `with torch.no_grad():` on `{name}` itself")
                 })
         } else {
             Self::META

@@ -1,5 +1,5 @@
 use memlint_semantic::api::nn;
-use memlint_semantic::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
 
 use super::data_attribute::{data_span, data_use, DataUse};
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -99,9 +99,10 @@ impl Rule for DataAttributeInSetup {
             checker.report(
                 Self::META
                     .diagnostic(data_span(*attr_span), format!("`{name}.data = ...` where no graph needs it: an idiom PyTorch discourages"))
-                    .with_help(match checker.cx.language() {
-                        Language::Rust => format!("write `tch::no_grad(|| {name}.copy_(...))` instead"),
-                        _ => format!("write `with torch.no_grad(): {name}.copy_(...)` instead"),
+                    .with_help(if checker.is_rust() {
+                        format!("write `tch::no_grad(|| {name}.copy_(...))` instead")
+                    } else {
+                        format!("write `with torch.no_grad(): {name}.copy_(...)` instead")
                     }),
             );
         }
@@ -122,9 +123,10 @@ impl Rule for DataAttributeInSetup {
         checker.report(
             Self::META
                 .diagnostic(data_span(*attr_span), format!("`.data` on `{name}` where no graph needs it: an idiom PyTorch discourages"))
-                .with_help(match checker.cx.language() {
-                    Language::Rust => RUST_HELP,
-                    _ => HELP,
+                .with_help(if checker.is_rust() {
+                    RUST_HELP
+                } else {
+                    HELP
                 }),
         );
     }

@@ -152,7 +152,7 @@ impl Rule for HostSyncInLoop {
         if !checker.file_memo().first("ML305-loop", &format!("{loop_id:?}")) {
             return;
         }
-        let rust = cx.language() == Language::Rust;
+        let rust = checker.is_rust();
         let (message, help) = if per_parameter {
             (
                 format!("`{sync}` waits for the device once per parameter, every training step"),

@@ -1,5 +1,5 @@
 use memlint_semantic::api::{classify, Callee, Event, Receiver};
-use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Language, Literal, StmtKind, UnaryOp};
+use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Literal, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -100,9 +100,9 @@ impl Rule for TensorCreatedThenMoved {
         }
         let name = checker.text(factory.span).to_string();
         let target = device_text(expr, checker);
-        let help = match (cx.language(), target) {
-            (Language::Rust, Some(t)) => format!("create it there: give `{name}` the device in its options, `(kind, {t})`"),
-            (Language::Rust, None) => format!("create it there: give `{name}` the device in its options"),
+        let help = match (checker.is_rust(), target) {
+            (true, Some(t)) => format!("create it there: give `{name}` the device in its options, `(kind, {t})`"),
+            (true, None) => format!("create it there: give `{name}` the device in its options"),
             (_, Some(t)) => format!("create it there: `{name}(..., device={t})`"),
             (_, None) => format!("create it there: pass `device=` to `{name}`"),
         };
