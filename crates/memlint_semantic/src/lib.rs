@@ -43,7 +43,7 @@ pub mod step;
 mod context;
 mod summary;
 
-pub use context::{Context, ContextOptions, LoopKind, ModuleFacts, ValueKind, Visitor};
+pub use context::{Context, ContextOptions, HostRead, LoopKind, ModuleFacts, ValueKind, Visitor};
 pub use facts::views::{Part, ViewOf};
 pub use index::{FileSummary, ModuleInfo, ProjectIndex, Role};
 pub use ir::cfg;

@@ -13,13 +13,17 @@ declare_rule! {
     ///
     /// ## Why is this bad?
     /// A host-to-device copy from ordinary (pageable) memory is staged
-    /// through a pinned buffer by the driver and cannot run asynchronously:
-    /// `non_blocking=True` has no effect and the copy cannot overlap the
-    /// previous step's kernels. With `pin_memory=True` the loader's pin
-    /// thread puts each batch in page-locked memory, the copy runs at full
-    /// bandwidth and, with `non_blocking=True`, overlaps compute. (The
-    /// effect needs a GPU to measure and has not been measured by memprobe
-    /// yet.)
+    /// through a pinned buffer by the driver, and CUDA first waits for
+    /// every kernel already queued on the stream: each step's copy makes
+    /// the host wait for the device, as a host sync does, and
+    /// `non_blocking=True` has no effect. With `pin_memory=True` the
+    /// loader's pin thread puts each batch in page-locked memory, the copy
+    /// runs at full bandwidth and, with `non_blocking=True`, is queued
+    /// without waiting, so the host keeps running ahead of the device.
+    /// Where the step already reads a value back every step (a per-step
+    /// `loss.item()`, ML305), the host waits there anyway and pinning only
+    /// speeds the copy: those loaders are not reported. (The effect needs
+    /// a GPU to measure and has not been measured by memprobe yet.)
     ///
     /// ## Example
     /// ```python
@@ -40,7 +44,10 @@ declare_rule! {
     /// `**kwargs` dict the rule cannot read is not reported, nor a loader
     /// named for evaluation (`val_loader`, `test_loader`), nor a loader
     /// without workers: there the training process would pin each batch
-    /// itself, and ML302 is the advice that comes first. Pinned memory
+    /// itself, and ML302 is the advice that comes first. Nor a loader whose
+    /// batches the file moves only in training loops that read a value
+    /// back to the host every step (`print(loss.item())` unguarded): ML305
+    /// comes first there. Pinned memory
     /// is a limited resource: with very large batches and many workers a
     /// maintainer may leave it off on purpose. Batches small next to the
     /// step (tabular data, token ids) gain little. Off by default.
@@ -74,10 +81,16 @@ impl Rule for DataloaderUnpinnedMemory {
             if !workers || !site.pin_memory.absent_or(false) || !checker.loader_feeds_training(site) {
                 continue;
             }
+            // Where the step already reads a value back every step, the
+            // host waits for the device there anyway: pinning only speeds
+            // the copy, and ML305 is the advice that comes first.
+            if checker.cx.pipeline().moves_only_in_synced_loops(site) {
+                continue;
+            }
             let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);
             checker.report(
                 Self::META
-                    .diagnostic(span, "`DataLoader` without `pin_memory=True` feeds the GPU from pageable memory: its copies cannot overlap compute")
+                    .diagnostic(span, "`DataLoader` without `pin_memory=True` feeds the GPU from pageable memory: each batch's copy waits for the queued kernels")
                     .with_help("pass `pin_memory=True`, and move its batches with `.to(device, non_blocking=True)`"),
             );
         }

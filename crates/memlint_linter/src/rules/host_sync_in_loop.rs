@@ -1,6 +1,6 @@
-use memlint_semantic::api::{classify, Callee, Event, Receiver, OOM_EXCEPTIONS};
-use memlint_semantic::ir::{Expr, ExprKind, Language, UnaryOp, Words};
-use memlint_semantic::{Role, ValueKind};
+use memlint_semantic::api::OOM_EXCEPTIONS;
+use memlint_semantic::ir::{Expr, Words};
+use memlint_semantic::{HostRead, Role};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -115,9 +115,8 @@ impl Rule for HostSyncInLoop {
         if !checker.in_torch_program() {
             return;
         }
-        let ExprKind::Call { func, args, .. } = &expr.kind else { return };
-        let Some(sync) = sync_of(expr, func, args, checker) else { return };
-        if reads_a_host_batch(expr, checker) {
+        let Some(sync) = sync_of(expr, checker) else { return };
+        if cx.reads_host_batch(expr) {
             return;
         }
         let per_parameter = cx.in_parameter_loop() && (cx.in_step_code() || cx.in_training_step());
@@ -182,45 +181,16 @@ impl Rule for HostSyncInLoop {
 }
 
 /// How `call` reads a value back to the host, as the message names it.
-fn sync_of(call: &Expr, func: &Expr, args: &[Expr], checker: &Checker<'_>) -> Option<String> {
-    let cx = checker.cx;
-    if let Some((_, method)) = call.as_method_call() {
-        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
-        let sync = match classify(call, callee) {
-            Some(Event::HostSync) => true,
-            Some(Event::ToDevice { to_host: true, .. }) => args.len() <= 1,
-            _ => false,
-        };
-        if sync {
-            // The whole call when short (`loss.item()`), else the method.
-            return Some(short_text(call, checker).unwrap_or_else(|| checker.text(func_tail(call, method, checker))).to_string());
+fn sync_of(call: &Expr, checker: &Checker<'_>) -> Option<String> {
+    Some(match checker.cx.host_read(call)? {
+        // The whole call when short (`loss.item()`), else the method.
+        HostRead::Method(method) => {
+            short_text(call, checker).unwrap_or_else(|| checker.text(func_tail(call, method, checker))).to_string()
         }
-    }
-    let d = func.dotted()?;
-    match d.as_str() {
-        // `float(loss)`, `int(pred.argmax())` of a tensor.
-        "float" | "int" | "bool" => {
-            let arg = args.first()?;
-            if cx.language() == Language::Python && is_tensor_value(arg, checker) {
-                Some(short_text(call, checker).map_or_else(|| format!("{}(...)", d.as_str()), str::to_string))
-            } else {
-                None
-            }
-        }
-        // tch: `f64::try_from(&loss)`, `f64::from(&loss)`, `Vec::<f32>::try_from(&out)`.
-        "f64.try_from" | "f64.from" | "f32.try_from" | "f32.from" | "i64.try_from" | "i64.from" | "Vec.try_from" | "Vec.from" => {
-            let arg = args.first()?;
-            let inner = match &arg.kind {
-                ExprKind::Unary { op: UnaryOp::Ref | UnaryOp::RefMut, operand } => operand,
-                _ => arg,
-            };
-            is_tensor_value(inner, checker).then(|| format!("{}(...)", d.as_str().replace('.', "::")))
-        }
-        _ => {
-            let q = cx.qualified_name(func)?;
-            (classify(call, Callee::Library(q.as_str())) == Some(Event::HostSync)).then(|| format!("{}()", q.as_str()))
-        }
-    }
+        HostRead::Convert(name) => short_text(call, checker).map_or_else(|| format!("{name}(...)"), str::to_string),
+        HostRead::TryFrom(path) => format!("{path}(...)"),
+        HostRead::Library(q) => format!("{q}()"),
+    })
 }
 
 /// The source of `call` when it fits a message: one line, 40 bytes at most.
@@ -236,30 +206,4 @@ fn func_tail(call: &Expr, method: &str, checker: &Checker<'_>) -> memlint_diagno
         Some(i) => memlint_diagnostics::Span::new(call.span.start + i as u32, call.span.end),
         None => call.span,
     }
-}
-
-/// A loss, a model output, or another value known to be a tensor.
-fn is_tensor_value(e: &Expr, checker: &Checker<'_>) -> bool {
-    let cx = checker.cx;
-    cx.carries_graph(e)
-        || matches!(cx.kind_of(e), Some(ValueKind::Tensor | ValueKind::Output))
-        || e.dotted().is_some_and(|d| cx.is_backward_root(&d))
-}
-
-/// Whether a method sync reads a loader's batch that was never moved to
-/// a device in this function (`labels.numpy()` of `for imgs, labels in
-/// loader`): a CPU tensor, nothing to wait for.
-fn reads_a_host_batch(call: &Expr, checker: &Checker<'_>) -> bool {
-    let cx = checker.cx;
-    let Some((recv, _)) = call.as_method_call() else { return false };
-    let mut base = recv;
-    while let ExprKind::Subscript { value, .. } = &base.kind {
-        base = value;
-    }
-    let Some(name) = base.as_name() else { return false };
-    if !cx.is_batch(name) {
-        return false;
-    }
-    let function = cx.function_qualname();
-    !cx.pipeline().moves.iter().any(|m| m.function.as_deref() == function && m.batch == name)
 }

@@ -14,6 +14,7 @@ use crate::facts::scan::*;
 use crate::facts::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
 use crate::resolve::imports::{name_hash, ImportMap};
 pub use crate::resolve::imports::ModuleFacts;
+pub use sync::HostRead;
 use crate::resolve::{words, QualifiedName};
 
 mod bind;
@@ -21,6 +22,7 @@ mod query;
 mod resolve;
 mod values;
 mod pipeline;
+mod sync;
 mod walk;
 
 pub(crate) use values::class_attr_kinds;

@@ -38,6 +38,7 @@ impl Context {
                     pinned: Self::pins_batch(recv),
                     batch: batch.to_string(),
                     function: self.frame().qualname.clone(),
+                    step_loop: self.training_step_loop(),
                 };
                 self.pipeline.borrow_mut().moves.push(mv);
             }

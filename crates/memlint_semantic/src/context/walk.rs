@@ -199,6 +199,7 @@ impl Context {
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
             if matches!(e.kind, ExprKind::Call { .. }) && cx.torch_imported {
                 cx.note_pipeline(e);
+                cx.note_sync(e);
             }
             // Compatibility, copied reads and writes through are for the
             // rules' queries only.

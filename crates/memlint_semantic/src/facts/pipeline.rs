@@ -6,7 +6,7 @@
 
 use memlint_diagnostics::Span;
 
-use crate::ir::{Expr, ExprKind, Literal, Module, Stmt, StmtKind};
+use crate::ir::{Expr, ExprKind, Literal, Module, Stmt, StmtId, StmtKind};
 
 /// What a call shows of one `DataLoader` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +99,8 @@ pub struct BatchMove {
     pub batch: String,
     /// The qualified name of the function the move is in.
     pub function: Option<String>,
+    /// The training-step loop the move is in.
+    pub step_loop: Option<StmtId>,
 }
 
 /// What the walk records of a file's input pipeline.
@@ -111,6 +113,9 @@ pub struct Pipeline {
     pub moves: Vec<BatchMove>,
     /// The dotted names of the loaders that loops of the file iterate.
     pub iterated: Vec<String>,
+    /// The training-step loops that read a value back to the host every
+    /// step ([`crate::Context::syncs_every_step`]).
+    pub synced_loops: Vec<StmtId>,
 }
 
 impl Pipeline {
@@ -136,6 +141,17 @@ impl Pipeline {
             Some(b) if self.iterates(b) => self.moves_batches_of(b),
             _ => !self.moves.is_empty() || run_moves,
         }
+    }
+
+    /// Whether every move of the batches of `site` that the file makes
+    /// (from a loop over the name it is bound to) is in a training-step
+    /// loop that already reads a value back to the host every step: there
+    /// the host waits for the device each step anyway. `false` when the
+    /// file moves none of its batches.
+    pub fn moves_only_in_synced_loops(&self, site: &LoaderSite) -> bool {
+        let Some(b) = &site.bound_to else { return false };
+        let mut moves = self.moves.iter().filter(|m| m.loader.as_deref() == Some(b.as_str())).peekable();
+        moves.peek().is_some() && moves.all(|m| m.step_loop.is_some_and(|l| self.synced_loops.contains(&l)))
     }
 
     /// Whether `site` feeds an accelerator during training: not a loader
