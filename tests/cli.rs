@@ -180,6 +180,29 @@ fn training_step_helpers_in_other_files() {
     assert!(out.contains("train.py:9:9: ML105"), "{out}");
 }
 
+/// ML302 knows a dataset class of another module whose samples are in
+/// memory, also through a setup function that returns it in a tuple.
+#[test]
+fn in_memory_dataset_classes_of_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "datautils.py",
+        "import torch\nfrom torch.utils.data import Dataset\n\n\nclass ToyData(Dataset):\n    def __init__(self, size):\n        self.data = [(torch.rand(20), torch.rand(1)) for _ in range(size)]\n\n    def __len__(self):\n        return len(self.data)\n\n    def __getitem__(self, index):\n        return self.data[index]\n\n\nclass Photos(Dataset):\n    def __init__(self, paths):\n        self.paths = paths\n\n    def __len__(self):\n        return len(self.paths)\n\n    def __getitem__(self, index):\n        return torch.load(self.paths[index])\n",
+    );
+    write(
+        dir.path(),
+        "train.py",
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom datautils import Photos, ToyData\n\n\ndef load_train_objs():\n    train_set = ToyData(2048)\n    model = torch.nn.Linear(20, 1)\n    return train_set, model, torch.optim.SGD(model.parameters(), lr=1e-3)\n\n\ndef prepare_dataloader(dataset, batch_size):\n    return DataLoader(dataset, batch_size=batch_size, pin_memory=True)\n\n\ndef main(paths):\n    dataset, model, optimizer = load_train_objs()\n    toy_loader = prepare_dataloader(dataset, 32)\n    photo_loader = DataLoader(Photos(paths), batch_size=32)\n    for loader in (toy_loader, photo_loader):\n        for x, y in loader:\n            optimizer.zero_grad()\n            model(x.cuda()).sum().backward()\n            optimizer.step()\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML302"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./train.py:19:20"], "{out}");
+    // Alone, train.py cannot see that `ToyData` holds its samples.
+    let o = memlint(dir.path(), &["check", "train.py", "--format", "concise", "--quiet", "--select", "ML302"]);
+    assert!(stdout(&o).contains("train.py:13:12: ML302"), "{}", stdout(&o));
+}
+
 #[test]
 fn selection_flags() {
     let dir = tree();

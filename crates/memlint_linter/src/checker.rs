@@ -100,7 +100,12 @@ impl<'c> Checker<'c> {
     /// asks; call it once the walk is done (`check_file`).
     pub fn loader_sites(&self) -> Rc<Vec<LoaderSite>> {
         self.file
-            .get_or("loader-sites", "", || Some(self.cx.pipeline().loaders(self.module)))
+            .get_or("loader-sites", "", || {
+                let cx = self.cx;
+                let in_memory_class =
+                    |f: &memlint_semantic::ir::Expr| cx.qualified_name(f).is_some_and(|q| cx.index().is_in_memory_dataset(q.as_str()));
+                Some(cx.pipeline().loaders(self.module, &in_memory_class))
+            })
             .unwrap_or_default()
     }
 

@@ -163,7 +163,9 @@ impl Pipeline {
 
     /// The `DataLoader(...)` calls of `module` (the file walked), with
     /// their options and where they go.
-    pub fn loaders(&self, module: &Module) -> Vec<LoaderSite> {
+    /// `in_memory_class` answers for a dataset class of another module
+    /// ([`dataset_in_memory`]).
+    pub fn loaders(&self, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> Vec<LoaderSite> {
         self.loader_calls
             .iter()
             .filter_map(|(span, function)| {
@@ -189,7 +191,7 @@ impl Pipeline {
                     bound_to,
                     function: function.clone(),
                     returned,
-                    in_memory: dataset_in_memory(call, module),
+                    in_memory: dataset_in_memory(call, module, in_memory_class),
                 })
             })
             .collect()
@@ -459,18 +461,21 @@ fn literal_eq(a: &Expr, b: &Expr) -> bool {
 
 /// Whether the dataset a `DataLoader(...)` call is given holds its samples
 /// ready in memory, so that loading a batch is indexing:
-/// `TensorDataset(...)`, a dataset class of the file whose `__getitem__`
-/// only returns items of its attributes (`return self.x[i], self.y[i]`),
-/// or a Hugging Face dataset prepared ahead and formatted
+/// `TensorDataset(...)`, a dataset class whose `__getitem__` only returns
+/// items of its attributes (`return self.x[i], self.y[i]`: a class of the
+/// file, or one `in_memory_class` says is such a class of another module
+/// of the run), or a Hugging Face dataset prepared ahead and formatted
 /// (`ds.map(tokenize).with_format("torch")`, items of one: `ds["train"]`);
 /// in the call, bound to the name passed (in the call's function or at
-/// module level), or, for a parameter of a loader helper
-/// (`def get_loader(dataset, ...)`), passed as such by every call of the
-/// helper in the file.
-pub fn dataset_in_memory(call: &Expr, module: &Module) -> bool {
+/// module level; also from what a function of the file returns, `ds =
+/// make_data()`, `ds, model, opt = load_train_objs()`), or, for a
+/// parameter of a loader helper (`def get_loader(dataset, ...)`), passed
+/// as such by every call of the helper in the file.
+pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> bool {
     let Some((_, args, _)) = call.as_call() else { return false };
     let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
-    if in_memory_value(dataset, scope_at(module, call.span.start), &module.body) {
+    let values = InMemory { module: &module.body, in_memory_class };
+    if values.value(dataset, scope_at(module, call.span.start)) {
         return true;
     }
     // A parameter of the function the loader is built in: what its callers pass.
@@ -487,7 +492,7 @@ pub fn dataset_in_memory(call: &Expr, module: &Module) -> bool {
                     let callee = func.dotted();
                     if callee.as_deref().is_some_and(|d| d.rsplit('.').next() == Some(helper.name.as_str())) {
                         let arg = x.keyword(name).or_else(|| args.get(position));
-                        passed.push(arg.is_some_and(|a| in_memory_value(a, scope_at(module, a.span.start), &module.body)));
+                        passed.push(arg.is_some_and(|a| values.value(a, scope_at(module, a.span.start))));
                     }
                 }
                 false
@@ -497,10 +502,15 @@ pub fn dataset_in_memory(call: &Expr, module: &Module) -> bool {
     !passed.is_empty() && passed.iter().all(|&p| p)
 }
 
-/// Whether `e` is an in-memory dataset ([`dataset_in_memory`]): made so
-/// where it stands, or a name bound to one in `scope` or at module level.
-fn in_memory_value(e: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
-    let made = |e: &Expr| {
+/// The reader of in-memory datasets of one module ([`dataset_in_memory`]).
+struct InMemory<'m> {
+    module: &'m [Stmt],
+    in_memory_class: &'m dyn Fn(&Expr) -> bool,
+}
+
+impl InMemory<'_> {
+    /// Whether `e`, where it stands, makes an in-memory dataset.
+    fn made(&self, e: &Expr) -> bool {
         // `ds["train"]` of a prepared dataset dict.
         let mut e = e;
         while let ExprKind::Subscript { value, .. } = &e.kind {
@@ -508,27 +518,89 @@ fn in_memory_value(e: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
         }
         let prepared = e.any(&mut |x| x.as_method_call().is_some_and(|(_, m)| PREPARED_DATASET_METHODS.contains(&m)));
         prepared
-            || e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
-                let last = d.as_str().rsplit('.').next().unwrap_or_default();
-                last == "TensorDataset" || indexing_only_dataset(module, last)
+            || e.as_call().is_some_and(|(f, _, _)| {
+                f.dotted().is_some_and(|d| {
+                    let last = d.as_str().rsplit('.').next().unwrap_or_default();
+                    last == "TensorDataset" || indexing_only_dataset(self.module, last)
+                }) || (self.in_memory_class)(f)
             })
-    };
-    if made(e) {
-        return true;
     }
-    let mut base = e;
-    while let ExprKind::Subscript { value, .. } = &base.kind {
-        base = value;
+
+    /// Whether `e` is an in-memory dataset: made so where it stands, or a
+    /// name bound to one in `scope` or at module level.
+    fn value(&self, e: &Expr, scope: &[Stmt]) -> bool {
+        if self.made(e) {
+            return true;
+        }
+        let mut base = e;
+        while let ExprKind::Subscript { value, .. } = &base.kind {
+            base = value;
+        }
+        let Some(name) = base.dotted() else { return false };
+        let name = name.as_str();
+        let mut found = false;
+        crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= self.binds(s, name));
+        // A name of the module (a notebook's earlier cell) seen from a function.
+        found || (!std::ptr::eq(scope, self.module) && self.module.iter().any(|s| self.binds(s, name)))
     }
-    let Some(name) = base.dotted() else { return false };
-    let binds = |s: &Stmt| {
-        matches!(&s.kind, StmtKind::Assign { targets, value, .. }
-            if targets.iter().any(|t| t.dotted().as_deref() == Some(name.as_str())) && made(value))
-    };
-    let mut found = false;
-    crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= binds(s));
-    // A name of the module (a notebook's earlier cell) seen from a function.
-    found || (!std::ptr::eq(scope, module) && module.iter().any(binds))
+
+    /// Whether `s` binds `name` to an in-memory dataset: `name = <made>`,
+    /// or `name = f(...)` / `a, name, c = f(...)` of a function of the file
+    /// every `return` of which gives one there.
+    fn binds(&self, s: &Stmt, name: &str) -> bool {
+        let StmtKind::Assign { targets, value, .. } = &s.kind else { return false };
+        targets.iter().any(|t| {
+            if t.dotted().as_deref() == Some(name) {
+                return self.made(value) || self.returned(value, None);
+            }
+            match &t.kind {
+                ExprKind::Sequence(items) => items
+                    .iter()
+                    .position(|i| i.as_name() == Some(name))
+                    .is_some_and(|k| self.returned(value, Some(k))),
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether `call` calls a plain function of the module whose every
+    /// `return` gives an in-memory dataset (its item `position` of a
+    /// returned tuple), made there or bound to one in it.
+    fn returned(&self, call: &Expr, position: Option<usize>) -> bool {
+        let Some((func, _, _)) = call.as_call() else { return false };
+        let Some(fname) = func.as_name() else { return false };
+        let Some(f) = self.module.iter().find_map(|s| match &s.kind {
+            StmtKind::Function(f) if f.name.as_str() == fname => Some(f),
+            _ => None,
+        }) else {
+            return false;
+        };
+        let mut returns: Vec<&Expr> = Vec::new();
+        crate::ir::for_each_stmt_in_function(&f.body, &mut |s| {
+            if let StmtKind::Return(Some(v)) = &s.kind {
+                returns.push(v);
+            }
+        });
+        let given = |v: &Expr| {
+            let item = match (position, &v.kind) {
+                (None, _) => Some(v),
+                (Some(k), ExprKind::Sequence(items)) => items.get(k),
+                _ => None,
+            };
+            item.is_some_and(|i| {
+                self.made(i)
+                    || i.as_name().is_some_and(|n| {
+                        let mut found = false;
+                        crate::ir::for_each_stmt_in_function(&f.body, &mut |s| {
+                            found |= matches!(&s.kind, StmtKind::Assign { targets, value, .. }
+                                if targets.iter().any(|t| t.as_name() == Some(n)) && self.made(value));
+                        });
+                        found
+                    })
+            })
+        };
+        !returns.is_empty() && returns.into_iter().all(given)
+    }
 }
 
 /// Methods of Hugging Face `datasets` that leave a dataset whose items
@@ -550,34 +622,41 @@ fn enclosing_function(body: &[Stmt], offset: u32) -> Option<&crate::ir::Function
 }
 
 /// Whether `module` defines class `name` with a `__getitem__` that does
-/// no work per sample: its body is one `return` of items (or a tuple of
-/// items) of its attributes, `self.data[i]`.
+/// no work per sample ([`indexes_only`]).
 fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
     let mut found = false;
     crate::ir::for_each_stmt_in_module(module, &mut |s| {
-        let StmtKind::Class(c) = &s.kind else { return };
-        if c.name.as_str() != name {
-            return;
-        }
-        for m in &c.body {
-            let StmtKind::Function(f) = &m.kind else { continue };
-            if f.name.as_str() != "__getitem__" {
-                continue;
-            }
-            let body: Vec<&Stmt> = f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
-            let item = |e: &Expr| matches!(&e.kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")));
-            found = match body.as_slice() {
-                [ret] => match &ret.kind {
-                    StmtKind::Return(Some(v)) => match &v.kind {
-                        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(item),
-                        _ => item(v),
-                    },
-                    _ => false,
-                },
-                _ => false,
-            };
+        if let StmtKind::Class(c) = &s.kind {
+            found |= c.name.as_str() == name && indexes_only(&c.body);
         }
     });
+    found
+}
+
+/// Whether a class body defines a `__getitem__` that does no work per
+/// sample: its body is one `return` of items (or a tuple of items) of its
+/// attributes, `self.data[i]`. Such a dataset holds its samples in memory.
+pub fn indexes_only(class_body: &[Stmt]) -> bool {
+    let mut found = false;
+    for m in class_body {
+        let StmtKind::Function(f) = &m.kind else { continue };
+        if f.name.as_str() != "__getitem__" {
+            continue;
+        }
+        let body: Vec<&Stmt> =
+            f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
+        let item = |e: &Expr| matches!(&e.kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")));
+        found = match body.as_slice() {
+            [ret] => match &ret.kind {
+                StmtKind::Return(Some(v)) => match &v.kind {
+                    ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(item),
+                    _ => item(v),
+                },
+                _ => false,
+            },
+            _ => false,
+        };
+    }
     found
 }
 

@@ -215,6 +215,9 @@ pub struct ClassSummary {
     pub parameter_attrs: Vec<String>,
     /// `__enter__` disables grad.
     pub disables_grad: bool,
+    /// A dataset whose `__getitem__` only returns items of its attributes
+    /// ([`crate::facts::pipeline::indexes_only`]): its samples are in memory.
+    pub in_memory_dataset: bool,
 }
 
 /// Everything one file contributes to the index.

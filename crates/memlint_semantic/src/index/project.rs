@@ -464,6 +464,12 @@ impl ProjectIndex {
         self.classes.contains_key(&c).then(|| self.module_classes.contains(&c))
     }
 
+    /// Whether a project class (through re-exports) is a dataset whose
+    /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]).
+    pub fn is_in_memory_dataset(&self, qualified: &str) -> bool {
+        self.classes.get(self.canonical_str(qualified)).is_some_and(|c| c.in_memory_dataset)
+    }
+
     /// Whether `attr` is an `nn.Parameter` attribute of the project class
     /// (or one of its project bases).
     pub fn class_has_parameter(&self, class: &str, attr: &str) -> bool {
