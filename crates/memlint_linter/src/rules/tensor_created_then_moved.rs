@@ -58,7 +58,9 @@ declare_rule! {
     /// A `device` that is the CPU at run time makes the move a no-op (then
     /// `device=` is as good). `torch.tensor(data)` and the `*_like`
     /// factories are not reported: the first copies from host data either
-    /// way, the others follow their input's device. Once-only code (module
+    /// way, the others follow their input's device. Nor is a factory given
+    /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
+    /// `torch.cat`): it has nothing to copy. Once-only code (module
     /// level, `__init__`, setup) and unit tests are not reported.
     ///
     /// ## References

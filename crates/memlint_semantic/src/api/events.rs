@@ -148,7 +148,8 @@ pub enum Event {
         /// The factory makes its values itself (`zeros`, `randn`, `arange`
         /// ...): with `device=` it allocates and fills them on the device.
         /// Not `tensor` (copies host data) nor the `*_like` factories (follow
-        /// their input's device).
+        /// their input's device), nor one given a literal `0` size
+        /// (`torch.empty(0)`: no elements).
         fills: bool,
     },
     /// An in-place tensor method (`x.add_(1)`).
@@ -442,11 +443,26 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         q if q.strip_prefix("torch.").is_some_and(|rest| FACTORIES.contains(&rest)) => {
             Event::Factory {
                 device: call.keyword("device").is_some(),
-                fills: !last.ends_with("_like") && last != "tensor",
+                fills: !last.ends_with("_like") && last != "tensor" && !zero_sized(call, last),
             }
         }
         _ => return None,
     })
+}
+
+/// Whether a torch factory call is given a literal `0` among its sizes
+/// (`torch.empty(0)`, `torch.zeros((0, 3))`, `torch.randint(0, 9, (0,))`):
+/// a tensor of no elements, nothing to fill. Bare integers are sizes only
+/// for the factories that take nothing else (`torch.randint(0, 10, (4,))`
+/// starts at 0).
+fn zero_sized(call: &Expr, last: &str) -> bool {
+    let Some((_, args, _)) = call.as_call() else { return false };
+    let sizes_only = matches!(last, "empty" | "zeros" | "ones" | "rand" | "randn");
+    let zero = |e: &Expr| matches!(e.kind, ExprKind::Literal(Literal::Int(0)));
+    args.iter().any(|a| match &a.kind {
+        ExprKind::Sequence(items) => items.iter().any(zero),
+        _ => sizes_only && zero(a),
+    }) || call.keyword("size").is_some_and(|a| matches!(&a.kind, ExprKind::Sequence(items) if items.iter().any(zero)))
 }
 
 #[cfg(test)]
@@ -549,6 +565,12 @@ mod tests {
         assert_eq!(classify(&zeros, Callee::Library("torch.zeros")), Some(Event::Factory { device: true, fills: true }));
         let like = call(vec![], vec![]);
         assert_eq!(classify(&like, Callee::Library("torch.zeros_like")), Some(Event::Factory { device: false, fills: false }));
+        // A literal 0 size: no elements to fill; `randint`'s bare 0 is its low end.
+        let empty = call(vec![lit(Literal::Int(0))], vec![]);
+        assert_eq!(classify(&empty, Callee::Library("torch.empty")), Some(Event::Factory { device: false, fills: false }));
+        assert_eq!(classify(&empty, Callee::Library("torch.randint")), Some(Event::Factory { device: false, fills: true }));
+        let sizes = call(vec![Expr::new(Span::new(0, 0), ExprKind::Sequence(vec![lit(Literal::Int(0)), lit(Literal::Int(3))].into()))], vec![]);
+        assert_eq!(classify(&sizes, Callee::Library("torch.randn")), Some(Event::Factory { device: false, fills: false }));
         for (target, to_device) in [
             (lit(Literal::Str("cuda:1".into())), true),
             (Expr::new(Span::new(0, 0), ExprKind::Name("device".into())), true),
