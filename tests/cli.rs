@@ -85,6 +85,30 @@ fn json_fix_is_reported() {
     assert!(fix["message"].as_str().unwrap().contains("declares torch >= 2.1"), "{fix}");
 }
 
+/// ML401 is about a deprecation of torch 2.4: a project that runs only on
+/// an older torch (a pin or cap in its requirements or README, an import
+/// of a module torch removed in 2.0) has nothing deprecated.
+#[test]
+fn deprecated_amp_needs_a_torch_that_deprecates_it() {
+    let amp = "import torch\nscaler = torch.cuda.amp.GradScaler()\n";
+    let ml401 = |dir: &std::path::Path| stdout(&memlint(dir, &["check", ".", "--format", "concise", "--quiet", "--select", "ML401"]));
+    let cases: [(&str, &str, bool); 6] = [
+        ("README.md", "# Toy\n\nDeveloped with PyTorch version 1.7.1 and CUDA 11.0.\n", false),
+        ("README.md", "```\nconda install pytorch=1.8.1 torchvision -c pytorch\n```\n", false),
+        ("requirements.txt", "torch<2.0\nnumpy\n", false),
+        ("util.py", "from torch._six import inf\n", false),
+        ("README.md", "Needs PyTorch version 1.8+ (tested on 2.5).\n", true),
+        ("requirements.txt", "torch>=1.8,<3\n", true),
+    ];
+    for (name, text, reported) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "train.py", amp);
+        write(dir.path(), name, text);
+        let out = ml401(dir.path());
+        assert_eq!(out.contains("train.py:2:10: ML401"), reported, "{name}: {text:?}\n{out}");
+    }
+}
+
 #[test]
 fn findings_rest_on_facts_from_other_files() {
     let dir = tempfile::tempdir().unwrap();

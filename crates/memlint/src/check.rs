@@ -36,6 +36,7 @@ struct Job {
     rules: RuleSet,
     module: ModuleInfo,
     torch_minimum: Option<(u32, u32)>,
+    torch_below: Option<(u32, u32)>,
 }
 
 /// The checked files and their rules, after configuration discovery.
@@ -79,8 +80,8 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
             None => base,
         };
         let module = facts.module_of(&abs);
-        let torch_minimum = facts.torch_minimum(dir);
-        jobs.push(Job { candidate: c, rules, module, torch_minimum });
+        let (torch_minimum, torch_below) = facts.torch_versions(dir);
+        jobs.push(Job { candidate: c, rules, module, torch_minimum, torch_below });
     }
 
     // Two files with one module path (`a/train.py` and `b/train.py`, two
@@ -673,6 +674,7 @@ fn check_file(
                 module: job.module.clone(),
                 index: index.clone(),
                 torch_minimum: job.torch_minimum,
+                torch_below: job.torch_below,
                 project_roots: roots.clone(),
             };
             let diagnostics = match &parsed {

@@ -13,7 +13,7 @@ use memlint_linter::ModuleInfo;
 pub struct ProjectFacts {
     packages: Mutex<HashMap<PathBuf, Option<String>>>,
     cargo: Mutex<HashMap<PathBuf, bool>>,
-    torch: Mutex<HashMap<PathBuf, Option<(u32, u32)>>>,
+    torch: Mutex<HashMap<PathBuf, TorchVersions>>,
 }
 
 impl ProjectFacts {
@@ -121,24 +121,31 @@ impl ProjectFacts {
         result
     }
 
-    /// The lowest torch version declared by the closest project above
-    /// `dir` (absolute): `torch>=X.Y` (or `==`, `~=`, `>`) in
-    /// pyproject.toml, setup.cfg, setup.py or requirements*.txt.
-    pub fn torch_minimum(&self, dir: &Path) -> Option<(u32, u32)> {
+    /// What the closest project above `dir` (absolute) declares of torch:
+    /// the lowest version it allows (`torch>=X.Y`, or `==`, `~=`, `>`) and
+    /// a version every torch it allows is below (`torch==1.7.1`,
+    /// `torch<2.0`), from pyproject.toml, setup.cfg, setup.py,
+    /// requirements*.txt and `requirements/`, and, for the second, a pin in
+    /// the install commands of its README (`pip install torch==1.8.1`,
+    /// `conda install pytorch=1.7.1`, "PyTorch version 1.7.1").
+    pub fn torch_versions(&self, dir: &Path) -> TorchVersions {
         if let Ok(cache) = self.torch.lock() {
             if let Some(hit) = cache.get(dir) {
                 return *hit;
             }
         }
-        let mut found = None;
+        let mut found: TorchVersions = (None, None);
         let mut is_root = false;
+        let add = |text: &str, found: &mut TorchVersions| {
+            let (min, below) = declared_torch(text);
+            found.0 = lower(found.0, min);
+            found.1 = lower(found.1, below);
+        };
         for name in ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt"] {
             let p = dir.join(name);
             if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
                 is_root = true;
-                if let Some(v) = declared_torch_minimum(&text) {
-                    found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
-                }
+                add(&text, &mut found);
             }
         }
         // `requirements-*.txt` beside them, and `requirements/**/*.txt`.
@@ -166,13 +173,23 @@ impl ProjectFacts {
         for p in txts {
             if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
                 is_root = true;
-                if let Some(v) = declared_torch_minimum(&text) {
-                    found = Some(found.map_or(v, |f: (u32, u32)| f.min(v)));
-                }
+                add(&text, &mut found);
+            }
+        }
+        // A research repository with no packaging names its environment
+        // in its README.
+        for name in ["README.md", "README.rst", "README.txt", "README"] {
+            if let Ok(text) = crate::fsutil::read_text(&dir.join(name), crate::fsutil::CONFIG_LIMIT) {
+                found.1 = lower(found.1, readme_torch_pin(&text));
+                break;
             }
         }
         // The closest project root decides; above it, nothing is declared.
-        let result = if is_root || found.is_some() { found } else { dir.parent().and_then(|p| self.torch_minimum(p)) };
+        let result = if is_root || found != (None, None) {
+            found
+        } else {
+            dir.parent().map_or((None, None), |p| self.torch_versions(p))
+        };
         if let Ok(mut cache) = self.torch.lock() {
             cache.insert(dir.to_path_buf(), result);
         }
@@ -180,11 +197,75 @@ impl ProjectFacts {
     }
 }
 
-/// The lowest `torch` version a requirements text allows, from
-/// specifiers such as `torch>=2.4`, `"torch >= 2.4.0, <3"`, `torch==2.5.1`,
-/// `torch~=2.4`. `None` when torch is not pinned from below.
-pub fn declared_torch_minimum(text: &str) -> Option<(u32, u32)> {
+/// What a project declares of torch: the lowest version it allows, and a
+/// version (major, minor) every version it allows is below.
+pub type TorchVersions = (Option<(u32, u32)>, Option<(u32, u32)>);
+
+fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The version pinned in a README's install commands: `torch==1.8.1` or
+/// `pytorch==1.8.1` (pip), `pytorch=1.7.1` (conda), or prose naming the
+/// version the code was developed with, `PyTorch version 1.7.1`. As an
+/// exclusive bound on (major, minor): `(1, 8)` for 1.7.1. A minimum
+/// (`torch>=1.8`, `PyTorch 1.8+`) is not a pin.
+pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
+    let lower = text.to_ascii_lowercase();
     let mut best: Option<(u32, u32)> = None;
+    for (word, seps) in [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..])] {
+        let mut i = 0;
+        while let Some(pos) = lower[i..].find(word) {
+            let start = i + pos;
+            i = start + word.len();
+            // `torch==` inside `pytorch==` is the same pin; `torchvision==` is not torch.
+            let before = lower[..start].chars().next_back();
+            if word == "torch==" && before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && !lower[..start].ends_with("py") {
+                continue;
+            }
+            let rest = &lower[i..];
+            let rest = rest.strip_prefix('=').unwrap_or(rest);
+            let Some(rest) = seps.iter().find_map(|s| rest.strip_prefix(s)) else { continue };
+            let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            let after = rest[version.len()..].chars().next();
+            if after == Some('+') || version.is_empty() {
+                continue;
+            }
+            let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+            if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
+                let v = (major, minor + 1);
+                best = Some(best.map_or(v, |b| b.min(v)));
+            }
+        }
+    }
+    best
+}
+
+/// The torch versions a requirements text declares ([`TorchVersions`]):
+/// `torch>=2.4` and `torch~=2.4` give a minimum, `torch<2.0` and
+/// `torch<=1.13` a bound below, `torch==1.7.1` both.
+pub fn declared_torch(text: &str) -> TorchVersions {
+    let mut min = None;
+    let mut below = None;
+    for_each_torch_specifier(text, |op, (major, minor)| match op {
+        "==" => {
+            min = lower(min, Some((major, minor)));
+            below = lower(below, Some((major, minor + 1)));
+        }
+        ">=" | "~=" | ">" => min = lower(min, Some((major, minor))),
+        "<" => below = lower(below, Some((major, minor))),
+        "<=" => below = lower(below, Some((major, minor + 1))),
+        _ => {}
+    });
+    (min, below)
+}
+
+/// Calls `f(operator, (major, minor))` for each specifier of `torch` in a
+/// requirements text (`torch >= 2.1.0, <3` gives `>=` 2.1 and `<` 3.0).
+fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32))) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(pos) = text[i..].find("torch") {
@@ -197,18 +278,23 @@ pub fn declared_torch_minimum(text: &str) -> Option<(u32, u32)> {
             continue;
         }
         let spec = after.trim_start_matches([' ', '\t']);
-        let spec = spec.strip_prefix('[').map(|s| s.split_once(']').map(|(_, r)| r).unwrap_or("")).unwrap_or(spec);
-        let spec = spec.trim_start();
-        let rest = ["==", ">=", "~=", ">"].iter().find_map(|op| spec.strip_prefix(op));
-        let Some(rest) = rest else { continue };
-        let version: String = rest.trim_start().chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-        let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
-        if let (Some(major), minor) = (parts.next(), parts.next()) {
-            let v = (major, minor.unwrap_or(0));
-            best = Some(best.map_or(v, |b| b.min(v)));
+        let mut spec = spec.strip_prefix('[').map(|s| s.split_once(']').map(|(_, r)| r).unwrap_or("")).unwrap_or(spec).trim_start();
+        // Comma-separated clauses: `>= 2.1.0, <3`.
+        loop {
+            let Some(op) = ["==", ">=", "~=", "<=", ">", "<"].into_iter().find(|op| spec.starts_with(op)) else { break };
+            let rest = spec[op.len()..].trim_start();
+            let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+            if let Some(major) = parts.next() {
+                f(op, (major, parts.next().unwrap_or(0)));
+            }
+            let rest = rest[version.len()..].trim_start();
+            match rest.strip_prefix(',') {
+                Some(r) => spec = r.trim_start(),
+                None => break,
+            }
         }
     }
-    best
 }
 
 #[cfg(test)]
@@ -217,12 +303,27 @@ mod tests {
 
     #[test]
     fn reads_torch_specifiers() {
-        assert_eq!(declared_torch_minimum("torch>=2.4\nnumpy"), Some((2, 4)));
-        assert_eq!(declared_torch_minimum("dependencies = [\"torch >= 2.1.0, <3\"]"), Some((2, 1)));
-        assert_eq!(declared_torch_minimum("install_requires=['torch==2.5.1']"), Some((2, 5)));
-        assert_eq!(declared_torch_minimum("torchvision>=0.20\npytorch-lightning>=2"), None);
-        assert_eq!(declared_torch_minimum("torch\n"), None);
-        assert_eq!(declared_torch_minimum("torch[cuda]>=2.3"), Some((2, 3)));
+        assert_eq!(declared_torch("torch>=2.4\nnumpy").0, Some((2, 4)));
+        assert_eq!(declared_torch("install_requires=['torch==2.5.1']").0, Some((2, 5)));
+        assert_eq!(declared_torch("torchvision>=0.20\npytorch-lightning>=2"), (None, None));
+        assert_eq!(declared_torch("torch\n"), (None, None));
+        assert_eq!(declared_torch("torch[cuda]>=2.3").0, Some((2, 3)));
+        assert_eq!(declared_torch("dependencies = [\"torch >= 2.1.0, <3\"]"), (Some((2, 1)), Some((3, 0))));
+        assert_eq!(declared_torch("torch==1.7.1\ntorchvision==0.8.2"), (Some((1, 7)), Some((1, 8))));
+        assert_eq!(declared_torch("torch<=1.13"), (None, Some((1, 14))));
+        assert_eq!(declared_torch("torch>=2.4"), (Some((2, 4)), None));
+    }
+
+    #[test]
+    fn reads_torch_pins_in_readmes() {
+        let dino = "This codebase has been developed with python version 3.6, PyTorch version 1.7.1, CUDA 11.0";
+        assert_eq!(readme_torch_pin(dino), Some((1, 8)));
+        assert_eq!(readme_torch_pin("conda install pytorch=1.8.1 torchvision -c pytorch"), Some((1, 9)));
+        assert_eq!(readme_torch_pin("pip install torch==2.5.0 torchvision==0.20.0"), Some((2, 6)));
+        assert_eq!(readme_torch_pin("pip install torchvision==0.8.2"), None);
+        assert_eq!(readme_torch_pin("Requires PyTorch version 1.8+ and python 3.8"), None);
+        assert_eq!(readme_torch_pin("pip install torch>=1.8"), None);
+        assert_eq!(readme_torch_pin("We use PyTorch. See pytorch.org."), None);
     }
 
     #[test]

@@ -441,7 +441,8 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
     let mut file = FileContext {
         language: memlint_linter::frontend::language_of(path),
         module: facts.module_of(path),
-        torch_minimum: path.parent().and_then(|d| facts.torch_minimum(d)),
+        torch_minimum: path.parent().and_then(|d| facts.torch_versions(d).0),
+        torch_below: path.parent().and_then(|d| facts.torch_versions(d).1),
         ..FileContext::default()
     };
     let summary = summarize_source(text, &file, is_test_file).summary;

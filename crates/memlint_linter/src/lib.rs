@@ -83,6 +83,10 @@ pub struct FileContext {
     /// The lowest torch version the project declares (`torch>=2.4` in
     /// pyproject.toml, setup.cfg, setup.py or a requirements file).
     pub torch_minimum: Option<(u32, u32)>,
+    /// A torch version every torch the project runs on is below, when its
+    /// declarations pin or cap torch (`torch==1.7.1`, `torch<2.0`, a pin in
+    /// the README's install commands).
+    pub torch_below: Option<(u32, u32)>,
     /// First segments of the run's module paths (empty: unknown).
     pub project_roots: Arc<std::collections::HashSet<String, rustc_hash::FxBuildHasher>>,
 }
@@ -98,6 +102,7 @@ pub fn summarize_source(source: &str, file: &FileContext, is_test_file: bool) ->
             module: file.module.clone(),
             index: Arc::new(ProjectIndex::empty()),
             torch_minimum: None,
+            torch_below: None,
             project_roots: file.project_roots.clone(),
             summary_only: true,
             module_facts: None,
@@ -181,6 +186,7 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
             module: file.module.clone(),
             index: file.index.clone(),
             torch_minimum: file.torch_minimum,
+            torch_below: file.torch_below,
             project_roots: file.project_roots.clone(),
             summary_only: false,
             module_facts: parsed.module_facts.clone(),

@@ -148,6 +148,11 @@ impl Visitor for SummaryVisitor {
                 f.step_kinds |= crate::step::StepKinds::ZERO;
             }
         }
+        if let StmtKind::Import(bindings) = &stmt.kind {
+            for v in bindings.iter().filter_map(|b| crate::api::amp::removed_in(&b.qualified)) {
+                self.summary.torch_below = Some(self.summary.torch_below.map_or(v, |b| b.min(v)));
+            }
+        }
         match &stmt.kind {
             StmtKind::Function(f) => self.function(f, cx),
             StmtKind::Class(c) => self.class(&c.name, &c.bases, &c.body, cx),

@@ -56,6 +56,12 @@ declare_rule! {
     /// recognised. Only these exact qualified names are matched. Positional
     /// arguments to `torch.cuda.amp.autocast` (`autocast(True)`) get no fix,
     /// because `torch.amp.autocast`'s second positional parameter is `dtype`.
+    /// A project that runs only on a torch older than 2.4 is not reported:
+    /// one that pins or caps torch below it (`torch==1.7.1`, `torch<2.0`
+    /// in its requirements, or a pin in its README's install commands,
+    /// `pip install torch==1.8.1`, "PyTorch version 1.7.1"), or whose code
+    /// imports a module torch removed before (`from torch._six import
+    /// inf`, gone in 2.0). There the old API is the one its torch has.
     /// The fix is safe only when the project declares a torch minimum that
     /// has the new API (`torch>=2.4` in pyproject.toml, setup.cfg, setup.py or
     /// a requirements file; `GradScaler("cuda")` needs 2.3); otherwise it is
@@ -226,6 +232,15 @@ fn device_edits(checker: &Checker<'_>, callee_text: &str, callee: &Expr, call: O
     }
 }
 
+/// Whether every torch the project runs on predates the deprecation: it
+/// pins or caps torch below 2.4 (`torch==1.7.1`, `torch<2.0`, a pin in
+/// its README's install commands) or imports a module torch removed
+/// before (`torch._six`). There the old API is the only one, or the one
+/// the code was written for, and warns about nothing.
+fn runs_only_before_deprecation(checker: &Checker<'_>) -> bool {
+    checker.cx.torch_below().is_some_and(|below| below <= amp::DEPRECATED_IN)
+}
+
 /// Every import statement of the body, nested blocks and functions included.
 fn find_imports<'a>(body: &'a [Stmt], out: &mut Vec<&'a Stmt>) {
     for s in body {
@@ -309,7 +324,7 @@ impl Rule for DeprecatedCudaAmp {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() || runs_only_before_deprecation(checker) {
             return;
         }
         // Bare references owned directly by the statement: decorators and
@@ -335,7 +350,7 @@ impl Rule for DeprecatedCudaAmp {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() {
+        if checker.cx.language() != Language::Python || !checker.cx.torch_imported() || runs_only_before_deprecation(checker) {
             return;
         }
         // Every deprecated name has an `amp` segment, in the import or the chain.

@@ -11,6 +11,22 @@ pub const MODULE: &str = "torch.amp";
 /// The root module whose import alias a replacement is written with.
 pub const TORCH: &str = "torch";
 
+/// The release that deprecated [`DEPRECATED_MODULES`] (a `FutureWarning`
+/// on each call from then on).
+pub const DEPRECATED_IN: (u32, u32) = (2, 4);
+
+/// Modules torch has removed, with the release that removed them: code
+/// that imports one runs only on a torch before it (`torch._six`, 2.0).
+pub const REMOVED_MODULES: &[(&str, (u32, u32))] = &[("torch._six", (2, 0))];
+
+/// The torch release that removed the module `qualified` is (or is in),
+/// when it is one of [`REMOVED_MODULES`].
+pub fn removed_in(qualified: &str) -> Option<(u32, u32)> {
+    REMOVED_MODULES.iter().find_map(|(m, v)| {
+        qualified.strip_prefix(m).is_some_and(|rest| rest.is_empty() || rest.starts_with('.')).then_some(*v)
+    })
+}
+
 /// `torch.cuda.amp`, `torch.cpu.amp` and what is below them.
 pub fn is_deprecated_module(q: &str) -> bool {
     DEPRECATED_MODULES.iter().any(|m| q == *m || q.strip_prefix(m).is_some_and(|rest| rest.starts_with('.')))

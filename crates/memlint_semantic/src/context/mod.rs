@@ -93,6 +93,10 @@ pub struct ContextOptions {
     pub index: Arc<ProjectIndex>,
     /// The lowest torch version the project declares, when it does.
     pub torch_minimum: Option<(u32, u32)>,
+    /// A torch version (major, minor) every torch the project runs on is
+    /// below, when its declarations pin or cap torch (`torch==1.7.1`:
+    /// (1, 8); `torch<2.0`: (2, 0)).
+    pub torch_below: Option<(u32, u32)>,
     /// First segments of the module paths of the run (`timm`, `train`):
     /// names outside them are libraries, never looked up in the index.
     /// Empty: every name may be the project's.

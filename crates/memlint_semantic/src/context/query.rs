@@ -187,6 +187,17 @@ impl Context {
         self.options.torch_minimum
     }
 
+    /// A torch version every torch the project runs on is below: the
+    /// lower of what it declares ([`ContextOptions::torch_below`]) and what
+    /// its code shows (an import of a module torch has removed since,
+    /// [`ProjectIndex::torch_below`]).
+    pub fn torch_below(&self) -> Option<(u32, u32)> {
+        match (self.options.torch_below, self.index.torch_below()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The project index of the run.
     pub fn index(&self) -> &ProjectIndex {
         &self.index

@@ -21,6 +21,7 @@ impl IndexBuilder {
         let (n_functions, n_classes, n_aliases, n_calls) =
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
         let moves_batches = files.iter().any(|f| f.moves_batches);
+        let torch_below = files.iter().filter_map(|f| f.torch_below).min();
         let mut functions = Vec::with_capacity(files.len());
         let mut rest = Vec::with_capacity(files.len());
         for f in files {
@@ -61,7 +62,7 @@ impl IndexBuilder {
                 (classes, aliases, applied, calls)
             },
         );
-        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, ..ProjectIndex::default() };
+        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, torch_below, ..ProjectIndex::default() };
         IndexBuilder { ix, calls }
     }
 

@@ -240,6 +240,10 @@ pub struct FileSummary {
     pub imports_torch: bool,
     /// A loop of the file moves a loader's batches to an accelerator.
     pub moves_batches: bool,
+    /// The file imports a module torch has since removed
+    /// ([`crate::api::amp::removed_in`]): it runs only on a torch below
+    /// this release.
+    pub torch_below: Option<(u32, u32)>,
 }
 
 /// The joined facts of all files of a run.
@@ -265,6 +269,8 @@ pub struct ProjectIndex {
     performs: HashMap<String, StepKinds>,
     /// Some file of the run moves a loader's batches to an accelerator.
     moves_batches: bool,
+    /// The lowest [`FileSummary::torch_below`] of the run.
+    torch_below: Option<(u32, u32)>,
     /// The project functions some call site of the run calls (by the name
     /// the index defines them under).
     called: HashSet<String>,

@@ -527,6 +527,12 @@ impl ProjectIndex {
         self.moves_batches
     }
 
+    /// A torch release every torch the run's code can run on is below: some
+    /// file imports a module torch removed in it (`torch._six`, 2.0).
+    pub fn torch_below(&self) -> Option<(u32, u32)> {
+        self.torch_below
+    }
+
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.classes.is_empty()
