@@ -86,7 +86,13 @@ declare_rule! {
     /// reported: move the check under an interval when it allows.
     /// Benchmarking and profiling code (a function or file named like
     /// `bench`, `profile`, `timing`) synchronises on purpose and is not
-    /// reported.
+    /// reported, nor is a loop that times its steps and calls
+    /// `torch.cuda.synchronize()` every step outside any `if` to do it (it
+    /// reads `time.time()`/`time.perf_counter()`, or iterates a logger that
+    /// times each batch, `metric_logger.log_every(loader, ...)`, as many
+    /// research repositories do): there the host waits for the device on
+    /// purpose and other reads cost nothing more. A `synchronize()` every
+    /// step with no timing is reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
     /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
     /// reported in a GPU program, and so is `.cpu()` of a model whose kind
@@ -148,7 +154,17 @@ impl Rule for HostSyncInLoop {
         // One finding per loop: after the first read in an iteration the
         // device has caught up, and the reads that follow wait for little.
         let Some(loop_id) = (if per_parameter { cx.parameter_loop() } else { cx.training_step_loop() }) else { return };
-        if !checker.file_memo().first("ML305-loop", &format!("{loop_id:?}")) {
+        let key = format!("{loop_id:?}");
+        if !checker.file_memo().first("ML305-loop", &key) {
+            return;
+        }
+        // A loop that times its steps and waits for the device on purpose
+        // to do it: its reads cost nothing more.
+        let deliberate = checker
+            .file_memo()
+            .get_or("ML305-synchronized-loop", &key, || Some(checker.module().stmt(loop_id).is_some_and(|s| cx.times_every_iteration(s))))
+            .is_some_and(|d| *d);
+        if deliberate {
             return;
         }
         let rust = checker.is_rust();

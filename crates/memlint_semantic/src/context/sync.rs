@@ -3,7 +3,7 @@
 //! ([`crate::facts::pipeline::Pipeline::synced_loops`]).
 
 use crate::api::{classify, Callee, Event, Receiver};
-use crate::ir::{Expr, ExprKind, Language, UnaryOp};
+use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind, UnaryOp};
 use crate::ValueKind;
 
 use super::Context;
@@ -24,6 +24,9 @@ pub enum HostRead<'e> {
     /// (`torch.cuda.synchronize`): its qualified name.
     Library(String),
 }
+
+/// Functions that read a clock, to time code.
+const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
 
 impl Context {
     /// How `call` reads a tensor's value back to the host, if it does.
@@ -102,6 +105,47 @@ impl Context {
                 || !self.handlers.is_empty())
             && self.host_read(call).is_some()
             && !self.reads_host_batch(call)
+    }
+
+    /// Whether the loop statement `lp` times its iterations and waits for
+    /// the device on purpose to do it: its body (not under an `if`) calls
+    /// a library function that waits for the device
+    /// (`torch.cuda.synchronize()`), and the loop reads a clock
+    /// (`time.time()`, `time.perf_counter()` in its body) or iterates a
+    /// logger that times each item (`metric_logger.log_every(loader, ...)`).
+    /// Reads of values in such a loop cost nothing more.
+    pub fn times_every_iteration(&self, lp: &Stmt) -> bool {
+        fn synchronizes(cx: &Context, body: &[Stmt]) -> bool {
+            body.iter().any(|s| match &s.kind {
+                StmtKind::Expr(e) => matches!(cx.host_read(e), Some(HostRead::Library(_))),
+                StmtKind::With { body, .. } => synchronizes(cx, body),
+                _ => false,
+            })
+        }
+        let (body, iter) = match &lp.kind {
+            StmtKind::For { body, iter, .. } => (body, Some(iter)),
+            StmtKind::While { body, .. } => (body, None),
+            _ => return false,
+        };
+        if !synchronizes(self, body) {
+            return false;
+        }
+        let logger = iter.is_some_and(|it| {
+            it.any(&mut |e| {
+                e.as_method_call().is_some_and(|(_, m)| crate::resolve::words(m).iter().any(|w| w == "log"))
+            })
+        });
+        let mut clock = false;
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            s.for_each_expr(|e| {
+                clock |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(f, _, _)| {
+                        self.qualified_name(f).is_some_and(|q| CLOCKS.contains(&q.as_str()))
+                    })
+                });
+            });
+        });
+        logger || clock
     }
 
     /// Records the training-step loop around `call` when `call` reads a
