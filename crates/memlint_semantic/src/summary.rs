@@ -74,6 +74,8 @@ impl SummaryVisitor {
         });
         let flag = if f.words.contains(Words::TRAIN) { train_flag(&f.body, &params) } else { None };
         let backward = f.words.contains(Words::BACKWARD);
+        let (accumulates_args, accumulates_into) =
+            if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { (Vec::new(), Vec::new()) };
         let summary = FunctionSummary {
             qualname: qualname.clone(),
             name: f.name.clone(),
@@ -87,7 +89,9 @@ impl SummaryVisitor {
                 && applies_grad_off(&f.body, cx, is_contextmanager),
             returns_graph: false,
             returns_graph_at: Vec::new(),
-            accumulates_args: if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { Vec::new() },
+            accumulates_args,
+            accumulates_into,
+            empties_attrs: if offset == 1 { emptied_attrs(&f.body) } else { Vec::new() },
             train_flag_param: flag.and_then(|i| i.checked_sub(offset)),
             train_flag_name: flag.and_then(|i| params.get(i).cloned()),
             setup_named: is_setup_name(&f.name),
@@ -311,8 +315,9 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 }
 
 /// Positions of `params` (after `self`) accumulated into `self.<attr>`.
-fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
+fn accumulated_args(body: &[Stmt], params: &[String]) -> (Vec<usize>, Vec<String>) {
     let mut out = Vec::new();
+    let mut into: Vec<String> = Vec::new();
     // Read as the value itself or through arithmetic (`val`, `val * n`),
     // not through a call (`val.item()`, `float(val)` keep no graph).
     fn direct(e: &Expr, name: &str) -> bool {
@@ -324,28 +329,75 @@ fn accumulated_args(body: &[Stmt], params: &[String]) -> Vec<usize> {
         }
     }
     let reads_param = |e: &Expr, out: &mut Vec<usize>| {
+        let mut any = false;
         for (i, p) in params.iter().enumerate() {
-            if direct(e, p) && !out.contains(&i) {
-                out.push(i);
+            if direct(e, p) {
+                any = true;
+                if !out.contains(&i) {
+                    out.push(i);
+                }
             }
         }
+        any
     };
+    let attr = |e: &Expr| e.dotted().and_then(|d| d.strip_prefix("self.").map(|a| a.split('.').next().unwrap_or(a).to_string()));
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::AugAssign { target, op: BinOp::Add, value } if target.dotted().is_some_and(|d| d.starts_with("self.")) => {
-            reads_param(value, &mut out);
+        StmtKind::AugAssign { target, op: BinOp::Add, value } => {
+            if let Some(a) = attr(target) {
+                if reads_param(value, &mut out) && !into.contains(&a) {
+                    into.push(a);
+                }
+            }
         }
         StmtKind::Expr(e) => {
             if let Some((recv, "append" | "extend")) = e.as_method_call() {
-                if recv.dotted().is_some_and(|d| d.starts_with("self.")) {
-                    if let Some((_, args, _)) = e.as_call() {
-                        for a in args {
-                            reads_param(a, &mut out);
-                        }
+                if let (Some(a), Some((_, args, _))) = (attr(recv), e.as_call()) {
+                    let mut read = false;
+                    for arg in args {
+                        read |= reads_param(arg, &mut out);
+                    }
+                    if read && !into.contains(&a) {
+                        into.push(a);
                     }
                 }
             }
         }
         _ => {}
+    });
+    (out, into)
+}
+
+/// The attributes of `self` a method empties: `self.data = []` (or `{}`,
+/// `list()`, `dict()`), `del self.data[:]`, `self.data.clear()`.
+fn emptied_attrs(body: &[Stmt]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let attr = |e: &Expr| e.dotted().and_then(|d| d.strip_prefix("self.").map(str::to_string));
+    let empty = |v: &Expr| match &v.kind {
+        ExprKind::Sequence(items) => items.is_empty(),
+        ExprKind::Dict(items) => items.is_empty(),
+        ExprKind::Call { func, args, keywords, .. } => {
+            args.is_empty() && keywords.is_empty() && matches!(func.as_name(), Some("list" | "dict"))
+        }
+        _ => false,
+    };
+    for_each_stmt_in_function(body, &mut |s| {
+        let emptied = match &s.kind {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 && empty(value) => attr(&targets[0]),
+            StmtKind::Delete(targets) => targets.iter().find_map(|t| match &t.kind {
+                ExprKind::Subscript { value, .. } => attr(value),
+                _ => None,
+            }),
+            StmtKind::Expr(e) => match e.as_method_call() {
+                Some((recv, "clear")) => attr(recv),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(a) = emptied {
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
     });
     out
 }

@@ -127,22 +127,51 @@ impl LossAccumulatedWithGraph {
         } else {
             "accumulate `.item()` (or `.detach()`) of the value so each step's graph can be freed".to_string()
         };
-        checker.report(
+        Self::report(
+            checker,
             Self::META
                 .diagnostic(
                     span,
                     format!("`{acc_name}` accumulates `{value_text}` with its autograd graph across training iterations"),
                 )
-                .with_help(suggestion)
-                .with_fix(Self::fix(checker, value)),
+                .with_help(suggestion),
+            Self::fix(checker, value),
         );
+    }
+
+    /// Reports `diagnostic` with `fix` when there is one.
+    fn report(checker: &mut Checker<'_>, diagnostic: memlint_diagnostics::Diagnostic, fix: Option<Fix>) {
+        checker.report(match fix {
+            Some(f) => diagnostic.with_fix(f),
+            None => diagnostic,
+        });
+    }
+
+    /// The part of `value` to detach, as the help names it: the value, or
+    /// the first item of a tuple, list or dict of values that carries a
+    /// graph (`prob[a]` of `(r, prob[a])`).
+    fn detach_text(checker: &Checker<'_>, value: &Expr) -> String {
+        let items: Vec<&Expr> = match &value.kind {
+            ExprKind::Sequence(items) => items.iter().collect(),
+            ExprKind::Dict(items) => items.iter().map(|(_, v)| v).collect(),
+            _ => return checker.text(value.span).to_string(),
+        };
+        items
+            .into_iter()
+            .find(|e| checker.cx.carries_graph(e))
+            .map_or_else(|| checker.text(value.span).to_string(), |e| checker.text(e.span).to_string())
     }
 
     /// `loss` -> `loss.item()` for a loss (what `backward()` is called on: a
     /// scalar), `x` -> `x.detach()` otherwise (`.item()` raises on more than
     /// one element). Unsafe: the accumulator becomes a number or a
     /// detached tensor, which code after the loop may not expect.
-    fn fix(checker: &Checker<'_>, value: &Expr) -> Fix {
+    fn fix(checker: &Checker<'_>, value: &Expr) -> Option<Fix> {
+        // A tuple, list or dict of values has no `.detach()`: which of its
+        // items to detach is the author's call.
+        if matches!(value.kind, ExprKind::Sequence(_) | ExprKind::Dict(_)) {
+            return None;
+        }
         let scalar = value.dotted().is_some_and(|d| checker.cx.is_backward_root(&d));
         let method = if scalar { nn::ITEM } else { nn::DETACH };
         let simple = matches!(
@@ -157,7 +186,7 @@ impl LossAccumulatedWithGraph {
                 Edit { span: Span::new(value.span.end, value.span.end), content: format!(").{method}()") },
             ]
         };
-        Fix { applicability: Applicability::Unsafe, message: format!("accumulate `.{method}()` of the value"), edits }
+        Some(Fix { applicability: Applicability::Unsafe, message: format!("accumulate `.{method}()` of the value"), edits })
     }
 }
 
@@ -215,6 +244,14 @@ impl Rule for LossAccumulatedWithGraph {
         // `meter.update(loss)` where the project's `update` does `self.sum += val`.
         let Some(f) = checker.cx.project_callee(expr) else { return };
         let positions = f.accumulates_args.clone();
+        // A buffer the loop also empties through a method of the object
+        // (`pi.put_data(...)` and `pi.train_net()` doing `self.data = []`):
+        // its graphs are kept on purpose, to backpropagate through them at
+        // the update (REINFORCE, actor-critic episode buffers).
+        let into = f.accumulates_into.clone();
+        if recv.dotted().is_some_and(|r| checker.cx.loop_empties(checker.module(), &r, &into)) {
+            return;
+        }
         let method_name = f.qualname.rsplit('.').take(2).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(".");
         for i in positions {
             let Some(value) = args.get(i) else { continue };
@@ -224,14 +261,22 @@ impl Rule for LossAccumulatedWithGraph {
                 continue;
             }
             let value_text = checker.text(value.span).to_string();
-            checker.report(
+            let part = Self::detach_text(checker, value);
+            let help = if part == value_text {
+                format!("pass `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed")
+            } else {
+                format!("pass `{part}.item()` (or `{part}.detach()`) in it so each step's graph can be freed")
+            };
+            let fix = Self::fix(checker, value);
+            Self::report(
+                checker,
                 Self::META
                     .diagnostic(
                         expr.span,
                         format!("`{method_name}` accumulates `{value_text}` into `{acc_name}` with its autograd graph across training iterations"),
                     )
-                    .with_help(format!("pass `{value_text}.item()` (or `{value_text}.detach()`) so each step's graph can be freed"))
-                    .with_fix(Self::fix(checker, value)),
+                    .with_help(help),
+                fix,
             );
             return;
         }

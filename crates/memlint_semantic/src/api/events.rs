@@ -112,22 +112,10 @@ pub enum Event {
     Autocast,
     /// `x.requires_grad_(False)`: a tensor or module frozen.
     Freeze,
-    /// `torch.utils.data.DataLoader(...)`, with the options that decide
-    /// how fast it feeds the device, when written as literals.
-    LoaderNew {
-        /// `num_workers=` when written as an integer literal.
-        num_workers: Option<i64>,
-        /// Whether the call may set `num_workers` at all: the keyword, a
-        /// sixth positional argument, or a `**kwargs` spread.
-        num_workers_given: bool,
-        /// `pin_memory=`.
-        pin_memory: Option<bool>,
-        /// `persistent_workers=`.
-        persistent_workers: Option<bool>,
-        /// `prefetch_factor=`: `Some(false)` for a literal `None`,
-        /// `Some(true)` for any other value, `None` when not written.
-        prefetch_factor: Option<bool>,
-    },
+    /// `torch.utils.data.DataLoader(...)`: a loader built. Its options
+    /// (`num_workers`, `pin_memory`, ..., also through a `**kwargs` dict)
+    /// are [`crate::facts::pipeline::loader_options`]'s to read.
+    LoaderNew,
     /// `x.to(...)`, `x.cuda(...)`, `x.cpu()`: a move between devices.
     ToDevice {
         /// `non_blocking=` when written as a literal.
@@ -416,23 +404,7 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         | "torch.cuda.amp.GradScaler"
         | "torch.cuda.amp.grad_scaler.GradScaler"
         | "torch.cpu.amp.GradScaler" => Event::ScalerNew,
-        "torch.utils.data.DataLoader" | "torch.utils.data.dataloader.DataLoader" => Event::LoaderNew {
-            num_workers: match call.keyword("num_workers").map(|e| &e.kind) {
-                Some(ExprKind::Literal(Literal::Int(n))) => Some(*n),
-                _ => None,
-            },
-            // DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...);
-            // a `*args` or `**kwargs` spread may hold it too.
-            num_workers_given: call.keyword("num_workers").is_some()
-                || call.as_call().is_some_and(|(_, args, kws)| {
-                    args.len() > 5
-                        || args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_)))
-                        || kws.iter().any(|k| k.name.is_none())
-                }),
-            pin_memory: kw_bool(call, "pin_memory"),
-            persistent_workers: kw_bool(call, "persistent_workers"),
-            prefetch_factor: call.keyword("prefetch_factor").map(|e| !matches!(e.kind, ExprKind::Literal(Literal::None))),
-        },
+        "torch.utils.data.DataLoader" | "torch.utils.data.dataloader.DataLoader" => Event::LoaderNew,
         "apex.amp.initialize" => Event::ApexAmp,
         q if q.starts_with("torch.optim.") && OPTIMIZERS.contains(&last) => Event::OptimizerNew,
         // tch: `Tensor::zeros(size, (Kind::Float, Device::Cpu))`.
@@ -521,41 +493,8 @@ mod tests {
     fn options_as_written() {
         let zg = call(vec![lit(Literal::Bool(false))], vec![]);
         assert_eq!(classify(&zg, method("zero_grad", Receiver::Optimizer)), Some(Event::ZeroGrad { set_to_none: Some(false) }));
-        let loader = call(
-            vec![],
-            vec![("num_workers", lit(Literal::Int(0))), ("pin_memory", lit(Literal::Bool(true)))],
-        );
-        assert_eq!(
-            classify(&loader, Callee::Library("torch.utils.data.DataLoader")),
-            Some(Event::LoaderNew {
-                num_workers: Some(0),
-                num_workers_given: true,
-                pin_memory: Some(true),
-                persistent_workers: None,
-                prefetch_factor: None,
-            })
-        );
-        // No workers written; a prefetch factor and persistent workers asked for.
-        let bare = call(
-            vec![],
-            vec![("persistent_workers", lit(Literal::Bool(true))), ("prefetch_factor", lit(Literal::Int(2)))],
-        );
-        assert_eq!(
-            classify(&bare, Callee::Library("torch.utils.data.DataLoader")),
-            Some(Event::LoaderNew {
-                num_workers: None,
-                num_workers_given: false,
-                pin_memory: None,
-                persistent_workers: Some(true),
-                prefetch_factor: Some(true),
-            })
-        );
-        // The sixth positional argument is num_workers; `prefetch_factor=None` is none.
-        let positional = call((0..6).map(|i| lit(Literal::Int(i))).collect(), vec![("prefetch_factor", lit(Literal::None))]);
-        assert!(matches!(
-            classify(&positional, Callee::Library("torch.utils.data.DataLoader")),
-            Some(Event::LoaderNew { num_workers_given: true, prefetch_factor: Some(false), .. })
-        ));
+        let loader = call(vec![], vec![("num_workers", lit(Literal::Int(0)))]);
+        assert_eq!(classify(&loader, Callee::Library("torch.utils.data.DataLoader")), Some(Event::LoaderNew));
         let to = call(vec![lit(Literal::Str("cpu".into()))], vec![("non_blocking", lit(Literal::Bool(true)))]);
         assert_eq!(
             classify(&to, method("to", Receiver::Tensor)),

@@ -118,6 +118,30 @@ impl Context {
         self.frame().loops.iter().rev().find(|l| l.direct_step).filter(|l| l.kind == LoopKind::Train).map(|l| l.id)
     }
 
+    /// The innermost training loop around the current point (one
+    /// iteration of which runs `backward()`, itself or through helpers).
+    pub fn training_loop(&self) -> Option<crate::ir::StmtId> {
+        self.frame().loops.iter().rev().find(|l| l.kind == LoopKind::Train).map(|l| l.id)
+    }
+
+    /// Whether the innermost training loop around the current point calls,
+    /// on the object `receiver` names, a project method that empties one of
+    /// `attrs` (`pi.train_net()` doing `self.data = []`): a buffer of that
+    /// object is consumed and cleared as the loop goes, not kept.
+    pub fn loop_empties(&self, module: &crate::ir::Module, receiver: &str, attrs: &[String]) -> bool {
+        let Some(lp) = self.training_loop().and_then(|id| module.stmt(id)) else { return false };
+        let mut found = false;
+        crate::ir::for_each_stmt_in_function(std::slice::from_ref(lp), &mut |s| {
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| {
+                    x.as_method_call().is_some_and(|(recv, _)| recv.dotted().as_deref() == Some(receiver))
+                        && self.project_callee(x).is_some_and(|f| f.empties_attrs.iter().any(|a| attrs.contains(a)))
+                });
+            });
+        });
+        found
+    }
+
     /// The innermost loop over parameters around the current point
     /// ([`Context::in_parameter_loop`]).
     pub fn parameter_loop(&self) -> Option<crate::ir::StmtId> {

@@ -147,6 +147,13 @@ pub struct FunctionSummary {
     /// Positions of arguments (after `self`) accumulated into `self.<attr>`
     /// (`self.sum += val`, `self.vals.append(val)`): a meter's `update`.
     pub accumulates_args: Vec<usize>,
+    /// The attributes of `self` those arguments are accumulated into
+    /// (`sum`, `vals`).
+    pub accumulates_into: Vec<String>,
+    /// The attributes of `self` the method empties (`self.data = []`,
+    /// `del self.data[:]`, `self.data.clear()`): a buffer consumed and
+    /// cleared, as a policy's episode buffer is at each update.
+    pub empties_attrs: Vec<String>,
     /// Position (after `self`) of a parameter that sets the train/eval
     /// mode (`net.train(mode=train_model)`).
     pub train_flag_param: Option<usize>,
