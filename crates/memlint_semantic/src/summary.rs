@@ -91,7 +91,7 @@ impl SummaryVisitor {
             returns_graph_at: Vec::new(),
             accumulates_args,
             accumulates_into,
-            empties_attrs: if offset == 1 { emptied_attrs(&f.body) } else { Vec::new() },
+            empties: emptied(&f.body),
             train_flag_param: flag.and_then(|i| i.checked_sub(offset)),
             train_flag_name: flag.and_then(|i| params.get(i).cloned()),
             setup_named: is_setup_name(&f.name),
@@ -367,11 +367,13 @@ fn accumulated_args(body: &[Stmt], params: &[String]) -> (Vec<usize>, Vec<String
     (out, into)
 }
 
-/// The attributes of `self` a method empties: `self.data = []` (or `{}`,
-/// `list()`, `dict()`), `del self.data[:]`, `self.data.clear()`.
-fn emptied_attrs(body: &[Stmt]) -> Vec<String> {
+/// The attributes and globals a function empties: `self.data = []` (or
+/// `{}`, `list()`, `dict()`), `del policy.rewards[:]`, `self.data.clear()`.
+/// Only dotted names (`self.data`, `policy.rewards`): a plain name
+/// assigned is the function's own local.
+fn emptied(body: &[Stmt]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let attr = |e: &Expr| e.dotted().and_then(|d| d.strip_prefix("self.").map(str::to_string));
+    let attr = |e: &Expr| e.dotted().filter(|d| d.contains('.')).map(|d| d.to_string());
     let empty = |v: &Expr| match &v.kind {
         ExprKind::Sequence(items) => items.is_empty(),
         ExprKind::Dict(items) => items.is_empty(),

@@ -77,7 +77,13 @@ declare_rule! {
     /// into a sum that the training loop resets (`running_loss = 0.0` at
     /// each optimizer step or logging interval) is not reported: backward
     /// freed the saved activations and only the autograd nodes of one window
-    /// stay alive. The same sum never reset is reported.
+    /// stay alive. The same sum never reset is reported. A buffer that a
+    /// function the loop calls empties (`finish_episode()` doing `del
+    /// policy.saved_log_probs[:]`, `pi.train_net()` doing `self.data = []`)
+    /// is an episode buffer whose graphs the update backpropagates through
+    /// (REINFORCE, actor-critic): not reported. A tuple, list or dict
+    /// stored gets no fix: which of its items to detach is the author's
+    /// call.
     ///
     /// ## References
     /// - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
@@ -101,6 +107,12 @@ impl LossAccumulatedWithGraph {
         };
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+            return;
+        }
+        // A buffer the loop empties through a project function
+        // (`finish_episode()` doing `del policy.saved_log_probs[:]`): its
+        // graphs are kept on purpose, for the update to backpropagate.
+        if cx.loop_empties(checker.module(), std::slice::from_ref(&acc_name.to_string())) {
             return;
         }
         // `running_loss += loss` after `loss.backward()`, the sum reset at
@@ -248,9 +260,11 @@ impl Rule for LossAccumulatedWithGraph {
         // (`pi.put_data(...)` and `pi.train_net()` doing `self.data = []`):
         // its graphs are kept on purpose, to backpropagate through them at
         // the update (REINFORCE, actor-critic episode buffers).
-        let into = f.accumulates_into.clone();
-        if recv.dotted().is_some_and(|r| checker.cx.loop_empties(checker.module(), &r, &into)) {
-            return;
+        if let Some(r) = recv.dotted() {
+            let buffers: Vec<String> = f.accumulates_into.iter().map(|a| format!("{}.{a}", r.as_str())).collect();
+            if checker.cx.loop_empties(checker.module(), &buffers) {
+                return;
+            }
         }
         let method_name = f.qualname.rsplit('.').take(2).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join(".");
         for i in positions {

@@ -124,18 +124,28 @@ impl Context {
         self.frame().loops.iter().rev().find(|l| l.kind == LoopKind::Train).map(|l| l.id)
     }
 
-    /// Whether the innermost training loop around the current point calls,
-    /// on the object `receiver` names, a project method that empties one of
-    /// `attrs` (`pi.train_net()` doing `self.data = []`): a buffer of that
-    /// object is consumed and cleared as the loop goes, not kept.
-    pub fn loop_empties(&self, module: &crate::ir::Module, receiver: &str, attrs: &[String]) -> bool {
+    /// Whether the innermost training loop around the current point calls
+    /// a project function that empties one of `buffers` (dotted names:
+    /// `pi.data` emptied by `pi.train_net()` doing `self.data = []`,
+    /// `policy.saved_log_probs` by `finish_episode()` doing `del
+    /// policy.saved_log_probs[:]`): the buffer is consumed and cleared as
+    /// the loop goes, not kept.
+    pub fn loop_empties(&self, module: &crate::ir::Module, buffers: &[String]) -> bool {
         let Some(lp) = self.training_loop().and_then(|id| module.stmt(id)) else { return false };
         let mut found = false;
         crate::ir::for_each_stmt_in_function(std::slice::from_ref(lp), &mut |s| {
             s.for_each_expr(|e| {
                 found |= e.any(&mut |x| {
-                    x.as_method_call().is_some_and(|(recv, _)| recv.dotted().as_deref() == Some(receiver))
-                        && self.project_callee(x).is_some_and(|f| f.empties_attrs.iter().any(|a| attrs.contains(a)))
+                    let Some(f) = self.project_callee(x) else { return false };
+                    let receiver = x.as_method_call().and_then(|(r, _)| r.dotted());
+                    f.empties.iter().any(|emptied| {
+                        let name = match (emptied.strip_prefix("self."), &receiver) {
+                            (Some(attr), Some(r)) => format!("{}.{attr}", r.as_str()),
+                            (Some(_), None) => return false,
+                            (None, _) => emptied.clone(),
+                        };
+                        buffers.contains(&name)
+                    })
                 });
             });
         });

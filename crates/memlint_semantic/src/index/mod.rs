@@ -150,10 +150,11 @@ pub struct FunctionSummary {
     /// The attributes of `self` those arguments are accumulated into
     /// (`sum`, `vals`).
     pub accumulates_into: Vec<String>,
-    /// The attributes of `self` the method empties (`self.data = []`,
-    /// `del self.data[:]`, `self.data.clear()`): a buffer consumed and
+    /// The attributes (`self.data`) and globals' attributes
+    /// (`policy.rewards`) the function empties (`self.data = []`, `del
+    /// policy.rewards[:]`, `self.data.clear()`): a buffer consumed and
     /// cleared, as a policy's episode buffer is at each update.
-    pub empties_attrs: Vec<String>,
+    pub empties: Vec<String>,
     /// Position (after `self`) of a parameter that sets the train/eval
     /// mode (`net.train(mode=train_model)`).
     pub train_flag_param: Option<usize>,
