@@ -1,4 +1,4 @@
-use memlint_semantic::api::{classify, Callee, Event, Receiver};
+use memlint_semantic::api::{classify, nn, Callee, Event, Receiver};
 use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Literal, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
@@ -90,7 +90,24 @@ impl Rule for TensorCreatedThenMoved {
         if !matches!(classify(expr, callee), Some(Event::ToDevice { to_device: true, .. })) {
             return;
         }
-        // The receiver: a factory that fills its values, called without `device=`.
+        // The receiver: a factory that fills its values, called without
+        // `device=`, maybe shaped or filled on the host before the move
+        // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`).
+        let mut recv = recv;
+        while let Some((inner, m)) = recv.as_method_call() {
+            // `torch.zeros(...)` reads as a method of `torch`: a library
+            // function is the end of the chain.
+            if recv.as_call().is_some_and(|(f, _, _)| cx.qualified_name(f).is_some()) {
+                break;
+            }
+            let callee = Callee::Method { name: m, receiver: Receiver::Tensor, receiver_is_path: false };
+            match classify(recv, callee) {
+                // Moved or pinned on the way: that step is the one to read.
+                Some(Event::ToDevice { to_device: true, .. } | Event::ToDevice { to_host: true, .. }) => return,
+                _ if m == nn::PIN_MEMORY => return,
+                _ => recv = inner,
+            }
+        }
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
         let Some(q) = cx.qualified_name(factory) else { return };
         if classify(recv, Callee::Library(q.as_str())) != Some(Event::Factory { device: false, fills: true }) {

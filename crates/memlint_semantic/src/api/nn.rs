@@ -10,6 +10,8 @@ pub const GRAD: &str = "grad";
 pub const ITEM: &str = "item";
 /// `x.detach()`: the same values, without the graph.
 pub const DETACH: &str = "detach";
+/// `Tensor.pin_memory()`: a copy into page-locked host memory.
+pub const PIN_MEMORY: &str = "pin_memory";
 /// An `nn.Module`'s `forward`.
 pub const FORWARD: &str = "forward";
 /// tch's `ModuleT::forward_t(xs, train)`: a forward with the train flag.
