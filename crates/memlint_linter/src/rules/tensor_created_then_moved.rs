@@ -10,7 +10,10 @@ declare_rule! {
     /// accelerator at once, where that runs again and again: in a loop, or
     /// in step code (a `forward`, a training or evaluation step):
     /// `torch.zeros(n).cuda()`, `torch.randn(b, d).to(device)`,
-    /// `torch.arange(t).to(x.device)`. The factories are `zeros`, `ones`,
+    /// `torch.arange(t).to(x.device)`, also when it is shaped or filled on
+    /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
+    /// 1).to(device)`; not when pinned first, `.pin_memory().to(...)`).
+    /// The factories are `zeros`, `ones`,
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
     /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
     /// device (a `"cuda..."` string, `torch.device(...)`, `x.device`, or a
