@@ -92,11 +92,13 @@ fn json_fix_is_reported() {
 fn deprecated_amp_needs_a_torch_that_deprecates_it() {
     let amp = "import torch\nscaler = torch.cuda.amp.GradScaler()\n";
     let ml401 = |dir: &std::path::Path| stdout(&memlint(dir, &["check", ".", "--format", "concise", "--quiet", "--select", "ML401"]));
-    let cases: [(&str, &str, bool); 6] = [
+    let cases: [(&str, &str, bool); 7] = [
         ("README.md", "# Toy\n\nDeveloped with PyTorch version 1.7.1 and CUDA 11.0.\n", false),
         ("README.md", "```\nconda install pytorch=1.8.1 torchvision -c pytorch\n```\n", false),
         ("requirements.txt", "torch<2.0\nnumpy\n", false),
         ("util.py", "from torch._six import inf\n", false),
+        // Compatibility code runs on either torch.
+        ("util.py", "try:\n    from torch._six import inf\nexcept ImportError:\n    from torch import inf\n", true),
         ("README.md", "Needs PyTorch version 1.8+ (tested on 2.5).\n", true),
         ("requirements.txt", "torch>=1.8,<3\n", true),
     ];

@@ -31,6 +31,7 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         summary: FileSummary {
             module: options.module.clone(),
             imports_torch: crate::imports_torch(module),
+            torch_below: removed_module_imported(module),
             ..FileSummary::default()
         },
         functions: HashMap::default(),
@@ -42,6 +43,21 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
     let SummaryVisitor { mut summary, mut functions, order, facts, .. } = v;
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
     (summary, facts.unwrap_or_default())
+}
+
+/// The earliest torch release that removed a module `module` imports at
+/// its top level, unguarded (`from torch._six import inf`): the file runs
+/// only on a torch before it. An import under `try:` or `if` is
+/// compatibility code and says nothing.
+fn removed_module_imported(module: &Module) -> Option<(u32, u32)> {
+    module
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Import(bindings) => bindings.iter().filter_map(|b| crate::api::amp::removed_in(&b.qualified)).min(),
+            _ => None,
+        })
+        .min()
 }
 
 struct SummaryVisitor {
@@ -150,11 +166,6 @@ impl Visitor for SummaryVisitor {
         if crate::step::resets_grad(stmt) {
             if let Some(f) = cx.function_qualname().and_then(|q| self.functions.get_mut(q)) {
                 f.step_kinds |= crate::step::StepKinds::ZERO;
-            }
-        }
-        if let StmtKind::Import(bindings) = &stmt.kind {
-            for v in bindings.iter().filter_map(|b| crate::api::amp::removed_in(&b.qualified)) {
-                self.summary.torch_below = Some(self.summary.torch_below.map_or(v, |b| b.min(v)));
             }
         }
         match &stmt.kind {

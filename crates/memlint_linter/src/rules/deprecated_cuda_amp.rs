@@ -61,7 +61,8 @@ declare_rule! {
     /// in its requirements, or a pin in its README's install commands,
     /// `pip install torch==1.8.1`, "PyTorch version 1.7.1"), or whose code
     /// imports a module torch removed before (`from torch._six import
-    /// inf`, gone in 2.0). There the old API is the one its torch has.
+    /// inf`, gone in 2.0, at the top of a file of the run, not under `try:`).
+    /// There the old API is the one its torch has.
     /// The fix is safe only when the project declares a torch minimum that
     /// has the new API (`torch>=2.4` in pyproject.toml, setup.cfg, setup.py or
     /// a requirements file; `GradScaler("cuda")` needs 2.3); otherwise it is

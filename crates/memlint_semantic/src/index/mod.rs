@@ -249,8 +249,8 @@ pub struct FileSummary {
     /// A loop of the file moves a loader's batches to an accelerator.
     pub moves_batches: bool,
     /// The file imports a module torch has since removed
-    /// ([`crate::api::amp::removed_in`]): it runs only on a torch below
-    /// this release.
+    /// ([`crate::api::amp::removed_in`]) at its top level, unguarded: it
+    /// runs only on a torch below this release.
     pub torch_below: Option<(u32, u32)>,
 }
 
