@@ -685,3 +685,67 @@ pub fn scope_at(module: &Module, offset: u32) -> &[Stmt] {
     }
     inner(&module.body, offset).unwrap_or(&module.body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Keyword;
+
+    fn call(args: Vec<Expr>, kws: Vec<(&str, Expr)>) -> Expr {
+        Expr::new(
+            Span::new(0, 0),
+            ExprKind::Call {
+                func: Box::new(Expr::new(Span::new(0, 0), ExprKind::Name("DataLoader".into()))),
+                args: args.into_boxed_slice(),
+                keywords: kws.into_iter().map(|(k, v)| Keyword { name: Some(k.into()), value: v }).collect(),
+                args_start: 0,
+            },
+        )
+    }
+
+    fn lit(l: Literal) -> Expr {
+        Expr::new(Span::new(0, 0), ExprKind::Literal(l))
+    }
+
+    /// The options as written: literals read, absent ones absent, the
+    /// sixth positional argument is `num_workers`, `prefetch_factor=None`
+    /// is none.
+    #[test]
+    fn loader_options_as_written() {
+        let options = |c: &Expr| loader_options(c, &[], &[]);
+        let loader = call(vec![], vec![("num_workers", lit(Literal::Int(0))), ("pin_memory", lit(Literal::Bool(true)))]);
+        assert_eq!(
+            options(&loader),
+            LoaderOptions {
+                num_workers: Opt::Literal(0),
+                pin_memory: Opt::Literal(true),
+                persistent_workers: Opt::Absent,
+                prefetch_factor: Opt::Absent,
+            }
+        );
+        let bare = call(vec![], vec![("persistent_workers", lit(Literal::Bool(true))), ("prefetch_factor", lit(Literal::Int(2)))]);
+        assert_eq!(
+            options(&bare),
+            LoaderOptions {
+                num_workers: Opt::Absent,
+                pin_memory: Opt::Absent,
+                persistent_workers: Opt::Literal(true),
+                prefetch_factor: Opt::Literal(true),
+            }
+        );
+        let positional = call((0..6).map(|i| lit(Literal::Int(i))).collect(), vec![("prefetch_factor", lit(Literal::None))]);
+        let o = options(&positional);
+        assert_eq!((o.num_workers, o.prefetch_factor), (Opt::Literal(5), Opt::Literal(false)));
+        // A `**kwargs` spread the call cannot read may pass anything.
+        let spread = Expr::new(
+            Span::new(0, 0),
+            ExprKind::Call {
+                func: Box::new(Expr::new(Span::new(0, 0), ExprKind::Name("DataLoader".into()))),
+                args: Box::new([]),
+                keywords: vec![Keyword { name: None, value: Expr::new(Span::new(0, 0), ExprKind::Name("kw".into())) }].into_boxed_slice(),
+                args_start: 0,
+            },
+        );
+        assert_eq!(options(&spread).num_workers, Opt::Unknown);
+    }
+}
