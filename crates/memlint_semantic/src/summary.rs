@@ -115,6 +115,7 @@ impl SummaryVisitor {
             unit_test: self.is_test_file,
             step_root: STEP_ROOTS.contains(&f.name.as_str()),
             step_kinds: crate::step::StepKinds::empty(),
+            steps_once: false,
             scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
         };
@@ -209,7 +210,10 @@ impl Visitor for SummaryVisitor {
         if let Some(q) = cx.function_qualname() {
             if let Some((kind, _, _)) = crate::step::classify(expr, cx) {
                 if let Some(f) = self.functions.get_mut(q) {
-                    f.step_kinds |= kind.kinds();
+                    let kinds = kind.kinds();
+                    f.step_kinds |= kinds;
+                    f.steps_once |= !cx.in_loop()
+                        && (kinds.contains(crate::step::StepKinds::OPT_STEP) || kinds.contains(crate::step::StepKinds::SCALER_STEP));
                 }
             }
         }

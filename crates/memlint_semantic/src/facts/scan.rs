@@ -316,6 +316,23 @@ pub(crate) fn is_parameter_iterable(e: &Expr) -> bool {
     }
 }
 
+/// Whether a loop body reads the gradient of its loop variable (`for p in
+/// self.master_params: ... p.grad ...`): the loop runs over parameters,
+/// whatever holds them (a list copied from `model.parameters()`, an
+/// attribute).
+pub(crate) fn reads_grad_of(target: &Expr, body: &[Stmt]) -> bool {
+    let Some(name) = target.as_name() else { return false };
+    let mut found = false;
+    crate::ir::for_each_stmt_in_function(body, &mut |s| {
+        s.for_each_expr(|e| {
+            found |= e.any(&mut |x| {
+                matches!(&x.kind, ExprKind::Attribute { value, attr, .. } if attr.as_str() == crate::api::nn::GRAD && value.as_name() == Some(name))
+            });
+        });
+    });
+    found
+}
+
 /// The loop variable that holds a layer: `for m in model.modules()` /
 /// `.children()`, or a loop over an attribute (`for mi in m.m`, `for mi, s
 /// in zip(m.m, m.stride)`) whose body reads the variable's `.weight` or

@@ -171,6 +171,9 @@ pub struct FunctionSummary {
     pub step_root: bool,
     /// The training-step events the body itself runs (see [`crate::step`], which finds them).
     pub step_kinds: StepKinds,
+    /// The body steps an optimizer (itself or through a scaler) outside
+    /// its own loops: once per call.
+    pub steps_once: bool,
     /// The body changes its first argument (after `self`) in place
     /// (`x.clamp_(0)`, `x += 1`, `F.relu(x, inplace=True)`): a module whose
     /// `forward` does this overwrites what the module before it returned.

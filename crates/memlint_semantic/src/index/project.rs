@@ -292,10 +292,19 @@ impl ProjectIndex {
             }
             names.set(&off)
         };
-        let step_code = || {
+        let step_code = |step_helpers: &[bool]| {
             // Step code: roots, then whatever they (or step loops) call.
             let mut step = vec![false; n];
             let mut work: Vec<u32> = Vec::new();
+            // A step helper called in a loop (`self.run_step(batch)` in
+            // `run_loop`, its backward in a helper of its own): one call is
+            // one training step, so what it calls runs every step.
+            for id in 0..names.functions as u32 {
+                if step_helpers[id as usize] && !fsum(id).unit_test && sites.of(id).iter().any(|&i| calls[i as usize].in_loop) {
+                    step[id as usize] = true;
+                    work.push(id);
+                }
+            }
             for id in 0..names.functions as u32 {
                 let f = fsum(id);
                 let optimizer_step = f.name == "step" && f.class.as_ref().is_some_and(|c| this.optimizer_classes.contains(c));
@@ -352,7 +361,14 @@ impl ProjectIndex {
             let seed = |pick: fn(&FunctionSummary) -> bool| -> Vec<bool> {
                 (0..n as u32).map(|id| is_function(id) && pick(fsum(id))).collect()
             };
-            (names.set(&upwards(seed(|f| f.calls_backward), false)), names.set(&upwards(seed(|f| f.backward_per_call), true)))
+            let reaches = upwards(seed(|f| f.calls_backward), false);
+            let per_call = upwards(seed(|f| f.backward_per_call), true);
+            // Steps an optimizer once per call (outside its own loops,
+            // itself or through callees called outside its loops) and
+            // reaches backward: a training-step helper.
+            let steps_once = upwards(seed(|f| f.steps_once), true);
+            let step_helpers: Vec<bool> = reaches.iter().zip(&steps_once).map(|(r, s)| *r && *s).collect();
+            (names.set(&reaches), names.set(&per_call), step_helpers)
         };
         let performs = || {
             // Step events through callees (and, for `self.m()`, overrides of `m`).
@@ -402,8 +418,15 @@ impl ProjectIndex {
             }
             eval_by_flag
         };
-        let ((no_grad_only, step_code), ((reaches_backward, backward_per_call), (performs, eval_by_flag))) =
-            rayon::join(|| rayon::join(grad_off_only, step_code), || rayon::join(backward, || (performs(), eval_by_flag())));
+        let ((no_grad_only, (reaches_backward, backward_per_call, step_code)), (performs, eval_by_flag)) = rayon::join(
+            || {
+                rayon::join(grad_off_only, || {
+                    let (reaches, per_call, step_helpers) = backward();
+                    (reaches, per_call, step_code(&step_helpers))
+                })
+            },
+            || (performs(), eval_by_flag()),
+        );
         self.no_grad_only = no_grad_only;
         self.step_code = step_code;
         self.reaches_backward = reaches_backward;
