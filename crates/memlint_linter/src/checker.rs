@@ -115,7 +115,32 @@ impl<'c> Checker<'c> {
     pub fn loader_feeds_training(&self, site: &LoaderSite) -> bool {
         let index = self.cx.index();
         let unused = site.returned && site.function.as_deref().is_some_and(|f| index.is_uncalled_function(f));
-        !unused && self.cx.pipeline().feeds_training(site, index.moves_batches())
+        // Batches another file of the run moves count only for a loader
+        // that can reach that file: its module is imported there, or the
+        // loader is passed to a project function. Independent scripts and
+        // notebooks of one repository do not feed each other.
+        let run_moves = index.moves_batches()
+            && (index.is_imported_module(&self.cx.module_info().path) || self.passed_to_project_function(site));
+        !unused && self.cx.pipeline().feeds_training(site, run_moves)
+    }
+
+    /// Whether the name `site` is bound to is passed to a function of the
+    /// project (`train_one_epoch(model, train_loader, ...)`).
+    fn passed_to_project_function(&self, site: &LoaderSite) -> bool {
+        let Some(name) = site.bound_to.as_deref() else { return false };
+        let mut found = false;
+        memlint_semantic::ir::for_each_stmt_in_module(&self.module.body, &mut |s| {
+            s.for_each_expr(|e| {
+                found |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(_, args, kws)| {
+                        (args.iter().any(|a| a.dotted().as_deref() == Some(name))
+                            || kws.iter().any(|k| k.value.dotted().as_deref() == Some(name)))
+                            && self.cx.project_callee(x).is_some()
+                    })
+                });
+            });
+        });
+        found
     }
 
     /// The span of keyword argument `name` of the call at `call`.

@@ -177,9 +177,17 @@ impl Visitor for SummaryVisitor {
                 // the index must follow.
                 for b in bindings {
                     let q = cx.module_info().resolve_relative(&b.qualified);
+                    self.summary.imported.push(q.clone());
                     if cx.is_project_qualified(&q) {
                         self.summary.imports.push((b.local.clone(), q));
                     }
+                }
+            }
+            StmtKind::Import(bindings) => {
+                // An import inside a function (`from data import get_loader`
+                // in `main`) uses the module too.
+                for b in bindings {
+                    self.summary.imported.push(cx.module_info().resolve_relative(&b.qualified));
                 }
             }
             StmtKind::Return(Some(v)) => {

@@ -7,11 +7,14 @@ declare_rule! {
     /// ## What it does
     /// Flags a `torch.utils.data.DataLoader(...)` with no worker
     /// processes (`num_workers` not passed, or `num_workers=0`) whose
-    /// batches a loop of the program moves to an accelerator
+    /// batches a training loop of the program moves to an accelerator
     /// (`x.to(device)`, `x.cuda()`, `x.type(torch.cuda.FloatTensor)`). When
-    /// the loader is iterated in the same file, that loop must move its
-    /// batches; a loader passed on to code elsewhere counts when the run
-    /// moves some loader's batches to a device.
+    /// the loader is iterated in the same file (`for x, y in loader`, or
+    /// `next(it)` of `it = iter(loader)`), a loop that runs `backward()`
+    /// must move its batches; a loader passed on counts when the file moves
+    /// some loader's batches, or when it can reach another file that does
+    /// (its module is imported there, or it is passed to a function of the
+    /// project).
     ///
     /// ## Why is this bad?
     /// Without workers, reading, decoding and augmenting every sample and
@@ -42,14 +45,19 @@ declare_rule! {
     /// its attributes, or a Hugging Face dataset prepared ahead and
     /// formatted with `with_format`/`set_format`; also when a loader
     /// helper's `dataset` parameter gets one from every call in the file)
-    /// needs no workers and is not reported; neither is a
-    /// loader named for evaluation (`val_loader`, `test_dataloader`: it
-    /// runs once per epoch, or to draw a few samples), nor one whose
+    /// needs no workers and is not reported (also a class of another
+    /// module of the run, one whose `__getitem__` binds the items to names
+    /// first, or what a function of the file returns); neither is a
+    /// loader named for evaluation or built in a method named so
+    /// (`val_loader`, `test_dataloader`, Lightning's `def
+    /// val_dataloader(self)`: it runs once per epoch), one the file reads
+    /// one batch of (`next(iter(loader))`, a sample to plot), one only an
+    /// inference or feature-extraction loop iterates, nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
     /// cannot read, nor one returned by a helper function that nothing in
     /// the run calls (a method may be called by a framework and still
-    /// counts). Other in-memory datasets (a dataset class in another
-    /// file, one that converts each item) are reported though workers would
+    /// counts). Other in-memory datasets (one that converts each item,
+    /// `torch.flip(self.data[i])`) are reported though workers would
     /// only add overhead there, and code that must stay single-process
     /// (some Windows or notebook setups) is reported too. Off by default.
     ///

@@ -7,9 +7,9 @@ declare_rule! {
     /// Flags a `torch.utils.data.DataLoader(...)` with worker processes
     /// (`num_workers` not 0) but without `pin_memory=True`, whose batches a
     /// loop of the program moves to an accelerator (`x.to(device)`,
-    /// `x.cuda()`). The loader and the move are joined as for ML302: by the
-    /// loop over the loader's name in the same file, else by the run moving
-    /// some loader's batches.
+    /// `x.cuda()`). The loader and the move are joined as for ML302: by a
+    /// training loop over the loader's name in the same file, else by the
+    /// file (or a file the loader can reach) moving some loader's batches.
     ///
     /// ## Why is this bad?
     /// A host-to-device copy from ordinary (pageable) memory is staged

@@ -221,6 +221,48 @@ impl Context {
         }
     }
 
+    /// Whether the dotted name `d` holds a data loader: its kind, or a
+    /// name like `train_loader`, `dl`.
+    fn names_loader(&self, d: &str) -> bool {
+        self.kind_of_binding(d) == Some(ValueKind::DataLoader) || words(d).iter().any(|w| w.ends_with("loader") || w == "dl")
+    }
+
+    /// After `target = value`: an iterator over a loader (`data_iter =
+    /// iter(train_loader)`) is remembered, and what `next(data_iter)` or
+    /// `next(iter(train_loader))` gives is a batch of that loader, as the
+    /// variables of a loop over it are (`images, labels = next(data_iter)`).
+    pub(super) fn bind_loader_iteration(&mut self, target: &Expr, value: &Expr) {
+        let iter_of = |cx: &Context, e: &Expr| -> Option<String> {
+            let (f, args, _) = e.as_call()?;
+            let l = args.first()?.dotted()?;
+            (f.as_name() == Some("iter") && cx.names_loader(&l)).then(|| l.to_string())
+        };
+        if let (Some(name), Some(loader)) = (target.as_name(), iter_of(self, value)) {
+            self.frame_mut().loader_iters.insert(name.to_string(), loader);
+            return;
+        }
+        let Some((f, args, _)) = value.as_call() else { return };
+        if f.as_name() != Some("next") {
+            return;
+        }
+        let Some(arg) = args.first() else { return };
+        let loader = iter_of(self, arg).or_else(|| arg.as_name().and_then(|n| self.frame().loader_iters.get(n).cloned()));
+        let Some(loader) = loader else { return };
+        let mut flat = Vec::new();
+        flatten_tuple_names(target, &mut flat);
+        self.pipeline.borrow_mut().iterated.push(loader.clone());
+        let f = self.frame_mut();
+        for n in &flat {
+            f.batches.insert(n.clone());
+            f.batch_loader.insert(n.clone(), loader.clone());
+        }
+        if flat.len() > 1 {
+            for n in flat {
+                f.kinds.insert(n, ValueKind::Tensor);
+            }
+        }
+    }
+
     pub(super) fn bind_loop_target(&mut self, target: &Expr, iter: &Expr) {
         let mut names = Vec::new();
         collect_target_names(target, &mut names);
@@ -296,13 +338,7 @@ impl Context {
             return;
         }
         // Batches of a data loader: the tuple elements are tensors.
-        let is_loader = match inner.dotted() {
-            Some(d) => {
-                self.kind_of_binding(&d) == Some(ValueKind::DataLoader)
-                    || words(&d).iter().any(|w| w.ends_with("loader") || w == "dl")
-            }
-            None => false,
-        };
+        let is_loader = inner.dotted().is_some_and(|d| self.names_loader(&d));
         if is_loader {
             let mut flat = Vec::new();
             flatten_tuple_names(target, &mut flat);
@@ -332,7 +368,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader);
+        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';

@@ -249,6 +249,9 @@ struct Frame {
     /// For batch names bound by a loop over a named loader: that loader's
     /// dotted name.
     batch_loader: HashMap<String, String>,
+    /// Names bound to an iterator over a loader (`data_iter =
+    /// iter(train_loader)`), with the loader's dotted name.
+    loader_iters: HashMap<String, String>,
 }
 
 /// The semantic state at one point of the walk. Rules read it through its

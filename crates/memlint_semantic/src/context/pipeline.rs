@@ -39,6 +39,7 @@ impl Context {
                     batch: batch.to_string(),
                     function: self.frame().qualname.clone(),
                     step_loop: self.training_step_loop(),
+                    in_training: self.training_loop().is_some(),
                 };
                 self.pipeline.borrow_mut().moves.push(mv);
             }

@@ -401,6 +401,9 @@ impl Context {
                         }
                     }
                     self.bind(t, Some(value));
+                    if self.torch_imported {
+                        self.bind_loader_iteration(t, value);
+                    }
                     if let (Some(k), Some(d)) = (declared, t.as_name()) {
                         self.frame_mut().kinds.entry(d.to_string()).or_insert(k);
                     }

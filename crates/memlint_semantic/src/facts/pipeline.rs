@@ -59,6 +59,10 @@ pub struct LoaderSite {
     /// attributes, built in the call or bound to the name passed): batches
     /// are slices of memory, with nothing for worker processes to do.
     pub in_memory: bool,
+    /// The file reads one batch of it and nothing more: every use of the
+    /// name it is bound to is `next(iter(name))` (a sample to plot, a
+    /// shape to print). It feeds no loop.
+    pub one_batch: bool,
 }
 
 impl LoaderSite {
@@ -68,8 +72,11 @@ impl LoaderSite {
     /// epoch or to draw samples, not every training step.
     pub fn for_evaluation(&self) -> bool {
         const EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"];
-        // Built in an evaluation function (`def eval_split(...)`, `def validate(...)`).
-        if self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(crate::resolve::names_evaluation) {
+        // Built in an evaluation function (`def eval_split(...)`, `def
+        // validate(...)`, Lightning's `def val_dataloader(self)`).
+        if self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(|f| {
+            crate::resolve::names_evaluation(f) || crate::resolve::words(f).iter().any(|w| EVAL_WORDS.contains(&w.as_str()))
+        }) {
             return true;
         }
         let Some(b) = &self.bound_to else { return false };
@@ -101,6 +108,9 @@ pub struct BatchMove {
     pub function: Option<String>,
     /// The training-step loop the move is in.
     pub step_loop: Option<StmtId>,
+    /// The move is in a training loop (one that runs `backward()`, itself
+    /// or through helpers), not in an inference or feature-extraction loop.
+    pub in_training: bool,
 }
 
 /// What the walk records of a file's input pipeline.
@@ -124,16 +134,17 @@ impl Pipeline {
         self.iterated.iter().any(|l| l == loader)
     }
 
-    /// Whether some loop of the file moves the batches of `loader` to an
-    /// accelerator.
+    /// Whether some training loop of the file moves the batches of
+    /// `loader` to an accelerator (a loop that only extracts features or
+    /// runs inference, under `no_grad`, feeds no training).
     pub fn moves_batches_of(&self, loader: &str) -> bool {
-        self.moves.iter().any(|m| m.loader.as_deref() == Some(loader))
+        self.moves.iter().any(|m| m.loader.as_deref() == Some(loader) && m.in_training)
     }
 
     /// Whether the batches of `site` go to an accelerator. When a loop of
     /// the file iterates the name the loader is bound to, that loop
-    /// decides: it moves the batches (`x.to(device)`, also through a
-    /// comprehension over a batch's parts). Otherwise (the loader is passed on or
+    /// decides: a training loop moves the batches (`x.to(device)`, also
+    /// through a comprehension over a batch's parts). Otherwise (the loader is passed on or
     /// returned) the program decides: this file or another file of the run
     /// (`run_moves`) moves some loader's batches to an accelerator.
     pub fn feeds_accelerator(&self, site: &LoaderSite, run_moves: bool) -> bool {
@@ -155,10 +166,11 @@ impl Pipeline {
     }
 
     /// Whether `site` feeds an accelerator during training: not a loader
+    /// read for one batch only ([`LoaderSite::one_batch`]), not a loader
     /// for evaluation ([`LoaderSite::for_evaluation`]), and its batches go
     /// to an accelerator ([`Pipeline::feeds_accelerator`]).
     pub fn feeds_training(&self, site: &LoaderSite, run_moves: bool) -> bool {
-        !site.for_evaluation() && self.feeds_accelerator(site, run_moves)
+        !site.for_evaluation() && !site.one_batch && self.feeds_accelerator(site, run_moves)
     }
 
     /// The `DataLoader(...)` calls of `module` (the file walked), with
@@ -180,6 +192,7 @@ impl Pipeline {
                     }
                     _ => None,
                 });
+                let one_batch = bound_to.as_deref().is_some_and(|b| only_one_batch_read(module, b));
                 let returned = stmt.is_some_and(|s| matches!(&s.kind, StmtKind::Return(Some(v)) if v.span == *span))
                     || (function.is_some() && bound_to.as_deref().is_some_and(|b| returns_name(scope, b)));
                 Some(LoaderSite {
@@ -192,10 +205,37 @@ impl Pipeline {
                     function: function.clone(),
                     returned,
                     in_memory: dataset_in_memory(call, module, in_memory_class),
+                    one_batch,
                 })
             })
             .collect()
     }
+}
+
+/// Whether every use of `name` in `module` (apart from assignments to it)
+/// is `next(iter(name))`, and there is one.
+fn only_one_batch_read(module: &Module, name: &str) -> bool {
+    let (mut uses, mut one_batch) = (0usize, 0usize);
+    let mut count = |e: &Expr| {
+        e.any(&mut |x| {
+            if x.dotted().as_deref() == Some(name) {
+                uses += 1;
+            }
+            let next_of_iter = x.as_call().is_some_and(|(f, args, _)| {
+                f.as_name() == Some("next")
+                    && args.first().and_then(Expr::as_call).is_some_and(|(g, inner, _)| {
+                        g.as_name() == Some("iter") && inner.first().and_then(Expr::dotted).as_deref() == Some(name)
+                    })
+            });
+            one_batch += usize::from(next_of_iter);
+            false
+        });
+    };
+    crate::ir::for_each_stmt_in_module(&module.body, &mut |s| match &s.kind {
+        StmtKind::Assign { value, .. } => count(value),
+        _ => s.for_each_expr(&mut count),
+    });
+    one_batch > 0 && uses == one_batch
 }
 
 /// Whether a `return` of `scope` (not of nested functions) returns `name`.
@@ -634,8 +674,10 @@ fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
 }
 
 /// Whether a class body defines a `__getitem__` that does no work per
-/// sample: its body is one `return` of items (or a tuple of items) of its
-/// attributes, `self.data[i]`. Such a dataset holds its samples in memory.
+/// sample: its body is a `return` of items (or a tuple of items) of its
+/// attributes, `self.data[i]`, maybe bound to names first (`x =
+/// self.x[i]; y = self.y[i]; return x, y`). Such a dataset holds its
+/// samples in memory.
 pub fn indexes_only(class_body: &[Stmt]) -> bool {
     let mut found = false;
     for m in class_body {
@@ -646,16 +688,29 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
         let body: Vec<&Stmt> =
             f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
         let item = |e: &Expr| matches!(&e.kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")));
-        found = match body.as_slice() {
-            [ret] => match &ret.kind {
-                StmtKind::Return(Some(v)) => match &v.kind {
-                    ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(item),
-                    _ => item(v),
-                },
+        let Some((ret, binds)) = body.split_last() else { continue };
+        // Names bound to items first: `x = self.x[i]`, `x, y = self.pairs[i]`.
+        let mut bound: Vec<&str> = Vec::new();
+        let binds_items = binds.iter().all(|s| match &s.kind {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 && item(value) => match &targets[0].kind {
+                ExprKind::Name(n) => {
+                    bound.push(n.as_str());
+                    true
+                }
+                ExprKind::Sequence(names) => names.iter().all(|t| t.as_name().map(|n| bound.push(n)).is_some()),
                 _ => false,
             },
             _ => false,
-        };
+        });
+        let given = |e: &Expr| item(e) || e.as_name().is_some_and(|n| bound.contains(&n));
+        found = binds_items
+            && match &ret.kind {
+                StmtKind::Return(Some(v)) => match &v.kind {
+                    ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(given),
+                    _ => given(v),
+                },
+                _ => false,
+            };
     }
     found
 }

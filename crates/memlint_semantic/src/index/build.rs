@@ -22,6 +22,26 @@ impl IndexBuilder {
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
         let moves_batches = files.iter().any(|f| f.moves_batches);
         let torch_below = files.iter().filter_map(|f| f.torch_below).min();
+        // Each imported name's prefixes, and their dotted suffixes (a
+        // namespace package's `src.data` is the run's module `data`), that
+        // are modules of the run.
+        let modules: HashSet<String> = files.iter().flat_map(|f| module_names(&f.module.path)).collect();
+        let mut imported: HashSet<String> = HashSet::default();
+        for f in &files {
+            for q in &f.imported {
+                let ends = q.match_indices('.').map(|(i, _)| i).chain(std::iter::once(q.len()));
+                for end in ends {
+                    let prefix = &q[..end];
+                    let starts = std::iter::once(0).chain(prefix.match_indices('.').map(|(i, _)| i + 1));
+                    for start in starts {
+                        let candidate = &prefix[start..];
+                        if modules.contains(candidate) && !imported.contains(candidate) {
+                            imported.insert(candidate.to_string());
+                        }
+                    }
+                }
+            }
+        }
         let mut functions = Vec::with_capacity(files.len());
         let mut rest = Vec::with_capacity(files.len());
         for f in files {
@@ -62,7 +82,7 @@ impl IndexBuilder {
                 (classes, aliases, applied, calls)
             },
         );
-        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, torch_below, ..ProjectIndex::default() };
+        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, torch_below, imported, ..ProjectIndex::default() };
         IndexBuilder { ix, calls }
     }
 
@@ -166,3 +186,19 @@ pub(super) struct Edge {
     /// Grad is off at the site itself (`no_grad`, a grad-disabling context).
     pub(super) off_here: bool,
 }
+
+/// The names an import may reach module `path` by: the path itself, or,
+/// for a file whose module path collided with another's and was replaced
+/// by its file path (`<./a/src/data.py>`), its dotted tails (`data`,
+/// `src.data`, `a.src.data`).
+pub(super) fn module_names(path: &str) -> Vec<String> {
+    let Some(file) = path.strip_prefix('<').and_then(|p| p.strip_suffix('>')) else { return vec![path.to_string()] };
+    let file = file.strip_suffix(".py").or_else(|| file.strip_suffix(".rs")).unwrap_or(file);
+    let parts: Vec<&str> = file.split(['/', '\\']).filter(|p| !p.is_empty() && *p != ".").collect();
+    let mut parts: Vec<&str> = parts;
+    if parts.last() == Some(&"__init__") {
+        parts.pop();
+    }
+    (0..parts.len()).map(|i| parts[i..].join(".")).collect()
+}
+

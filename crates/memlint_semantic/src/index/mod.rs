@@ -247,6 +247,9 @@ pub struct FileSummary {
     pub imports: Vec<(String, String)>,
     /// Qualified names of functions passed to `.apply(...)` (weight init).
     pub applied: Vec<String>,
+    /// The names the file imports, at any level (`data.get_loader`,
+    /// `src.data.get_data` of a namespace package, `torch.nn`).
+    pub imported: Vec<String>,
     /// The file imports torch: without it no rule has anything to check.
     pub imports_torch: bool,
     /// A loop of the file moves a loader's batches to an accelerator.
@@ -282,6 +285,10 @@ pub struct ProjectIndex {
     moves_batches: bool,
     /// The lowest [`FileSummary::torch_below`] of the run.
     torch_below: Option<(u32, u32)>,
+    /// The modules of the run some file imports (or imports a name
+    /// from): `data` for `from data import get_loader`, and for
+    /// `from src.data import get_data` when `src` has no `__init__.py`.
+    imported: HashSet<String>,
     /// The project functions some call site of the run calls (by the name
     /// the index defines them under).
     called: HashSet<String>,
@@ -343,6 +350,32 @@ pub fn is_setup_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module imported under its name, through a namespace package, or
+    /// after its path collided with another file's.
+    #[test]
+    fn imported_modules_are_found_by_the_names_imports_use() {
+        let file = |path: &str, imported: &[&str]| FileSummary {
+            module: ModuleInfo { path: path.into(), ..ModuleInfo::default() },
+            imported: imported.iter().map(|s| s.to_string()).collect(),
+            ..FileSummary::default()
+        };
+        let ix = ProjectIndex::build(vec![
+            file("<./translation/src/data.py>", &[]),
+            file("<./super_resolution/data.py>", &[]),
+            file("<./translation/main.py>", &["src.data.get_data", "torch.nn"]),
+            file("<./super_resolution/main.py>", &[]),
+            file("utils", &[]),
+            file("train", &["utils.AverageMeter"]),
+            file("plot", &[]),
+        ]);
+        assert!(ix.is_imported_module("<./translation/src/data.py>"));
+        assert!(ix.is_imported_module("<./super_resolution/data.py>"), "an import of `data` may be either");
+        assert!(ix.is_imported_module("utils"));
+        assert!(!ix.is_imported_module("plot"));
+        assert!(!ix.is_imported_module("train"));
+        assert!(!ix.is_imported_module("<./translation/main.py>"));
+    }
 
     #[test]
     fn rust_paths_resolve_against_the_crate_and_module() {

@@ -550,6 +550,12 @@ impl ProjectIndex {
         self.moves_batches
     }
 
+    /// Whether some file of the run imports module `path` (or a name in
+    /// it): what it defines may be used elsewhere in the run.
+    pub fn is_imported_module(&self, path: &str) -> bool {
+        build::module_names(path).iter().any(|m| self.imported.contains(m))
+    }
+
     /// A torch release every torch the run's code can run on is below: some
     /// file imports a module torch removed in it (`torch._six`, 2.0).
     pub fn torch_below(&self) -> Option<(u32, u32)> {
