@@ -430,7 +430,7 @@ impl Context {
                 frame.over_data = self.is_data_iterable(iter);
                 frame.over_parameters = is_parameter_iterable(iter)
                     || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")))
-                    || crate::facts::scan::reads_grad_of(target, body);
+                    || (self.function_words().contains(crate::ir::Words::GRAD) && crate::facts::scan::reads_grad_of(target, body));
                 let mut targets = Vec::new();
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());

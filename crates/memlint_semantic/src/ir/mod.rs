@@ -145,6 +145,8 @@ impl Words {
     /// `cuda` (`torch.cuda`, `.cuda()`, a `"cuda"` string literal, tch's
     /// `cuda_if_available`): the program may run on a GPU.
     pub const CUDA: Words = Words(1 << 8);
+    /// `grad` (`p.grad`): a gradient is read.
+    pub const GRAD: Words = Words(1 << 9);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -159,6 +161,7 @@ impl Words {
             "amp" => Words::AMP,
             "append" | "extend" | "insert" | "add" | "setdefault" | "put" | "push" => Words::STORE,
             "cuda" | "cuda_if_available" | "Cuda" | "cudnn" => Words::CUDA,
+            "grad" => Words::GRAD,
             _ => Words::NONE,
         }
     }
