@@ -185,10 +185,13 @@ impl ProjectFacts {
             }
         }
         // The closest project root decides; above it, nothing is declared.
-        let result = if is_root || found != (None, None) {
+        // A README pin without requirement files beside it adds to what
+        // the project above declares.
+        let result = if is_root {
             found
         } else {
-            dir.parent().map_or((None, None), |p| self.torch_versions(p))
+            let (min, below) = dir.parent().map_or((None, None), |p| self.torch_versions(p));
+            (min, lower(found.1, below))
         };
         if let Ok(mut cache) = self.torch.lock() {
             cache.insert(dir.to_path_buf(), result);
@@ -312,6 +315,18 @@ mod tests {
         assert_eq!(declared_torch("torch==1.7.1\ntorchvision==0.8.2"), (Some((1, 7)), Some((1, 8))));
         assert_eq!(declared_torch("torch<=1.13"), (None, Some((1, 14))));
         assert_eq!(declared_torch("torch>=2.4"), (Some((2, 4)), None));
+    }
+
+    #[test]
+    fn a_readme_pin_adds_to_the_project_above() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sub = dir.path().join("examples/demo");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::write(dir.path().join("requirements.txt"), "torch>=2.4\n").expect("write");
+        std::fs::write(sub.join("README.md"), "pip install torch==2.5.0\n").expect("write");
+        let facts = ProjectFacts::default();
+        assert_eq!(facts.torch_versions(&sub), (Some((2, 4)), Some((2, 6))));
+        assert_eq!(facts.torch_versions(dir.path()), (Some((2, 4)), None));
     }
 
     #[test]
