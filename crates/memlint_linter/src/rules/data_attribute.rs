@@ -1,6 +1,6 @@
 use memlint_diagnostics::{Applicability, Edit, Fix, Span};
 use memlint_semantic::api::nn;
-use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
+use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
 use memlint_semantic::{Role, ValueKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -68,6 +68,9 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
+    /// Not reported for `w.data *= mask` with a multiplier named as a mask
+    /// (`self.mask`: the masked layers of PixelCNN or MADE, pruning): a
+    /// fixed 0/1 mask applied again changes no value a graph saved.
     /// Not reported under `torch.no_grad()` (autograd records nothing
     /// there: the advice is already followed), after a `backward()` (without
     /// `retain_graph=True`) that every path of the loop iteration or
@@ -259,6 +262,13 @@ impl Rule for DataAttribute {
         if !matches!(data_use(checker, value), Some(DataUse::Live)) {
             return;
         }
+        // `self.conv.weight.data *= self.mask` in a `forward` (PixelCNN's and
+        // MADE's masked layers, pruning masks): applying a fixed 0/1 mask
+        // again leaves the values it already masked as they are, so no value
+        // a graph saved changes.
+        if write && multiplies_by_a_mask(checker, expr) {
+            return;
+        }
         // A read of a graph's intermediate value (`fake.data` into a
         // gradient penalty, `loss.data` into a threshold) is a deliberate
         // detach: only a parameter or leaf read through `.data` leaves the
@@ -292,3 +302,21 @@ impl Rule for DataAttribute {
         checker.report(d);
     }
 }
+
+/// Whether `data` (an `x.data` expression) is the target of `x.data *=
+/// m` with `m` named as a mask (`self.mask`, `weight_mask`).
+fn multiplies_by_a_mask(checker: &Checker<'_>, data: &Expr) -> bool {
+    let module = checker.module();
+    let Some(stmt) = module.stmt_at(data.span.start).and_then(|id| module.stmt(id)) else { return false };
+    match &stmt.kind {
+        StmtKind::AugAssign { target, op: BinOp::Mult, value } => {
+            target.span == data.span
+                && value.dotted().is_some_and(|d| {
+                    let last = d.as_str().rsplit('.').next().unwrap_or_default();
+                    memlint_semantic::resolve::words(last).iter().any(|w| w == "mask")
+                })
+        }
+        _ => false,
+    }
+}
+
