@@ -43,7 +43,8 @@ declare_rule! {
     /// A dataset already in memory as tensors (`TensorDataset`, a
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, or a Hugging Face dataset prepared ahead and
-    /// formatted with `with_format`/`set_format`; also when a loader
+    /// formatted with `with_format`/`set_format`, also in place in another
+    /// method, `self.dataset[split].set_format(...)`; also when a loader
     /// helper's `dataset` parameter gets one from every call in the file)
     /// needs no workers and is not reported (also a class of another
     /// module of the run, one whose `__getitem__` binds the items to names

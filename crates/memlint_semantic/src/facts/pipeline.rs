@@ -578,10 +578,33 @@ impl InMemory<'_> {
         }
         let Some(name) = base.dotted() else { return false };
         let name = name.as_str();
+        if self.formatted_in_place(name) {
+            return true;
+        }
         let mut found = false;
         crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= self.binds(s, name));
         // A name of the module (a notebook's earlier cell) seen from a function.
         found || (!std::ptr::eq(scope, self.module) && self.module.iter().any(|s| self.binds(s, name)))
+    }
+
+    /// Whether the module formats the dataset `name` (or an item of it) in
+    /// place anywhere (`self.dataset[split].set_format(type="torch")` in a
+    /// `setup()` method): a prepared Hugging Face dataset.
+    fn formatted_in_place(&self, name: &str) -> bool {
+        let mut found = false;
+        crate::ir::for_each_stmt_in_module(self.module, &mut |s| {
+            let StmtKind::Expr(e) = &s.kind else { return };
+            let Some((recv, m)) = e.as_method_call() else { return };
+            if !PREPARED_DATASET_METHODS.contains(&m) {
+                return;
+            }
+            let mut base = recv;
+            while let ExprKind::Subscript { value, .. } = &base.kind {
+                base = value;
+            }
+            found |= base.dotted().as_deref() == Some(name);
+        });
+        found
     }
 
     /// Whether `s` binds `name` to an in-memory dataset: `name = <made>`,
