@@ -205,10 +205,7 @@ impl ProjectFacts {
 pub type TorchVersions = (Option<(u32, u32)>, Option<(u32, u32)>);
 
 fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    a.into_iter().chain(b).min()
 }
 
 /// The version pinned in a README's install commands: `torch==1.8.1` or
@@ -217,19 +214,19 @@ fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
 /// exclusive bound on (major, minor): `(1, 8)` for 1.7.1. A minimum
 /// (`torch>=1.8`, `PyTorch 1.8+`) is not a pin.
 pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
-    let lower = text.to_ascii_lowercase();
+    let folded = text.to_ascii_lowercase();
     let mut best: Option<(u32, u32)> = None;
     for (word, seps) in [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..])] {
         let mut i = 0;
-        while let Some(pos) = lower[i..].find(word) {
+        while let Some(pos) = folded[i..].find(word) {
             let start = i + pos;
             i = start + word.len();
             // `torch==` inside `pytorch==` is the same pin; `torchvision==` is not torch.
-            let before = lower[..start].chars().next_back();
-            if word == "torch==" && before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && !lower[..start].ends_with("py") {
+            let before = folded[..start].chars().next_back();
+            if word == "torch==" && before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && !folded[..start].ends_with("py") {
                 continue;
             }
-            let rest = &lower[i..];
+            let rest = &folded[i..];
             let rest = rest.strip_prefix('=').unwrap_or(rest);
             let Some(rest) = seps.iter().find_map(|s| rest.strip_prefix(s)) else { continue };
             let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -240,7 +237,7 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
             let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
             if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
                 let v = (major, minor + 1);
-                best = Some(best.map_or(v, |b| b.min(v)));
+                best = lower(best, Some(v));
             }
         }
     }

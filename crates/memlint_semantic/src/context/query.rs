@@ -226,10 +226,7 @@ impl Context {
     /// its code shows (an import of a module torch has removed since,
     /// [`ProjectIndex::torch_below`]).
     pub fn torch_below(&self) -> Option<(u32, u32)> {
-        match (self.options.torch_below, self.index.torch_below()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.options.torch_below.into_iter().chain(self.index.torch_below()).min()
     }
 
     /// The project index of the run.
