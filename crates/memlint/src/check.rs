@@ -15,7 +15,7 @@ use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFil
 use memlint_linter::fix_loop::{fix_text_with, FileFix};
 use memlint_linter::notebook::{is_notebook_path, lint_notebook};
 use memlint_linter::{
-    frontend::Parsed, is_test_path, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
+    is_test_path, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
     ProjectIndex, RuleSet, Selector, PARSE_ERROR,
 };
 use rayon::prelude::*;
@@ -225,12 +225,13 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
 fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, Arc<ProjectIndex>) {
     // Two phases over the files of the run: each file's summary (in
     // parallel), joined into the project index; then each file's rules
-    // with the index (in parallel). The first phase keeps the text and IR
-    // of the files the second will check, up to `KEEP_PARSED_BYTES` of
-    // source; the rest are read and parsed again.
+    // with the index (in parallel). The first phase keeps the parse of the
+    // files the second will check, packed, up to `KEEP_PACKED_BYTES`; the
+    // second reads their text again and unpacks it, and parses the rest
+    // again.
     let roots: Arc<rustc_hash::FxHashSet<String>> =
         Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
-    let budget = std::sync::atomic::AtomicUsize::new(KEEP_PARSED_BYTES);
+    let budget = std::sync::atomic::AtomicUsize::new(KEEP_PACKED_BYTES);
     let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
     let mut summaries = Vec::with_capacity(phase_one.len());
     let mut second: Vec<(&Job, Option<Kept>)> = Vec::with_capacity(jobs.len());
@@ -581,19 +582,31 @@ fn read_source(path: &Path, limit: u64) -> Result<(String, bool), String> {
     }
 }
 
-/// Source bytes of the files whose text and IR the first phase keeps for
-/// the second, so that they are read and parsed once. Text and IR take
-/// about 8.6 bytes per byte of source (transformers 4.57.1: its 34.5 MB of
-/// torch-importing source, all kept, add 227 MiB of peak RSS), so this
-/// bounds what is kept to about 410 MiB; a project with more
-/// torch-importing source than this has the rest parsed twice.
-const KEEP_PARSED_BYTES: usize = 48 << 20;
+/// Packed bytes of the parses the first phase keeps for the second, so
+/// that those files are parsed once. A packed parse takes 0.45 bytes per
+/// byte of source on transformers 4.57.1 (15.4 MB for its 34.5 MB of
+/// torch-importing source; dense code without docstrings takes about one),
+/// and unpacking it costs about a third of parsing again; past this budget,
+/// files are parsed twice. Kept unpacked, the same parses took 7.4 bytes of
+/// peak RSS per byte of source.
+const KEEP_PACKED_BYTES: usize = 64 << 20;
 
-/// What the first phase keeps of a file for the second.
+/// What the first phase keeps of a file for the second: its parse,
+/// packed, and a hash of its text. The text is read again (from the page
+/// cache: cheaper than keeping it); a file whose text changed in between
+/// is parsed again, so the findings always belong to the text reported.
 struct Kept {
-    text: String,
-    bom: bool,
-    parsed: Parsed,
+    packed: memlint_linter::frontend::PackedParse,
+    text_hash: u64,
+}
+
+/// A hash of a file's text, to tell that a second read gave the same text.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(text.as_bytes());
+    h.write_usize(text.len());
+    h.finish()
 }
 
 /// The first phase's result for one file.
@@ -605,7 +618,7 @@ struct PhaseOne {
 
 /// The first phase: what the file contributes to the project index
 /// (`None` for a file that cannot be read; the second phase reports it),
-/// and, while `budget` (source bytes) lasts, the file's text and IR for
+/// and, while `budget` (packed bytes) lasts, the file's packed parse for
 /// the second phase.
 fn summarize_file(
     job: &Job,
@@ -622,7 +635,7 @@ fn summarize_file(
     if job.candidate.error.is_some() {
         return None;
     }
-    let (text, bom) = read_candidate(&job.candidate, limit).ok()?;
+    let (text, _) = read_candidate(&job.candidate, limit).ok()?;
     let file = FileContext {
         language: memlint_linter::frontend::language_of(path),
         module: job.module.clone(),
@@ -630,9 +643,15 @@ fn summarize_file(
         ..FileContext::default()
     };
     let one = summarize_source(&text, &file, is_test_path(path));
-    let keep = !one.nothing_to_report
-        && budget.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(text.len())).is_ok();
-    let kept = keep.then(|| Kept { text, bom, parsed: one.parsed });
+    let kept = if one.nothing_to_report {
+        None
+    } else {
+        let packed = one.parsed.pack();
+        budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(packed.size()))
+            .is_ok()
+            .then(|| Kept { packed, text_hash: text_hash(&text) })
+    };
     Some(PhaseOne { summary: one.summary, nothing_to_report: one.nothing_to_report, kept })
 }
 
@@ -660,10 +679,16 @@ fn check_file(
 ) -> Option<Checked> {
     let path = &job.candidate.path;
     let display = path.display().to_string();
-    let (text, parsed) = match (kept, &job.candidate.error) {
-        (_, Some(error)) => (Err(error.clone()), None),
-        (Some(k), None) => (Ok((k.text, k.bom)), Some(k.parsed)),
-        (None, None) => (read_candidate(&job.candidate, limit), None),
+    let (text, parsed) = match &job.candidate.error {
+        Some(error) => (Err(error.clone()), None),
+        None => {
+            let text = read_candidate(&job.candidate, limit);
+            let parsed = match (&text, kept) {
+                (Ok((t, _)), Some(k)) if text_hash(t) == k.text_hash => k.packed.unpack(),
+                _ => None,
+            };
+            (text, parsed)
+        }
     };
     let (text, bom, diagnostics, fixed) = match text {
         Ok((text, bom)) if is_notebook_path(path) => return check_notebook(job, display, &text, bom, fix),
@@ -681,14 +706,6 @@ fn check_file(
                 Some(p) => lint_parsed(&text, p, &options, &file),
                 None => lint_file(&text, &options, &file),
             };
-            // IR the first phase kept is not freed: every file's IR is
-            // alive until here anyway, and the process exits once the
-            // report is written; freeing millions of nodes one by one costs
-            // about 60 ms of CPU on transformers. A file parsed here (over
-            // the budget) is freed as usual.
-            if let Some(p) = parsed {
-                std::mem::forget(p);
-            }
             let fixed = match fix {
                 // Notebooks are fixed by `check_notebook`; other files are not.
                 Some(mode) if !diagnostics.is_empty() && is_python_source(path) => {

@@ -19,6 +19,31 @@ use memlint_linter::registry::{all_metas, rule_by_code};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// mimalloc commits its first arena (1 GiB reserved) eagerly on systems
+// that overcommit, and then keeps what a phase freed out of reach of the
+// next: peak RSS on transformers is 206 MiB that way, 147 MiB with commits
+// on demand, for about 2% more CPU. The option is read when the allocator
+// initialises, before `main` (a constructor of priority 101), so it is set
+// from a constructor that runs before that one; `MIMALLOC_ARENA_EAGER_COMMIT`
+// in the environment no longer overrides it.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+#[used]
+#[link_section = ".init_array.00099"]
+static ALLOCATOR_OPTIONS: extern "C" fn() = allocator_options;
+
+#[cfg(target_os = "linux")]
+extern "C" fn allocator_options() {
+    /// `mi_option_arena_eager_commit` in mimalloc 3's `mi_option_e`.
+    const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+    // SAFETY: sets one integer of mimalloc's option table; nothing else
+    // runs yet.
+    #[allow(unsafe_code)]
+    unsafe {
+        libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0);
+    }
+}
+
 fn main() -> ExitCode {
     // rayon's threads (the file walk's are separate) check the files.
     // A failure here leaves rayon's default pool, which still works.

@@ -34,6 +34,40 @@ pub struct Parsed {
     pub module_facts: Option<std::sync::Arc<memlint_semantic::ModuleFacts>>,
 }
 
+impl Parsed {
+    /// The packed form of the module and its comments (about a tenth of
+    /// the memory of the nodes, see [`memlint_semantic::ir::pack`]), for
+    /// keeping the file until a later walk. The pre-scan is not kept: the
+    /// walk of the unpacked module makes it again.
+    pub fn pack(&self) -> PackedParse {
+        PackedParse {
+            bytes: memlint_semantic::ir::pack::pack(&self.module, &self.comments).into_boxed_slice(),
+            errors: self.errors.clone(),
+        }
+    }
+}
+
+/// A [`Parsed`] packed by [`Parsed::pack`].
+#[derive(Debug, Clone)]
+pub struct PackedParse {
+    bytes: Box<[u8]>,
+    errors: Vec<SyntaxError>,
+}
+
+impl PackedParse {
+    /// The parse it was packed from (`None`: the bytes do not decode, which
+    /// only a bug can cause; parse the source again).
+    pub fn unpack(&self) -> Option<Parsed> {
+        let (module, comments) = memlint_semantic::ir::pack::unpack(&self.bytes)?;
+        Some(Parsed { module, errors: self.errors.clone(), comments, module_facts: None })
+    }
+
+    /// Bytes held by the packed module.
+    pub fn size(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 /// One source language.
 pub trait Frontend: Sync {
     /// The language of the IR it produces.

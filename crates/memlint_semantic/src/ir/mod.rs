@@ -7,6 +7,7 @@ use memlint_diagnostics::Span;
 
 pub mod cfg;
 mod dump;
+pub mod pack;
 mod tree;
 mod visit;
 
