@@ -35,6 +35,14 @@ fn the_optimizer_name_does_not_decide_ml106_when_it_is_optimizer() {
     assert_eq!(lines(src, "ML106"), [8], "optimizer.step() bypasses the scaler");
 }
 
+#[test]
+fn the_counter_of_an_enumerated_loader_is_not_a_batch() {
+    // `i` counts batches: an int on the host, and `i + 1 < 10` reads
+    // nothing back; `loss < best` does.
+    let src = "import torch\ndevice = 'cuda'\n\ndef train(model, loader, opt, best):\n    for i, (x, y) in enumerate(loader):\n        loss = model(x.to(device)).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        if i + 1 < 10:\n            print(i)\n        if loss < best:\n            best = loss.detach()\n";
+    assert_eq!(lines(src, "ML305"), [12]);
+}
+
 // Wrong today: each names the step that fixes it.
 
 #[test]

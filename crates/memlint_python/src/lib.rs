@@ -355,6 +355,19 @@ fn lower_if(test: &ast::Expr, body: &[ast::Stmt], clauses: &[ast::ElifElseClause
     StmtKind::If { test: boxed(test), body: lower_body(body), orelse }
 }
 
+/// The expressions an f-string's elements interpolate, nested format
+/// specifications (`{x:{width}}`) included, in source order.
+fn interpolations<'a>(elements: impl Iterator<Item = &'a ast::InterpolatedStringElement>, out: &mut Vec<Expr>) {
+    for element in elements {
+        if let ast::InterpolatedStringElement::Interpolation(i) = element {
+            out.push(lower_expr(&i.expression));
+            if let Some(spec) = &i.format_spec {
+                interpolations(spec.elements.iter(), out);
+            }
+        }
+    }
+}
+
 fn boxed(e: &ast::Expr) -> Box<Expr> {
     Box::new(lower_expr(e))
 }
@@ -465,7 +478,14 @@ fn lower_expr(e: &ast::Expr) -> Expr {
                 .collect(),
             comparators: c.comparators.iter().map(lower_expr).collect(),
         },
-        ast::Expr::FString(_) | ast::Expr::TString(_) | ast::Expr::IpyEscapeCommand(_) => ExprKind::Other(vec![]),
+        // An f-string evaluates its interpolations (`f"{loss.item():.3f}"`),
+        // and formats their values.
+        ast::Expr::FString(f) => {
+            let mut out = Vec::new();
+            interpolations(f.value.elements(), &mut out);
+            ExprKind::Other(out)
+        }
+        ast::Expr::TString(_) | ast::Expr::IpyEscapeCommand(_) => ExprKind::Other(vec![]),
     };
     Expr::new(span(e.range()), kind)
 }
@@ -622,6 +642,13 @@ declare count : int
 assign fn = (closure (p, lr = 0.1) (call (. p add_) (* (neg lr) (. p grad))))
 assign ok = (not (call (. (. torch cuda) is_available)))
 ";
+        assert_eq!(memlint_semantic::ir::dump(&parse(src).module), expected);
+    }
+
+    #[test]
+    fn f_strings_keep_their_interpolations() {
+        let src = "print(f\"step {i}: {loss.item():.{digits}f}\", f\"plain\")\n";
+        let expected = "expr (call print (other i (call (. loss item)) digits) (other))\n";
         assert_eq!(memlint_semantic::ir::dump(&parse(src).module), expected);
     }
 }

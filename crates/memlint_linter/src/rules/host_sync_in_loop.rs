@@ -1,5 +1,5 @@
 use memlint_semantic::api::OOM_EXCEPTIONS;
-use memlint_semantic::ir::{Expr, Words};
+use memlint_semantic::ir::{Expr, Stmt, StmtKind, Words};
 use memlint_semantic::{HostRead, Role};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -9,7 +9,12 @@ declare_rule! {
     /// Flags the first read of a tensor's value back to the host in each
     /// training step (one finding per loop: once the host has waited for
     /// the device, the reads that follow in the step wait for little): `.item()`, `.tolist()`, `.numpy()`, `.cpu()`, `float(t)` /
-    /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`, and
+    /// `int(t)` of a loss or model output, `torch.cuda.synchronize()`,
+    /// `print()` of a device tensor or of an f-string that formats one
+    /// (`print(f"loss {loss}")`), a Python `if`/`while` test on a device
+    /// tensor (`if torch.isnan(loss).any():`, `if loss < best:`: `bool()`
+    /// of a tensor reads it back), reads inside f-strings
+    /// (`pbar.set_description(f"{loss.item():.3f}")`), and
     /// tch's `double_value`, `int64_value`, `f64::try_from(&t)`,
     /// `Vec::<f32>::try_from(&t)` and
     /// `t.to(Device::Cpu)` / `t.to_device(Device::Cpu)`. It reports them in
@@ -77,7 +82,8 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// A read under a logging condition (`if step % k == 0:`) or a user
+    /// A read under a logging condition (`if step % k == 0:`, also after
+    /// one in an `and`: `if step % k == 0 and torch.isnan(loss):`) or a user
     /// option (`if args.verbose:`) is not reported, nor one in an
     /// environment-interaction loop (reinforcement learning: the action
     /// goes to a CPU environment every step, so the step synchronises
@@ -117,83 +123,107 @@ impl Rule for HostSyncInLoop {
     }
 
     fn check_expr(&self, expr: &Expr, checker: &mut Checker<'_>) {
-        let cx = checker.cx;
         if !checker.in_torch_program() {
             return;
         }
         let Some(sync) = sync_of(expr, checker) else { return };
-        if cx.reads_host_batch(expr) {
+        if checker.cx.reads_host_batch(expr) {
             return;
         }
-        let per_parameter = cx.in_parameter_loop() && (cx.in_step_code() || cx.in_training_step());
-        let per_step = cx.in_training_step();
-        if !(per_step || per_parameter)
-            || cx.guarded_by_interval()
-            || cx.guarded_by_option()
-            || cx.guarded_by_logging_condition()
-            || cx.in_interaction_loop()
-            || cx.in_handler_catching(OOM_EXCEPTIONS)
-            || matches!(cx.function_role(), Role::Test | Role::Setup)
-        {
-            return;
-        }
-        // Benchmarking and profiling code synchronises on purpose, to time.
-        let timing = |name: &str| {
-            memlint_semantic::resolve::words(name)
-                .iter()
-                .any(|w| w.starts_with("bench") || w.starts_with("profil") || w == "timing" || w == "timeit")
-        };
-        if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
-            return;
-        }
-        // A GPU program: the file says `cuda` (Rust: unless it names only
-        // the CPU; tch code may pick its device in another file).
-        if !cx.file_words().contains(Words::CUDA) {
-            return;
-        }
-        // One finding per loop: after the first read in an iteration the
-        // device has caught up, and the reads that follow wait for little.
-        let Some(loop_id) = (if per_parameter { cx.parameter_loop() } else { cx.training_step_loop() }) else { return };
-        let key = format!("{loop_id:?}");
-        if !checker.file_memo().first("ML305-loop", &key) {
-            return;
-        }
-        // A loop that times its steps and waits for the device on purpose
-        // to do it: its reads cost nothing more.
-        let deliberate = checker
-            .file_memo()
-            .get_or("ML305-synchronized-loop", &key, || Some(checker.module().stmt(loop_id).is_some_and(|s| cx.times_every_iteration(s))))
-            .is_some_and(|d| *d);
-        if deliberate {
-            return;
-        }
-        let rust = checker.is_rust();
-        let (message, help) = if per_parameter {
-            (
-                format!("`{sync}` waits for the device once per parameter, every training step"),
-                if rust {
-                    "reduce on the device (`Tensor::stack(&norms, 0).sum(Kind::Float)`) and read the one value back".to_string()
-                } else {
-                    "reduce on the device (`torch.stack([...]).sum()`, `torch.nn.utils.clip_grad_norm_` returns the total norm as a tensor) and read one value, under a logging interval".to_string()
-                },
-            )
-        } else if sync.ends_with("synchronize()") {
-            (
-                format!("`{sync}` makes the host wait for the device every training step"),
-                "remove it from the step, or run it only while timing (under `if profiling:` or a logging interval)".to_string(),
-            )
-        } else {
-            (
-                format!("`{sync}` waits for the device every training step"),
-                if rust {
-                    "keep the value on the device (`total += loss.detach()`) and read it back every k steps (`if step % log_every == 0`)".to_string()
-                } else {
-                    "accumulate on the device (`total += loss.detach()`) and read it back every k steps, under `if step % log_every == 0:`".to_string()
-                },
-            )
-        };
-        checker.report(Self::META.diagnostic(expr.span, message).with_help(help));
+        report_read(expr.span, &sync, false, checker);
     }
+
+    /// A Python `if`/`while` whose test is a device tensor reads it back
+    /// (`bool()` of it) to decide.
+    fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
+        let (StmtKind::If { test, .. } | StmtKind::While { test, .. }) = &stmt.kind else { return };
+        if !checker.in_torch_program() {
+            return;
+        }
+        let Some(read) = checker.cx.condition_read(test) else { return };
+        let text = short_text(read, checker).unwrap_or("the condition").to_string();
+        report_read(read.span, &text, true, checker);
+    }
+}
+
+/// Reports the read of `sync` at `span`, when it runs every training step
+/// (or once per parameter in step code) and nothing excuses it; one
+/// finding per loop.
+fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, checker: &mut Checker<'_>) {
+    let cx = checker.cx;
+    let per_parameter = cx.in_parameter_loop() && (cx.in_step_code() || cx.in_training_step());
+    let per_step = cx.in_training_step();
+    if !(per_step || per_parameter)
+        || cx.guarded_by_interval()
+        || cx.guarded_by_option()
+        || cx.guarded_by_logging_condition()
+        || cx.in_interaction_loop()
+        || cx.in_handler_catching(OOM_EXCEPTIONS)
+        || matches!(cx.function_role(), Role::Test | Role::Setup)
+    {
+        return;
+    }
+    // Benchmarking and profiling code synchronises on purpose, to time.
+    let timing = |name: &str| {
+        memlint_semantic::resolve::words(name)
+            .iter()
+            .any(|w| w.starts_with("bench") || w.starts_with("profil") || w == "timing" || w == "timeit")
+    };
+    if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
+        return;
+    }
+    // A GPU program: the file says `cuda` (Rust: unless it names only
+    // the CPU; tch code may pick its device in another file).
+    if !cx.file_words().contains(Words::CUDA) {
+        return;
+    }
+    // One finding per loop: after the first read in an iteration the
+    // device has caught up, and the reads that follow wait for little.
+    let Some(loop_id) = (if per_parameter { cx.parameter_loop() } else { cx.training_step_loop() }) else { return };
+    let key = format!("{loop_id:?}");
+    if !checker.file_memo().first("ML305-loop", &key) {
+        return;
+    }
+    // A loop that times its steps and waits for the device on purpose
+    // to do it: its reads cost nothing more.
+    let deliberate = checker
+        .file_memo()
+        .get_or("ML305-synchronized-loop", &key, || Some(checker.module().stmt(loop_id).is_some_and(|s| cx.times_every_iteration(s))))
+        .is_some_and(|d| *d);
+    if deliberate {
+        return;
+    }
+    let rust = checker.is_rust();
+    let (message, help) = if per_parameter {
+        (
+            format!("`{sync}` waits for the device once per parameter, every training step"),
+            if rust {
+                "reduce on the device (`Tensor::stack(&norms, 0).sum(Kind::Float)`) and read the one value back".to_string()
+            } else {
+                "reduce on the device (`torch.stack([...]).sum()`, `torch.nn.utils.clip_grad_norm_` returns the total norm as a tensor) and read one value, under a logging interval".to_string()
+            },
+        )
+    } else if condition {
+        (
+            format!("`{sync}` is read back to decide the branch: the host waits for the device every training step"),
+            "test it every k steps (`if step % check_every == 0 and ...`), or keep the choice on the device (`torch.where`, a masked update)".to_string(),
+        )
+    } else if sync.ends_with("synchronize()") {
+        (
+            format!("`{sync}` makes the host wait for the device every training step"),
+            "remove it from the step, or run it only while timing (under `if profiling:` or a logging interval)".to_string(),
+        )
+    } else {
+        (
+            format!("`{sync}` waits for the device every training step"),
+            if rust {
+                "keep the value on the device (`total += loss.detach()`) and read it back every k steps (`if step % log_every == 0`)".to_string()
+            } else {
+                "accumulate on the device (`total += loss.detach()`) and read it back every k steps, under `if step % log_every == 0:`".to_string()
+            },
+        )
+    };
+    checker.report(HostSyncInLoop::META.diagnostic(span, message).with_help(help));
 }
 
 /// How `call` reads a value back to the host, as the message names it.
@@ -206,6 +236,7 @@ fn sync_of(call: &Expr, checker: &Checker<'_>) -> Option<String> {
         HostRead::Convert(name) => short_text(call, checker).map_or_else(|| format!("{name}(...)"), str::to_string),
         HostRead::TryFrom(path) => format!("{path}(...)"),
         HostRead::Library(q) => format!("{q}()"),
+        HostRead::Print => short_text(call, checker).unwrap_or("print(...)").to_string(),
     })
 }
 

@@ -341,7 +341,7 @@ impl Context {
         let is_loader = inner.dotted().is_some_and(|d| self.names_loader(&d));
         if is_loader {
             let mut flat = Vec::new();
-            flatten_tuple_names(target, &mut flat);
+            flatten_tuple_names(batch_target(target, iter), &mut flat);
             self.frame_mut().batches.extend(flat.iter().cloned());
             if let Some(d) = inner.dotted() {
                 self.pipeline.borrow_mut().iterated.push(d.to_string());
@@ -769,5 +769,18 @@ impl Context {
                 self.frame_mut().set_grad = mode;
             }
         }
+    }
+}
+
+/// The part of a loop target that holds the batch: `(x, y)` of `for i, (x,
+/// y) in enumerate(loader)` (the counter is an int), through `tqdm`,
+/// `iter` and nested `enumerate` calls.
+fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
+    let Some((func, args, _)) = iter.as_call() else { return target };
+    let Some(inner) = args.first() else { return target };
+    match (func.as_name(), &target.kind) {
+        (Some("enumerate"), ExprKind::Sequence(elts)) if elts.len() == 2 => batch_target(&elts[1], inner),
+        (Some("tqdm" | "iter"), _) => batch_target(target, inner),
+        _ => target,
     }
 }

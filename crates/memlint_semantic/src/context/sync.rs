@@ -3,7 +3,8 @@
 //! ([`crate::facts::pipeline::Pipeline::synced_loops`]).
 
 use crate::api::{classify, Callee, Event, Receiver};
-use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind, UnaryOp};
+use crate::facts::scan::{is_interval_guard, is_logging_guard, is_option_guard};
+use crate::ir::{BoolOpKind, CmpOp, Expr, ExprKind, Language, Stmt, StmtKind, UnaryOp};
 use crate::ValueKind;
 
 use super::Context;
@@ -23,7 +24,41 @@ pub enum HostRead<'e> {
     /// A library function that waits for the device
     /// (`torch.cuda.synchronize`): its qualified name.
     Library(String),
+    /// `print(...)` of a device tensor, or of an f-string that formats one
+    /// (`print(loss)`, `print(f"{loss}")`): formatting copies its values.
+    Print,
 }
+
+/// Tensor methods whose result a Python condition reads back
+/// (`if loss.isnan().any():`): predicates and reductions that stay on the
+/// device until then.
+const CONDITION_METHODS: &[&str] =
+    &["any", "all", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "sum", "mean", "max", "min", "abs", "norm", "equal", "allclose", "isclose"];
+
+/// The same, as torch functions of a tensor argument (`torch.isnan(loss)`).
+const CONDITION_FUNCTIONS: &[&str] = &[
+    "torch.any",
+    "torch.all",
+    "torch.isnan",
+    "torch.isinf",
+    "torch.isfinite",
+    "torch.eq",
+    "torch.ne",
+    "torch.lt",
+    "torch.le",
+    "torch.gt",
+    "torch.ge",
+    "torch.sum",
+    "torch.mean",
+    "torch.max",
+    "torch.min",
+    "torch.abs",
+    "torch.norm",
+    "torch.equal",
+    "torch.allclose",
+    "torch.isclose",
+    "torch.count_nonzero",
+];
 
 /// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
@@ -45,6 +80,14 @@ impl Context {
         }
         let d = func.dotted()?;
         match d.as_str() {
+            "print" if self.language() == Language::Python => {
+                let formats = |a: &Expr| match &a.kind {
+                    // An f-string: its interpolations, formatted.
+                    ExprKind::Other(items) => items.iter().any(|i| self.device_tensor(i)),
+                    _ => self.device_tensor(a),
+                };
+                args.iter().any(formats).then_some(HostRead::Print)
+            }
             "float" | "int" | "bool" => {
                 let arg = args.first()?;
                 let name = match d.as_str() {
@@ -76,6 +119,74 @@ impl Context {
             || e.dotted().is_some_and(|d| self.is_backward_root(&d))
     }
 
+    /// The part of an `if` or `while` test that Python reads back from the
+    /// device to decide (`torch.isnan(loss).any()`, `loss < best`,
+    /// `not torch.isfinite(grad_norm)`), if any: `bool()` of a device
+    /// tensor waits for every kernel queued before it. A host read of its
+    /// own in the test (`loss.item() > 5`) is not returned (it is reported
+    /// as that read), nor a batch the function never moves to a device.
+    pub fn condition_read<'e>(&self, test: &'e Expr) -> Option<&'e Expr> {
+        if self.language() != Language::Python {
+            return None;
+        }
+        match &test.kind {
+            ExprKind::Unary { op: UnaryOp::Not, operand } => self.condition_read(operand),
+            // `step % k == 0 and torch.isnan(loss)`: what follows an
+            // interval, an option or a logging test in an `and` runs only
+            // when that holds.
+            ExprKind::BoolOp { op: BoolOpKind::And, values } => values
+                .iter()
+                .take_while(|v| !(is_interval_guard(v) || is_option_guard(v) || is_logging_guard(v)))
+                .find_map(|v| self.condition_read(v)),
+            ExprKind::BoolOp { values, .. } => values.iter().find_map(|v| self.condition_read(v)),
+            ExprKind::Compare { left, ops, comparators } => (ops.iter().all(|o| *o != CmpOp::Other)
+                && std::iter::once(&**left).chain(comparators.iter()).any(|e| self.device_tensor(e)))
+            .then_some(test),
+            _ => self.device_tensor(test).then_some(test),
+        }
+    }
+
+    /// Whether `e` evaluates to a tensor on the device: a value known to be
+    /// a tensor (a loss, a model output), or a predicate or reduction of
+    /// one ([`CONDITION_METHODS`], [`CONDITION_FUNCTIONS`]). A loader's batch
+    /// the function never moves is on the host.
+    fn device_tensor(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Call { func, args, .. } => {
+                if let Some(q) = self.qualified_name(func) {
+                    return CONDITION_FUNCTIONS.contains(&q.as_str()) && args.iter().any(|a| self.device_tensor(a));
+                }
+                match e.as_method_call() {
+                    Some((recv, method)) => CONDITION_METHODS.contains(&method) && self.device_tensor(recv),
+                    None => false,
+                }
+            }
+            ExprKind::BinOp { left, right, .. } => self.device_tensor(left) || self.device_tensor(right),
+            ExprKind::Unary { operand, .. } => self.device_tensor(operand),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Subscript { .. } => {
+                let mut base = e;
+                while let ExprKind::Subscript { value, .. } = &base.kind {
+                    base = value;
+                }
+                // Not a backward root's other names (`accum_steps` of
+                // `(loss / accum_steps).backward()`).
+                (self.carries_graph(e) || matches!(self.kind_of(e), Some(ValueKind::Tensor | ValueKind::Output)))
+                    && !base.as_name().is_some_and(|n| self.is_unmoved_batch(n))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `name` holds a loader's batch that the current function
+    /// never moves to a device: a CPU tensor.
+    fn is_unmoved_batch(&self, name: &str) -> bool {
+        if !self.is_batch(name) {
+            return false;
+        }
+        let function = self.function_qualname();
+        !self.pipeline().moves.iter().any(|m| m.function.as_deref() == function && m.batch == name)
+    }
+
     /// Whether a method read of `call` reads a loader's batch that was
     /// never moved to a device in this function (`labels.numpy()` of `for
     /// imgs, labels in loader`): a CPU tensor, nothing to wait for.
@@ -85,12 +196,7 @@ impl Context {
         while let ExprKind::Subscript { value, .. } = &base.kind {
             base = value;
         }
-        let Some(name) = base.as_name() else { return false };
-        if !self.is_batch(name) {
-            return false;
-        }
-        let function = self.function_qualname();
-        !self.pipeline().moves.iter().any(|m| m.function.as_deref() == function && m.batch == name)
+        base.as_name().is_some_and(|name| self.is_unmoved_batch(name))
     }
 
     /// Whether the current point reads `call` back to the host every
