@@ -651,4 +651,15 @@ assign ok = (not (call (. (. torch cuda) is_available)))
         let expected = "expr (call print (other i (call (. loss item)) digits) (other))\n";
         assert_eq!(memlint_semantic::ir::dump(&parse(src).module), expected);
     }
+
+    #[test]
+    fn previous_sibling_stays_in_the_block() {
+        let module = parse("a = 1\nfor x in y:\n    b = 2\n    c = 3\nd = 4\n").module;
+        let StmtKind::For { body, .. } = &module.body[1].kind else { panic!() };
+        let prev = |id| module.previous_sibling(id).map(|s| s.id);
+        assert_eq!(prev(body[1].id), Some(body[0].id));
+        assert_eq!(prev(body[0].id), None, "first of the loop's body");
+        assert_eq!(prev(module.body[2].id), Some(module.body[1].id));
+        assert_eq!(prev(module.body[0].id), None);
+    }
 }

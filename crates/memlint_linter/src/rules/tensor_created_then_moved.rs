@@ -1,5 +1,5 @@
 use memlint_semantic::api::{classify, nn, Callee, Event, Receiver};
-use memlint_semantic::ir::{Arm, CmpOp, Expr, ExprKind, Literal, StmtKind, UnaryOp};
+use memlint_semantic::ir::{Arm, BoolOpKind, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind, UnaryOp, Words};
 use memlint_semantic::Role;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -12,7 +12,9 @@ declare_rule! {
     /// `torch.zeros(n).cuda()`, `torch.randn(b, d).to(device)`,
     /// `torch.arange(t).to(x.device)`, also when it is shaped or filled on
     /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
-    /// 1).to(device)`; not when pinned first, `.pin_memory().to(...)`).
+    /// 1).to(device)`; not when pinned first, `.pin_memory().to(...)`), or
+    /// bound to a name by the statement just before one that moves it and
+    /// rebinds the name (`h = torch.zeros(n)` then `h = h.to(device)`).
     /// The factories are `zeros`, `ones`,
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
     /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
@@ -64,7 +66,9 @@ declare_rule! {
     /// way, the others follow their input's device. Nor is a factory given
     /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
     /// `torch.cat`): it has nothing to copy. Once-only code (module
-    /// level, `__init__`, setup) and unit tests are not reported.
+    /// level, `__init__`, setup), unit tests and helpers named for drawing
+    /// or showing results (`visualize_results`, `plot_samples`: once per
+    /// epoch or report) are not reported.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -95,29 +99,23 @@ impl Rule for TensorCreatedThenMoved {
         }
         // The receiver: a factory that fills its values, called without
         // `device=`, maybe shaped or filled on the host before the move
-        // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`).
-        let mut recv = recv;
-        while let Some((inner, m)) = recv.as_method_call() {
-            // `torch.zeros(...)` reads as a method of `torch`: a library
-            // function is the end of the chain.
-            if recv.as_call().is_some_and(|(f, _, _)| cx.qualified_name(f).is_some()) {
-                break;
-            }
-            let callee = Callee::Method { name: m, receiver: Receiver::Tensor, receiver_is_path: false };
-            match classify(recv, callee) {
-                // Moved or pinned on the way: that step is the one to read.
-                Some(Event::ToDevice { to_device: true, .. } | Event::ToDevice { to_host: true, .. }) => return,
-                _ if m == nn::PIN_MEMORY => return,
-                _ => recv = inner,
-            }
-        }
+        // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`), or
+        // the name the statement before bound to one (`h = torch.zeros(n)`
+        // then `h = h.to(device)`).
+        let Some(recv) = host_factory(recv, checker).or_else(|| factory_of_previous_statement(expr, recv, checker)) else { return };
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
-        let Some(q) = cx.qualified_name(factory) else { return };
-        if classify(recv, Callee::Library(q.as_str())) != Some(Event::Factory { device: false, fills: true }) {
-            return;
-        }
         let repeated = cx.in_loop() || cx.in_step_code();
         if !repeated || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
+            return;
+        }
+        // A helper that draws or shows results (`visualize_results`,
+        // `plot_samples`) runs once per epoch or report, not per step.
+        let reports = |name: &str| {
+            memlint_semantic::resolve::words(name)
+                .iter()
+                .any(|w| w.starts_with("visuali") || w.starts_with("plot") || w == "show" || w == "display")
+        };
+        if cx.function_name().is_some_and(reports) {
             return;
         }
         let name = checker.text(factory.span).to_string();
@@ -134,6 +132,75 @@ impl Rule for TensorCreatedThenMoved {
                 .with_help(help),
         );
     }
+}
+
+/// The factory call at the root of `recv`, a chain of host-side methods
+/// on a factory that fills its values and is given no device; `None`
+/// when the chain is moved or pinned on the way, or is not a factory's.
+fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
+    let cx = checker.cx;
+    let mut recv = recv;
+    while let Some((inner, m)) = recv.as_method_call() {
+        // `torch.zeros(...)` reads as a method of `torch`: a library
+        // function is the end of the chain.
+        if recv.as_call().is_some_and(|(f, _, _)| cx.qualified_name(f).is_some()) {
+            break;
+        }
+        let callee = Callee::Method { name: m, receiver: Receiver::Tensor, receiver_is_path: false };
+        match classify(recv, callee) {
+            // Moved or pinned on the way: that step is the one to read.
+            Some(Event::ToDevice { to_device: true, .. } | Event::ToDevice { to_host: true, .. }) => return None,
+            _ if m == nn::PIN_MEMORY => return None,
+            _ => recv = inner,
+        }
+    }
+    let ExprKind::Call { func, .. } = &recv.kind else { return None };
+    let q = cx.qualified_name(func)?;
+    (classify(recv, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true })).then_some(recv)
+}
+
+/// For `x = x.to(device)` (the move `expr` of the name `recv`, rebinding
+/// it), the host factory the statement just before bound `x` to (`x =
+/// torch.zeros(n)`): nothing used the host tensor in between, and nothing
+/// can after.
+fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker<'e>) -> Option<&'e Expr> {
+    let name = recv.as_name()?;
+    let module = checker.module();
+    fn binds<'s>(s: &'s Stmt, name: &str) -> Option<&'s Expr> {
+        match &s.kind {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 && targets[0].as_name() == Some(name) => Some(value),
+            _ => None,
+        }
+    }
+    let id = module.tree.owner(expr.id)?;
+    if binds(module.stmt(id)?, name)?.id != expr.id {
+        return None;
+    }
+    // `zeros = torch.zeros(n)` then `if x.is_cuda: zeros = zeros.cuda()`:
+    // the move opens an `if` without `else` that tests for the device.
+    let before = match module.previous_sibling(id) {
+        Some(s) => s,
+        None => {
+            let parent = module.tree.parent(id)?;
+            let StmtKind::If { test, body, orelse } = &module.stmt(parent)?.kind else { return None };
+            if !orelse.is_empty() || body.first().map(|s| s.id) != Some(id) || !tests_for_the_device(test) {
+                return None;
+            }
+            module.previous_sibling(parent)?
+        }
+    };
+    host_factory(binds(before, name)?, checker)
+}
+
+/// Whether an `if` test asks whether the program runs on the GPU
+/// (`x.is_cuda`, `torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
+fn tests_for_the_device(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+            memlint_semantic::resolve::words(n).iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA))
+        }
+        _ => false,
+    })
 }
 
 /// The source text of the `.to(...)` call's device argument (its first
@@ -175,12 +242,21 @@ fn is_state(e: &Expr) -> bool {
 fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
     match &test.kind {
         ExprKind::Unary { op: UnaryOp::Not, operand } => is_state(operand),
+        // `if rank == 0 and features is None:`
+        ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_missing_state(v, checker)),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
             let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));
             let text = checker.text(test.span);
             (ops[0] == CmpOp::Eq && zero && len_of)
                 || (ops[0] == CmpOp::Other && is_state(left) && text.ends_with(" is None"))
+                // A local bound to `None` before a loop fills it once
+                // (`features = None`, then `if features is None:` in the
+                // loop); a parameter's `None` is the caller's default, met
+                // on every call.
+                || (ops[0] == CmpOp::Other
+                    && text.ends_with(" is None")
+                    && left.as_name().is_some_and(|n| !checker.cx.is_function_param(n)))
                 || (ops[0] == CmpOp::Other && text.contains(" not in "))
         }
         _ => false,

@@ -103,6 +103,17 @@ impl Module {
         find(&self.body, offset)
     }
 
+    /// The statement just before `id` in its block (`None` for the first
+    /// of a block, and for statements in a block expression).
+    pub fn previous_sibling(&self, id: StmtId) -> Option<&Stmt> {
+        let block: &[Stmt] = match self.tree.parent(id) {
+            None => &self.body,
+            Some(p) => self.stmt(p)?.all_blocks().find(|b| b.iter().any(|s| s.id == id))?,
+        };
+        let at = block.iter().position(|s| s.id == id)?;
+        block.get(at.checked_sub(1)?)
+    }
+
     /// The body of the innermost function that contains statement `id`
     /// (`None` at the top level of the module or of a class).
     pub fn enclosing_function_body(&self, id: StmtId) -> Option<&[Stmt]> {
