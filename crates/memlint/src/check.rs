@@ -643,7 +643,9 @@ fn summarize_file(
         ..FileContext::default()
     };
     let one = summarize_source(&text, &file, is_test_path(path));
-    let kept = if one.nothing_to_report {
+    // A file whose packed parse (at least about a quarter of its text)
+    // cannot fit what is left of the budget is not packed for nothing.
+    let kept = if one.nothing_to_report || budget.load(Ordering::Relaxed) < text.len() / 4 {
         None
     } else {
         let packed = one.parsed.pack();
