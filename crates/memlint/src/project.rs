@@ -280,8 +280,7 @@ fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32))) {
         let spec = after.trim_start_matches([' ', '\t']);
         let mut spec = spec.strip_prefix('[').map(|s| s.split_once(']').map(|(_, r)| r).unwrap_or("")).unwrap_or(spec).trim_start();
         // Comma-separated clauses: `>= 2.1.0, <3`.
-        loop {
-            let Some(op) = ["==", ">=", "~=", "<=", ">", "<"].into_iter().find(|op| spec.starts_with(op)) else { break };
+        while let Some(op) = ["==", ">=", "~=", "<=", ">", "<"].into_iter().find(|op| spec.starts_with(op)) {
             let rest = spec[op.len()..].trim_start();
             let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
             let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());

@@ -177,7 +177,7 @@ pub fn classify<'a>(e: &'a Expr, cx: &Context) -> Option<(StepKind, Option<Strin
             let receiver_is_path = recv.as_name().is_some() || matches!(recv.kind, ExprKind::Attribute { .. });
             let receiver = receiver_of(method, recv, !args.is_empty() && receiver_is_path, cx);
             let dotted = |x: &Expr| x.dotted().map(String::from);
-            let first = || args.first().and_then(|a| dotted(a));
+            let first = || args.first().and_then(dotted);
             match api::classify(e, Callee::Method { name: method, receiver, receiver_is_path }) {
                 Some(Event::Backward { via: Via::Scaled, .. }) => {
                     let srecv = recv.as_method_call().map(|(s, _)| s);

@@ -65,7 +65,7 @@ impl Rule for DataloaderWorkerOptionsWithoutWorkers {
         }
         let ExprKind::Call { func, keywords, .. } = &expr.kind else { return };
         let Some(q) = cx.qualified_name(func) else { return };
-        if !matches!(classify(expr, Callee::Library(q.as_str())), Some(Event::LoaderNew { .. })) {
+        if !matches!(classify(expr, Callee::Library(q.as_str())), Some(Event::LoaderNew)) {
             return;
         }
         // The options as the call and a `**kwargs` dict it spreads show them.

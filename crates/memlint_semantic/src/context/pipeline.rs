@@ -53,7 +53,7 @@ impl Context {
                     return;
                 }
                 let Some(q) = self.qualified_name(func) else { return };
-                if matches!(classify(e, Callee::Library(q.as_str())), Some(Event::LoaderNew { .. })) {
+                if matches!(classify(e, Callee::Library(q.as_str())), Some(Event::LoaderNew)) {
                     let function = self.frame().qualname.clone();
                     self.pipeline.borrow_mut().loader_calls.push((e.span, function));
                 }

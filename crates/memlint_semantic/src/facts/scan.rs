@@ -388,7 +388,7 @@ fn grad_switched_by_loop(target: &Expr, iter: &Expr, body: &[Stmt], on: bool) ->
             Some((recv, "requires_grad_")) => {
                 // `p.requires_grad_()` turns it on.
                 recv.as_name() == Some(p)
-                    && e.as_call().is_some_and(|(_, args, _)| args.first().map_or(on, |a| flag(a)))
+                    && e.as_call().is_some_and(|(_, args, _)| args.first().map_or(on, &flag))
             }
             // `p.detach_()`: the parameter leaves autograd for good.
             Some((recv, "detach_")) => !on && recv.as_name() == Some(p),
