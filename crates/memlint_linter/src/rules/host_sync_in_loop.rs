@@ -14,7 +14,9 @@ declare_rule! {
     /// (`print(f"loss {loss}")`), a Python `if`/`while` test on a device
     /// tensor (`if torch.isnan(loss).any():`, `if loss < best:`: `bool()`
     /// of a tensor reads it back), reads inside f-strings
-    /// (`pbar.set_description(f"{loss.item():.3f}")`), and
+    /// (`pbar.set_description(f"{loss.item():.3f}")`), a metrics logger
+    /// handed a device tensor (`writer.add_scalar("loss", loss, step)`,
+    /// `wandb.log({"loss": loss})`: they convert it on the host), and
     /// tch's `double_value`, `int64_value`, `f64::try_from(&t)`,
     /// `Vec::<f32>::try_from(&t)` and
     /// `t.to(Device::Cpu)` / `t.to_device(Device::Cpu)`. It reports them in
@@ -237,6 +239,7 @@ fn sync_of(call: &Expr, checker: &Checker<'_>) -> Option<String> {
         HostRead::TryFrom(path) => format!("{path}(...)"),
         HostRead::Library(q) => format!("{q}()"),
         HostRead::Print => short_text(call, checker).unwrap_or("print(...)").to_string(),
+        HostRead::Logged(name) => short_text(call, checker).map_or_else(|| format!("{name}(...)"), str::to_string),
     })
 }
 

@@ -27,7 +27,20 @@ pub enum HostRead<'e> {
     /// `print(...)` of a device tensor, or of an f-string that formats one
     /// (`print(loss)`, `print(f"{loss}")`): formatting copies its values.
     Print,
+    /// A metrics logger handed a device tensor, which it converts on the
+    /// host: TensorBoard's `writer.add_scalar("loss", loss, step)` (and
+    /// `add_scalars`), `wandb.log({"loss": loss})`. The method or function.
+    Logged(&'e str),
 }
+
+/// Logger methods that convert a scalar value on the host (TensorBoard's
+/// `SummaryWriter`, tensorboardX): the value is their second argument
+/// (`scalar_value=`), or the values of the dict there (`add_scalars`).
+const SCALAR_LOGGERS: &[&str] = &["add_scalar", "add_scalars"];
+
+/// Logging functions whose dict argument's values are converted on the
+/// host.
+const DICT_LOGGERS: &[&str] = &["wandb.log"];
 
 /// Tensor methods whose result a Python condition reads back
 /// (`if loss.isnan().any():`): predicates and reductions that stay on the
@@ -76,6 +89,17 @@ impl Context {
             };
             if sync {
                 return Some(HostRead::Method(method));
+            }
+            if SCALAR_LOGGERS.contains(&method) && self.language() == Language::Python {
+                let value = call.keyword("scalar_value").or(call.keyword("tag_scalar_dict")).or(args.get(1));
+                if value.is_some_and(|v| self.holds_device_tensor(v)) {
+                    return Some(HostRead::Logged(method));
+                }
+            }
+        }
+        if self.language() == Language::Python && self.qualified_name(func).is_some_and(|q| DICT_LOGGERS.contains(&q.as_str())) {
+            if args.first().is_some_and(|v| self.holds_device_tensor(v)) {
+                return Some(HostRead::Logged(DICT_LOGGERS[0]));
             }
         }
         let d = func.dotted()?;
@@ -177,6 +201,15 @@ impl Context {
         }
     }
 
+    /// Whether `e` is a device tensor, or a dict literal with one among its
+    /// values (`{"loss": loss, "lr": lr}`).
+    fn holds_device_tensor(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Dict(items) => items.iter().any(|(_, v)| self.device_tensor(v)),
+            _ => self.device_tensor(e),
+        }
+    }
+
     /// Whether `name` holds a loader's batch that the current function
     /// never moves to a device: a CPU tensor.
     fn is_unmoved_batch(&self, name: &str) -> bool {
@@ -204,13 +237,18 @@ impl Context {
     /// value, in a training-step loop, not under a logging interval, a
     /// user option or a logging condition, nor in an `except` handler.
     pub fn syncs_every_step(&self, call: &Expr) -> bool {
+        self.runs_every_step() && self.host_read(call).is_some() && !self.reads_host_batch(call)
+    }
+
+    /// Whether the current point runs once every training step: in a
+    /// training-step loop, not under a logging interval, a user option or
+    /// a logging condition, nor in an `except` handler.
+    fn runs_every_step(&self) -> bool {
         self.in_training_step()
             && !(self.guarded_by_interval()
                 || self.guarded_by_option()
                 || self.guarded_by_logging_condition()
                 || !self.handlers.is_empty())
-            && self.host_read(call).is_some()
-            && !self.reads_host_batch(call)
     }
 
     /// Whether the loop statement `lp` times its iterations and waits for
@@ -259,6 +297,16 @@ impl Context {
     pub(super) fn note_sync(&self, call: &Expr) {
         let Some(id) = self.training_step_loop() else { return };
         if self.pipeline.borrow().synced_loops.contains(&id) || !self.syncs_every_step(call) {
+            return;
+        }
+        self.pipeline.borrow_mut().synced_loops.push(id);
+    }
+
+    /// The same for the test of an `if` or `while` statement that reads a
+    /// device tensor back to decide ([`Context::condition_read`]).
+    pub(super) fn note_condition_sync(&self, test: &Expr) {
+        let Some(id) = self.training_step_loop() else { return };
+        if self.pipeline.borrow().synced_loops.contains(&id) || !self.runs_every_step() || self.condition_read(test).is_none() {
             return;
         }
         self.pipeline.borrow_mut().synced_loops.push(id);

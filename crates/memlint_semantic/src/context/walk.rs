@@ -196,6 +196,9 @@ impl Context {
     }
 
     pub(super) fn visit_exprs(&self, stmt: &Stmt, visitor: &mut dyn Visitor) {
+        if let (StmtKind::If { test, .. } | StmtKind::While { test, .. }, true) = (&stmt.kind, self.torch_imported) {
+            self.note_condition_sync(test);
+        }
         fn rec(e: &Expr, cx: &Context, v: &mut dyn Visitor) {
             if matches!(e.kind, ExprKind::Call { .. }) && cx.torch_imported {
                 cx.note_pipeline(e);
