@@ -87,5 +87,13 @@ fn a_damaged_stream_is_refused_without_a_panic() {
             damaged[at] = value;
             let _ = memlint_semantic::ir::pack::unpack(&damaged);
         }
+        // A varint near `u64::MAX` where any integer stands (a span delta
+        // that would overflow, a length or a name number far too large).
+        // Zigzag-decoded, the first is `i64::MIN`, the second `i64::MAX`.
+        for first in [0xff, 0xfe] {
+            let mut damaged = bytes.clone();
+            damaged.splice(at..at, [first].into_iter().chain([0xff; 8]).chain([0x01]));
+            let _ = memlint_semantic::ir::pack::unpack(&damaged);
+        }
     }
 }

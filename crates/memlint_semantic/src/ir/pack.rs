@@ -495,7 +495,7 @@ impl<'b> Reader<'b> {
     }
 
     fn offset(&mut self, base: u32) -> Option<u32> {
-        u32::try_from(i64::from(base) + self.int()?).ok()
+        u32::try_from(i64::from(base).checked_add(self.int()?)?).ok()
     }
 
     fn span(&mut self) -> Option<Span> {
