@@ -775,7 +775,7 @@ impl Context {
 /// The part of a loop target that holds the batch: `(x, y)` of `for i, (x,
 /// y) in enumerate(loader)` (the counter is an int), through `tqdm`,
 /// `iter` and nested `enumerate` calls.
-fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
+pub(super) fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
     let Some((func, args, _)) = iter.as_call() else { return target };
     let Some(inner) = args.first() else { return target };
     match (func.as_name(), &target.kind) {

@@ -218,12 +218,17 @@ impl Context {
                 (_, false) if params => g.target.as_name().map(str::to_string),
                 _ => None,
             };
+            // The counter of `enumerate(loader)` is not a batch.
+            let mut batch_names = Vec::new();
+            if data {
+                collect_target_names(super::bind::batch_target(&g.target, &g.iter), &mut batch_names);
+            }
             for n in names {
                 let is_param = param_name.as_deref() == Some(n.as_str());
                 out.push(CompBinding {
                     kind: if is_param { Some(ValueKind::Parameter) } else { None },
                     requires_grad: is_param,
-                    batch: data,
+                    batch: batch_names.contains(&n),
                     loader: loader.clone(),
                     name: n,
                 });
