@@ -38,9 +38,20 @@ fn the_optimizer_name_does_not_decide_ml106_when_it_is_optimizer() {
 #[test]
 fn the_counter_of_an_enumerated_loader_is_not_a_batch() {
     // `i` counts batches: an int on the host, and `i + 1 < 10` reads
-    // nothing back; `loss < best` does.
-    let src = "import torch\ndevice = 'cuda'\n\ndef train(model, loader, opt, best):\n    for i, (x, y) in enumerate(loader):\n        loss = model(x.to(device)).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        if i + 1 < 10:\n            print(i)\n        if loss < best:\n            best = loss.detach()\n";
+    // nothing back; `loss < best` does (the copy does not wait).
+    let src = "import torch\ndevice = 'cuda'\n\ndef train(model, loader, opt, best):\n    for i, (x, y) in enumerate(loader):\n        loss = model(x.to(device, non_blocking=True)).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        if i + 1 < 10:\n            print(i)\n        if loss < best:\n            best = loss.detach()\n";
     assert_eq!(lines(src, "ML305"), [12]);
+}
+
+#[test]
+fn a_blocking_copy_every_step_already_waits_for_the_device() {
+    // `x.to(device)` without `non_blocking=True` waits for the stream
+    // every iteration; the `.item()` after it adds little. With
+    // `non_blocking=True` the read is the step's only wait.
+    let blocking = "import torch\ndevice = 'cuda'\n\ndef train(model, loader, opt, log):\n    for x, y in loader:\n        loss = model(x.to(device)).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        log.append(loss.item())\n";
+    assert!(lines(blocking, "ML305").is_empty());
+    let overlapped = blocking.replace("x.to(device)", "x.to(device, non_blocking=True)");
+    assert_eq!(lines(&overlapped, "ML305"), [10]);
 }
 
 // Wrong today: each names the step that fixes it.

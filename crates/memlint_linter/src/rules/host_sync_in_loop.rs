@@ -31,6 +31,19 @@ declare_rule! {
     /// batch that the function never moves to a device (a CPU tensor) is
     /// not reported.
     ///
+    /// A step that copies its input to the device with a blocking copy
+    /// every iteration (`x.to(device)`, `x.cuda()` or
+    /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
+    /// the loop draws, of `next(it)` or of a tensor built on the host; in
+    /// tch, a batch iterator moved with `.to_device(device)`) is not
+    /// reported: PyTorch waits for the stream after such a copy, so the
+    /// host already waits for the device once per step, and a read adds
+    /// only the overlap of the host's work before the next copy (loading
+    /// the next batch: ML302 is the advice when that is slow). Pin the
+    /// loader and copy with `non_blocking=True` first; the read then is
+    /// the step's only wait, and it is reported. A read once per parameter
+    /// is reported either way.
+    ///
     /// ## Why is this bad?
     /// CUDA runs kernels asynchronously: the Python loop normally runs
     /// ahead, queuing the next step's work while the GPU computes. A read
@@ -43,17 +56,20 @@ declare_rule! {
     ///
     /// ## Example
     /// ```python
+    /// loader = DataLoader(dataset, batch_size=256, num_workers=4, pin_memory=True)
     /// for step, (x, y) in enumerate(loader):
-    ///     loss = criterion(model(x.to(device)), y.to(device))
+    ///     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ///     loss = criterion(model(x), y)
     ///     loss.backward()
     ///     optimizer.step()
     ///     optimizer.zero_grad()
     ///     running_loss += loss.item()
     /// ```
     ///
-    /// In Rust with `tch`:
+    /// In Rust with `tch` (the data already on the device):
     /// ```rust,ignore
-    /// for (xs, ys) in data.train_iter(256).to_device(device) {
+    /// let (xs, ys) = (xs.to_device(device), ys.to_device(device));
+    /// for epoch in 1..=epochs {
     ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
     ///     opt.backward_step(&loss);
     ///     sum_loss += f64::try_from(&loss)?;
@@ -64,7 +80,8 @@ declare_rule! {
     /// ```python
     /// running_loss = torch.zeros((), device=device)
     /// for step, (x, y) in enumerate(loader):
-    ///     loss = criterion(model(x.to(device)), y.to(device))
+    ///     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    ///     loss = criterion(model(x), y)
     ///     loss.backward()
     ///     optimizer.step()
     ///     optimizer.zero_grad()
@@ -75,7 +92,7 @@ declare_rule! {
     /// ```
     /// ```rust,ignore
     /// let mut sum_loss = Tensor::zeros([], (Kind::Float, device));
-    /// for (xs, ys) in data.train_iter(256).to_device(device) {
+    /// for epoch in 1..=epochs {
     ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
     ///     opt.backward_step(&loss);
     ///     sum_loss += loss.detach();
@@ -100,7 +117,11 @@ declare_rule! {
     /// times each batch, `metric_logger.log_every(loader, ...)`, as many
     /// research repositories do): there the host waits for the device on
     /// purpose and other reads cost nothing more. A `synchronize()` every
-    /// step with no timing is reported.
+    /// step with no timing is reported. Nor is a loop that redraws a
+    /// notebook's output every step (`display.clear_output(wait=True)`): a
+    /// live display of the training, whose reads are the point. A blocking
+    /// copy the rule cannot see (inside a helper, or a legacy torchtext
+    /// iterator built with `device=`) leaves the read reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
     /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
     /// reported in a GPU program, and so is `.cpu()` of a model whose kind
@@ -193,6 +214,22 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
         .get_or("ML305-synchronized-loop", &key, || Some(checker.module().stmt(loop_id).is_some_and(|s| cx.times_every_iteration(s))))
         .is_some_and(|d| *d);
     if deliberate {
+        return;
+    }
+    // A step that copies its input to the device with a blocking copy
+    // already waits for the device there every iteration: another read
+    // costs little more (once per parameter is still many waits). A loop
+    // that redraws a notebook's output every step shows its reads live.
+    let waits = !per_parameter
+        && checker
+            .file_memo()
+            .get_or("ML305-waiting-loop", &key, || {
+                Some(checker.module().stmt(loop_id).is_some_and(|s| {
+                    cx.copies_to_device_every_iteration(s) || cx.redraws_every_iteration(s)
+                }))
+            })
+            .is_some_and(|c| *c);
+    if waits {
         return;
     }
     let rust = checker.is_rust();

@@ -1,5 +1,5 @@
 use memlint_semantic::api::{classify, nn, Callee, Event, Receiver};
-use memlint_semantic::ir::{Arm, BoolOpKind, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind, UnaryOp, Words};
+use memlint_semantic::ir::{Arm, BoolOpKind, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -183,24 +183,13 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
         None => {
             let parent = module.tree.parent(id)?;
             let StmtKind::If { test, body, orelse } = &module.stmt(parent)?.kind else { return None };
-            if !orelse.is_empty() || body.first().map(|s| s.id) != Some(id) || !tests_for_the_device(test) {
+            if !orelse.is_empty() || body.first().map(|s| s.id) != Some(id) || !memlint_semantic::facts::tests_for_the_device(test) {
                 return None;
             }
             module.previous_sibling(parent)?
         }
     };
     host_factory(binds(before, name)?, checker)
-}
-
-/// Whether an `if` test asks whether the program runs on the GPU
-/// (`x.is_cuda`, `torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
-fn tests_for_the_device(test: &Expr) -> bool {
-    test.any(&mut |e| match &e.kind {
-        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
-            memlint_semantic::resolve::words(n).iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA))
-        }
-        _ => false,
-    })
 }
 
 /// The source text of the `.to(...)` call's device argument (its first

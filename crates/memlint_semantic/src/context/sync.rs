@@ -73,8 +73,62 @@ const CONDITION_FUNCTIONS: &[&str] = &[
     "torch.count_nonzero",
 ];
 
+/// Library functions that build a tensor from host data, on the host
+/// (besides the factories of [`Event::Factory`]).
+const HOST_CONSTRUCTORS: &[&str] = &[
+    "torch.from_numpy",
+    "torch.as_tensor",
+    "torch.Tensor",
+    "torch.FloatTensor",
+    "torch.DoubleTensor",
+    "torch.HalfTensor",
+    "torch.LongTensor",
+    "torch.IntTensor",
+    "torch.ByteTensor",
+    "torch.BoolTensor",
+];
+
+/// Tensor methods whose result stays where their receiver is.
+const SAME_PLACE: &[&str] = &[
+    "float", "half", "double", "long", "int", "bfloat16", "contiguous", "view", "reshape", "permute", "squeeze",
+    "unsqueeze", "detach", "clone",
+];
+
 /// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
+
+/// The statements of a loop body that run in every iteration: not under
+/// an `if`, a nested loop or a `try`, but inside a `with`, and under an
+/// `if` without `else` that tests for the GPU (`if cuda:`,
+/// `if self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
+fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    every_iteration_into(body, &mut out);
+    out
+}
+
+fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::With { body, .. } => {
+                out.push(s);
+                every_iteration_into(body, out);
+            }
+            // `if cuda:` / `if self.gpu_mode:` without `else`: on
+            // the GPU, where a wait matters, it runs every time.
+            StmtKind::If { test, body, orelse } if orelse.is_empty() && crate::facts::tests_for_the_device(test) => {
+                every_iteration_into(body, out);
+            }
+            StmtKind::If { .. }
+            | StmtKind::For { .. }
+            | StmtKind::While { .. }
+            | StmtKind::Try { .. }
+            | StmtKind::Function(_)
+            | StmtKind::Class(_) => {}
+            _ => out.push(s),
+        }
+    }
+}
 
 impl Context {
     /// How `call` reads a tensor's value back to the host, if it does.
@@ -97,10 +151,11 @@ impl Context {
                 }
             }
         }
-        if self.language() == Language::Python && self.qualified_name(func).is_some_and(|q| DICT_LOGGERS.contains(&q.as_str())) {
-            if args.first().is_some_and(|v| self.holds_device_tensor(v)) {
-                return Some(HostRead::Logged(DICT_LOGGERS[0]));
-            }
+        if self.language() == Language::Python
+            && self.qualified_name(func).is_some_and(|q| DICT_LOGGERS.contains(&q.as_str()))
+            && args.first().is_some_and(|v| self.holds_device_tensor(v))
+        {
+            return Some(HostRead::Logged(DICT_LOGGERS[0]));
         }
         let d = func.dotted()?;
         match d.as_str() {
@@ -290,6 +345,119 @@ impl Context {
             });
         });
         logger || clock
+    }
+
+    /// Whether every iteration of the loop statement `lp` copies host data
+    /// to an accelerator with a blocking copy: `x.to(device)`, `x.cuda()`
+    /// or `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of
+    /// a loader's batch or of a tensor built on the host
+    /// (`torch.tensor(obs).to(device)`), in a statement of the body that
+    /// runs every iteration (not under an `if`, a nested loop or an
+    /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
+    /// `if self.gpu_mode:`); in tch, a batch iterator moved with
+    /// `.to_device(device)` (each batch is copied as it is drawn).
+    ///
+    /// PyTorch waits for the stream after such a copy (`non_blocking=False`
+    /// synchronises; from pageable memory CUDA also waits before it), so
+    /// the host already waits for the device once per iteration there: a
+    /// read of a value in the same iteration costs only the overlap of the
+    /// host's work before the next copy.
+    pub fn copies_to_device_every_iteration(&self, lp: &Stmt) -> bool {
+        let (body, iter, target) = match &lp.kind {
+            StmtKind::For { body, iter, target, .. } => (body, Some(iter), Some(target)),
+            StmtKind::While { body, .. } => (body, None, None),
+            _ => return false,
+        };
+        if self.language == Language::Rust && iter.is_some_and(|it| self.moves_blocking(it, true, &[])) {
+            return true;
+        }
+        let stmts = every_iteration(body);
+        // What the loop draws (`for x, y in tqdm(loader):`) comes from the
+        // host when the step moves it.
+        let mut drawn = Vec::new();
+        if let Some(t) = target {
+            crate::facts::scan::flatten_tuple_names(t, &mut drawn);
+        }
+        stmts.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| found = found || e.any(&mut |x| self.moves_blocking(x, false, &drawn)));
+            found
+        })
+    }
+
+    /// Whether every iteration of the loop statement `lp` redraws a
+    /// notebook's output (`display.clear_output(wait=True)` in a statement
+    /// that runs every iteration): a live display of the training, whose
+    /// per-step reads are the point of the cell.
+    pub fn redraws_every_iteration(&self, lp: &Stmt) -> bool {
+        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
+        every_iteration(body).iter().any(|s| match &s.kind {
+            StmtKind::Expr(e) => e.as_call().is_some_and(|(func, _, _)| {
+                func.dotted().is_some_and(|d| d.as_str().rsplit('.').next() == Some("clear_output"))
+            }),
+            _ => false,
+        })
+    }
+
+    /// Whether `e` copies host data to an accelerator and waits for it: a
+    /// move without `non_blocking=True` of a loader's batch, of one of the
+    /// `drawn` names (a loop's targets), of what `next(...)` draws from an
+    /// iterator, or of a tensor a library factory builds on the host; with
+    /// `any_receiver`, of whatever it moves (tch's `.to_device(device)` of
+    /// a batch iterator).
+    fn moves_blocking(&self, e: &Expr, any_receiver: bool, drawn: &[String]) -> bool {
+        let Some((recv, method)) = e.as_method_call() else { return false };
+        let blocking = match method {
+            "type" => {
+                e.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|t| self.names_cuda_tensor_type(t))
+                    && !e.keyword("non_blocking").is_some_and(Expr::is_true)
+            }
+            "to" | "cuda" | "to_device" => {
+                let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+                matches!(classify(e, callee), Some(Event::ToDevice { to_device: true, non_blocking, .. }) if non_blocking != Some(true))
+            }
+            _ => false,
+        };
+        if !blocking {
+            return false;
+        }
+        if any_receiver || self.batch_base(recv).is_some() || self.host_built(recv) {
+            return true;
+        }
+        // Through indexing and methods that keep the data where it is
+        // (`batch[0].float()`).
+        let mut root = recv;
+        loop {
+            match &root.kind {
+                // A part of the batch: `batch.text`, `batch[0]`.
+                ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } => root = value,
+                ExprKind::Call { func, .. } => match &func.kind {
+                    ExprKind::Attribute { value, attr, .. } if SAME_PLACE.contains(&attr.as_str()) => root = value,
+                    ExprKind::Name(n) => return n == "next",
+                    _ => return false,
+                },
+                ExprKind::Name(n) => return drawn.iter().any(|d| d == n),
+                _ => return false,
+            }
+        }
+    }
+
+    /// Whether `e` is a tensor a library factory builds on the host
+    /// (`torch.tensor(obs)`, `torch.FloatTensor(x)`, `torch.zeros(n)`),
+    /// through methods that keep it there (`.float()`, `.unsqueeze(0)`).
+    fn host_built(&self, e: &Expr) -> bool {
+        let mut e = e;
+        loop {
+            let ExprKind::Call { func, .. } = &e.kind else { return false };
+            if let Some(q) = self.qualified_name(func) {
+                return HOST_CONSTRUCTORS.contains(&q.as_str()) && e.keyword("device").is_none()
+                    || matches!(classify(e, Callee::Library(q.as_str())), Some(Event::Factory { device: false, .. }));
+            }
+            match &func.kind {
+                ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device") => e = value,
+                _ => return false,
+            }
+        }
     }
 
     /// Records the training-step loop around `call` when `call` reads a

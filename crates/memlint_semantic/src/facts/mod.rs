@@ -4,3 +4,5 @@
 pub mod pipeline;
 pub(crate) mod scan;
 pub mod views;
+
+pub use scan::tests_for_the_device;

@@ -577,3 +577,14 @@ pub(crate) fn steps_an_environment(body: &[Stmt]) -> bool {
     });
     found
 }
+
+/// Whether an `if` test asks whether the program runs on the GPU
+/// (`x.is_cuda`, `torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
+pub fn tests_for_the_device(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+            words(n).iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA))
+        }
+        _ => false,
+    })
+}
