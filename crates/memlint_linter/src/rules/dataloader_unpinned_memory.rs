@@ -20,9 +20,11 @@ declare_rule! {
     /// loader's pin thread puts each batch in page-locked memory, the copy
     /// runs at full bandwidth and, with `non_blocking=True`, is queued
     /// without waiting, so the host keeps running ahead of the device.
-    /// Where the step already reads a value back every step (a per-step
-    /// `loss.item()`, ML305), the host waits there anyway and pinning only
-    /// speeds the copy: those loaders are not reported. (The effect needs
+    /// (A copy without `non_blocking=True` waits too, pinned or not:
+    /// PyTorch synchronises the stream after it; both changes are needed.)
+    /// Where the step also reads a value back every step (a per-step
+    /// `loss.item()`), the host waits there anyway and the copy would
+    /// overlap nothing: those loaders are not reported. (The effect needs
     /// a GPU to measure and has not been measured by memprobe yet.)
     ///
     /// ## Example
@@ -46,8 +48,11 @@ declare_rule! {
     /// without workers: there the training process would pin each batch
     /// itself, and ML302 is the advice that comes first. Nor a loader whose
     /// batches the file moves only in training loops that read a value
-    /// back to the host every step (`print(loss.item())` unguarded): ML305
-    /// comes first there. Pinned memory
+    /// back to the host every step (`print(loss.item())` unguarded): the
+    /// step waits twice, and neither the copy nor the read alone lets the
+    /// host run ahead (ML305 is silent there too, since the blocking copy
+    /// already waits; the pair is left unreported for want of a measured
+    /// gain). Pinned memory
     /// is a limited resource: with very large batches and many workers a
     /// maintainer may leave it off on purpose. Batches small next to the
     /// step (tabular data, token ids) gain little. Off by default.
@@ -81,9 +86,9 @@ impl Rule for DataloaderUnpinnedMemory {
             if !workers || !site.pin_memory.absent_or(false) || !checker.loader_feeds_training(site) {
                 continue;
             }
-            // Where the step already reads a value back every step, the
-            // host waits for the device there anyway: pinning only speeds
-            // the copy, and ML305 is the advice that comes first.
+            // Where the step also reads a value back every step, the host
+            // waits for the device there anyway: a copy that no longer
+            // waits would overlap nothing.
             if checker.cx.pipeline().moves_only_in_synced_loops(site) {
                 continue;
             }

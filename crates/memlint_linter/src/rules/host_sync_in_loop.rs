@@ -1,4 +1,4 @@
-use memlint_semantic::api::OOM_EXCEPTIONS;
+use memlint_semantic::api::{nn, OOM_EXCEPTIONS};
 use memlint_semantic::ir::{Expr, Stmt, StmtKind, Words};
 use memlint_semantic::{HostRead, Role};
 
@@ -119,14 +119,19 @@ declare_rule! {
     /// purpose and other reads cost nothing more. A `synchronize()` every
     /// step with no timing is reported. Nor is a loop that redraws a
     /// notebook's output every step (`display.clear_output(wait=True)`): a
-    /// live display of the training, whose reads are the point. A blocking
-    /// copy the rule cannot see (inside a helper, or a legacy torchtext
-    /// iterator built with `device=`) leaves the read reported.
+    /// live display of the training, whose reads are the point. Nor is a
+    /// loop that draws batches from an iterable (not a `range`) and moves
+    /// nothing to the device in its body: its batches arrive on the device
+    /// from the iterable (a legacy torchtext iterator built with
+    /// `device=`) or through a helper, and whether that copy already waits
+    /// cannot be seen; a `range` loop over data already on the device is
+    /// reported. A blocking copy inside a helper the step calls is not
+    /// seen, and leaves a read reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
     /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
-    /// reported in a GPU program, and so is `.cpu()` of a model whose kind
-    /// the rule cannot see (`m.cpu().parameters()` in parameter-server code
-    /// that ships gradients over RPC, where the copy is the point).
+    /// reported in a GPU program. `.cpu()` of a model used as one in the
+    /// same statement (`m.cpu().parameters()`, `m.cpu().state_dict()`: a
+    /// model shipped over RPC or saved) is not a read and is not reported.
     ///
     /// ## References
     /// - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
@@ -150,7 +155,7 @@ impl Rule for HostSyncInLoop {
             return;
         }
         let Some(sync) = sync_of(expr, checker) else { return };
-        if checker.cx.reads_host_batch(expr) {
+        if checker.cx.reads_host_batch(expr) || moves_a_module(expr, checker) {
             return;
         }
         report_read(expr.span, &sync, false, checker);
@@ -225,7 +230,7 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
             .file_memo()
             .get_or("ML305-waiting-loop", &key, || {
                 Some(checker.module().stmt(loop_id).is_some_and(|s| {
-                    cx.copies_to_device_every_iteration(s) || cx.redraws_every_iteration(s)
+                    cx.copies_to_device_every_iteration(s) || cx.redraws_every_iteration(s) || cx.draws_data_it_never_moves(s)
                 }))
             })
             .is_some_and(|c| *c);
@@ -266,6 +271,20 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
 }
 
 /// How `call` reads a value back to the host, as the message names it.
+/// Whether the value of `call` (`m.cpu()`) is used as a module in its
+/// statement (`m.cpu().parameters()`, `m.cpu().state_dict()`): a model
+/// moved to the host, to ship or save it, not a tensor read back.
+fn moves_a_module(call: &Expr, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(stmt) = module.tree.owner(call.id).and_then(|id| module.stmt(id)) else { return false };
+    let mut found = false;
+    stmt.for_each_expr(|e| {
+        found = found
+            || e.any(&mut |x| x.as_method_call().is_some_and(|(recv, m)| recv.id == call.id && nn::MODULE_ONLY_METHODS.contains(&m)))
+    });
+    found
+}
+
 fn sync_of(call: &Expr, checker: &Checker<'_>) -> Option<String> {
     Some(match checker.cx.host_read(call)? {
         // The whole call when short (`loss.item()`), else the method.

@@ -55,6 +55,21 @@ pub const PARAMETER_SHARING_WRAPPERS: &[&str] = &[
 /// `model.eval()`): its frozen parameters stay frozen.
 pub const SAME_MODULE_METHODS: &[&str] = &["to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"];
 
+/// Methods only a module has (`m.parameters()`, `m.state_dict()`): what
+/// they are called on is a module, not a tensor.
+pub const MODULE_ONLY_METHODS: &[&str] = &[
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "state_dict",
+    "load_state_dict",
+    "modules",
+    "named_modules",
+    "children",
+    "named_children",
+];
+
 /// Whether a `torch.nn` layer class holds no parameters (`ReLU`,
 /// `Flatten`, pooling, `Dropout`).
 pub fn is_parameterless_layer(class: &str) -> bool {

@@ -88,11 +88,35 @@ const HOST_CONSTRUCTORS: &[&str] = &[
     "torch.BoolTensor",
 ];
 
-/// Tensor methods whose result stays where their receiver is.
-const SAME_PLACE: &[&str] = &[
-    "float", "half", "double", "long", "int", "bfloat16", "contiguous", "view", "reshape", "permute", "squeeze",
-    "unsqueeze", "detach", "clone",
-];
+/// Where the data of an expression comes from, for a move of it.
+enum Root<'e> {
+    /// A name (`x` of `x[0].float()`, `batch` of `batch.text`).
+    Name(&'e str),
+    /// What `next(it)` draws from an iterator.
+    Next,
+    Other,
+}
+
+/// The name the data of `e` is part of or made from: through indexing,
+/// attributes (`batch.text`), references (Rust `&xs`) and tensor methods
+/// other than moves, which keep the data where it is (`.float()`,
+/// `.narrow(1, 0, n)`).
+fn drawn_root(e: &Expr) -> Root<'_> {
+    let mut e = e;
+    loop {
+        match &e.kind {
+            ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } => e = value,
+            ExprKind::Unary { op: UnaryOp::Ref | UnaryOp::RefMut, operand } => e = operand,
+            ExprKind::Call { func, .. } => match &func.kind {
+                ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device" | "type") => e = value,
+                ExprKind::Name(n) if n == "next" => return Root::Next,
+                _ => return Root::Other,
+            },
+            ExprKind::Name(n) => return Root::Name(n),
+            _ => return Root::Other,
+        }
+    }
+}
 
 /// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
@@ -372,17 +396,68 @@ impl Context {
             return true;
         }
         let stmts = every_iteration(body);
+
         // What the loop draws (`for x, y in tqdm(loader):`) comes from the
         // host when the step moves it.
         let mut drawn = Vec::new();
         if let Some(t) = target {
             crate::facts::scan::flatten_tuple_names(t, &mut drawn);
         }
-        stmts.iter().any(|s| {
+        for s in stmts {
             let mut found = false;
             s.for_each_expr(|e| found = found || e.any(&mut |x| self.moves_blocking(x, false, &drawn)));
-            found
-        })
+            if found {
+                return true;
+            }
+            // Names made from what the loop draws are drawn too:
+            // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`.
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                let from_drawn = |v: &Expr| matches!(drawn_root(v), Root::Name(n) if drawn.iter().any(|d| d == n));
+                let parts: Vec<&Expr> = match &value.kind {
+                    ExprKind::Sequence(items) => items.iter().collect(),
+                    _ => vec![value],
+                };
+                if parts.iter().all(|p| from_drawn(p)) {
+                    for t in targets {
+                        crate::facts::scan::flatten_tuple_names(t, &mut drawn);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether the `for` loop `lp` draws its data from an iterable (not a
+    /// `range`) and its body moves nothing to an accelerator: the batches
+    /// arrive on the device from the iterable itself (a legacy torchtext
+    /// iterator built with `device=`, a prefetcher) or through a helper,
+    /// and whether that copy already waits for the device is not known.
+    pub fn draws_data_it_never_moves(&self, lp: &Stmt) -> bool {
+        let StmtKind::For { body, iter, .. } = &lp.kind else { return false };
+        // `range(n)`, Rust's `0..n`: a counter, not data.
+        let counts = iter.any(&mut |e| {
+            matches!(e.kind, ExprKind::Range { .. })
+                || e.as_call().is_some_and(|(func, _, _)| {
+                    func.as_name().is_some_and(|n| n == "range") || self.qualified_name(func).is_some_and(|q| q.is("itertools.count"))
+                })
+        });
+        if counts {
+            return false;
+        }
+        let mut moves = false;
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            s.for_each_expr(|e| {
+                moves = moves
+                    || e.any(&mut |x| {
+                        let Some((_, method)) = x.as_method_call() else { return false };
+                        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+                        matches!(classify(x, callee), Some(Event::ToDevice { to_device: true, .. }))
+                            || method == "type"
+                                && x.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|t| self.names_cuda_tensor_type(t))
+                    });
+            });
+        });
+        !moves
     }
 
     /// Whether every iteration of the loop statement `lp` redraws a
@@ -424,21 +499,10 @@ impl Context {
         if any_receiver || self.batch_base(recv).is_some() || self.host_built(recv) {
             return true;
         }
-        // Through indexing and methods that keep the data where it is
-        // (`batch[0].float()`).
-        let mut root = recv;
-        loop {
-            match &root.kind {
-                // A part of the batch: `batch.text`, `batch[0]`.
-                ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } => root = value,
-                ExprKind::Call { func, .. } => match &func.kind {
-                    ExprKind::Attribute { value, attr, .. } if SAME_PLACE.contains(&attr.as_str()) => root = value,
-                    ExprKind::Name(n) => return n == "next",
-                    _ => return false,
-                },
-                ExprKind::Name(n) => return drawn.iter().any(|d| d == n),
-                _ => return false,
-            }
+        match drawn_root(recv) {
+            Root::Name(n) => drawn.iter().any(|d| d == n),
+            Root::Next => true,
+            Root::Other => false,
         }
     }
 
