@@ -118,6 +118,7 @@ impl SummaryVisitor {
             steps_once: false,
             scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
+            waits_for_device: cx.waits_for_device_in(&f.body),
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);

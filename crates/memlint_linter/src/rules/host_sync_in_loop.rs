@@ -35,7 +35,10 @@ declare_rule! {
     /// every iteration (`x.to(device)`, `x.cuda()` or
     /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
     /// the loop draws, of `next(it)` or of a tensor built on the host; in
-    /// tch, a batch iterator moved with `.to_device(device)`) is not
+    /// tch, a batch iterator moved with `.to_device(device)`), or that
+    /// calls a project function which waits for the device on each call
+    /// (it copies host data to the device that way, or reads a value back,
+    /// outside any `if`), is not
     /// reported: PyTorch waits for the stream after such a copy, so the
     /// host already waits for the device once per step, and a read adds
     /// only the overlap of the host's work before the next copy (loading
@@ -125,8 +128,9 @@ declare_rule! {
     /// from the iterable (a legacy torchtext iterator built with
     /// `device=`) or through a helper, and whether that copy already waits
     /// cannot be seen; a `range` loop over data already on the device is
-    /// reported. A blocking copy inside a helper the step calls is not
-    /// seen, and leaves a read reported.
+    /// reported. A Rust method called on a value of the project's own
+    /// type (`model.train_loss(...)`) is not followed, and leaves a read
+    /// reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
     /// `.cpu()` of a tensor that lives on the CPU costs nothing but is
     /// reported in a GPU program. `.cpu()` of a model used as one in the

@@ -86,6 +86,10 @@ const HOST_CONSTRUCTORS: &[&str] = &[
     "torch.IntTensor",
     "torch.ByteTensor",
     "torch.BoolTensor",
+    // tch: `Tensor::from_slice(&[s]).to_device(device)`.
+    "tch.Tensor.from_slice",
+    "tch.Tensor.of_slice",
+    "tch.Tensor.from",
 ];
 
 /// Where the data of an expression comes from, for a move of it.
@@ -134,7 +138,7 @@ fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
 fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
     for s in body {
         match &s.kind {
-            StmtKind::With { body, .. } => {
+            StmtKind::With { body, .. } | StmtKind::Block(body) => {
                 out.push(s);
                 every_iteration_into(body, out);
             }
@@ -379,7 +383,9 @@ impl Context {
     /// runs every iteration (not under an `if`, a nested loop or an
     /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
     /// `if self.gpu_mode:`); in tch, a batch iterator moved with
-    /// `.to_device(device)` (each batch is copied as it is drawn).
+    /// `.to_device(device)` (each batch is copied as it is drawn); or a
+    /// call there of a project function that waits for the device on each
+    /// call ([`crate::index::FunctionSummary::waits_for_device`]).
     ///
     /// PyTorch waits for the stream after such a copy (`non_blocking=False`
     /// synchronises; from pageable memory CUDA also waits before it), so
@@ -405,7 +411,15 @@ impl Context {
         }
         for s in stmts {
             let mut found = false;
-            s.for_each_expr(|e| found = found || e.any(&mut |x| self.moves_blocking(x, false, &drawn)));
+            // A blocking copy, or a call of a project function that waits
+            // for the device on each call (the step's helper).
+            s.for_each_expr(|e| {
+                found = found
+                    || e.any(&mut |x| {
+                        self.moves_blocking(x, false, &drawn)
+                            || (x.as_call().is_some() && self.project_callee(x).is_some_and(|f| f.waits_for_device))
+                    })
+            });
             if found {
                 return true;
             }
@@ -425,6 +439,46 @@ impl Context {
             }
         }
         false
+    }
+
+    /// Whether a function body waits for the device on each call: outside
+    /// any `if`, `try` or nested function (loops included: their bodies
+    /// run for each item, here tokens or micro-batches), it reads a value
+    /// back to the host ([`Context::host_read`]: a method, a conversion of
+    /// tch, `torch.cuda.synchronize()`) or copies data built on the host
+    /// to the device with a blocking copy. A read of a CPU tensor cannot be
+    /// told apart, and counts.
+    pub fn waits_for_device_in(&self, body: &[Stmt]) -> bool {
+        fn unconditional<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
+            for s in body {
+                match &s.kind {
+                    // An `if`'s test runs; its arms may not.
+                    StmtKind::If { .. } => out.push(s),
+                    StmtKind::Try { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
+                    StmtKind::For { body, .. }
+                    | StmtKind::While { body, .. }
+                    | StmtKind::With { body, .. }
+                    | StmtKind::Block(body) => {
+                        out.push(s);
+                        unconditional(body, out);
+                    }
+                    _ => out.push(s),
+                }
+            }
+        }
+        let mut stmts = Vec::new();
+        unconditional(body, &mut stmts);
+        stmts.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found = found
+                    || e.any(&mut |x| {
+                        matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
+                            || self.moves_blocking(x, false, &[])
+                    })
+            });
+            found
+        })
     }
 
     /// Whether the `for` loop `lp` draws its data from an iterable (not a

@@ -182,6 +182,12 @@ pub struct FunctionSummary {
     /// The body divides or multiplies a value by a non-literal
     /// (`loss / self.accum_steps`): a loss it returns may be scaled.
     pub scales_values: bool,
+    /// Each call waits for the device: outside any `if` or `try`, the body
+    /// reads a value back to the host (`.item()`, `.cpu()`,
+    /// `i64::try_from(&t)`, `torch.cuda.synchronize()`) or copies host
+    /// data to the device without `non_blocking=True`
+    /// ([`crate::Context::waits_for_device_in`]).
+    pub waits_for_device: bool,
 }
 
 /// One call of a (possibly project) function.
