@@ -122,6 +122,13 @@ fn drawn_root(e: &Expr) -> Root<'_> {
     }
 }
 
+/// The last names of the calls [`Context::waits_for_device_in`] looks at:
+/// host reads, conversions, `synchronize`, and moves.
+const WAITING_CALLS: &[&str] = &[
+    "item", "tolist", "numpy", "cpu", "double_value", "int64_value", "try_from", "from", "synchronize", "to", "cuda", "to_device",
+    "type",
+];
+
 /// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
 
@@ -473,6 +480,17 @@ impl Context {
             s.for_each_expr(|e| {
                 found = found
                     || e.any(&mut |x| {
+                        // A cheap test of the callee's last name first: the
+                        // summary pass asks this of every function.
+                        let ExprKind::Call { func, .. } = &x.kind else { return false };
+                        let last = match &func.kind {
+                            ExprKind::Attribute { attr, .. } => attr.as_str(),
+                            ExprKind::Name(n) => n.as_str(),
+                            _ => return false,
+                        };
+                        if !WAITING_CALLS.contains(&last) {
+                            return false;
+                        }
                         matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
                             || self.moves_blocking(x, false, &[])
                     })
