@@ -35,8 +35,11 @@ declare_rule! {
     /// every iteration (`x.to(device)`, `x.cuda()` or
     /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
     /// the loop draws, of `next(it)` or of a tensor built on the host; in
-    /// tch, a batch iterator moved with `.to_device(device)`), or that
-    /// calls a project function which waits for the device on each call
+    /// tch, a batch iterator moved with `.to_device(device)`), that makes
+    /// host data a device tensor (`torch.tensor(obs, device=device)`,
+    /// `x.new_tensor(obs)`), that steps AMP's `GradScaler`
+    /// (`scaler.step(optimizer)` reads its inf check back every step), or
+    /// that calls a project function which waits for the device on each call
     /// (it copies host data to the device that way, or reads a value back,
     /// outside any `if`), is not
     /// reported: PyTorch waits for the stream after such a copy, so the
@@ -128,7 +131,10 @@ declare_rule! {
     /// from the iterable (a legacy torchtext iterator built with
     /// `device=`) or through a helper, and whether that copy already waits
     /// cannot be seen; a `range` loop over data already on the device is
-    /// reported. A Rust method called on a value of the project's own
+    /// reported. A read that decides whether an optimisation loop stops
+    /// (`if (m - prev).norm() < tol: break`) is needed every iteration and
+    /// is reported, and so are the reads before it (the loop waits there
+    /// anyway). A Rust method called on a value of the project's own
     /// type (`model.train_loss(...)`) is not followed, and leaves a read
     /// reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;

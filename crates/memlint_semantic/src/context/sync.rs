@@ -390,9 +390,12 @@ impl Context {
     /// runs every iteration (not under an `if`, a nested loop or an
     /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
     /// `if self.gpu_mode:`); in tch, a batch iterator moved with
-    /// `.to_device(device)` (each batch is copied as it is drawn); or a
-    /// call there of a project function that waits for the device on each
-    /// call ([`crate::index::FunctionSummary::waits_for_device`]).
+    /// `.to_device(device)` (each batch is copied as it is drawn); host data
+    /// made a device tensor there (`torch.tensor(obs, device=device)`,
+    /// `x.new_tensor(obs)`); `scaler.step(optimizer)` of AMP's
+    /// `GradScaler`, which reads its inf check back every step; or a call
+    /// there of a project function that waits for the device on each call
+    /// ([`crate::index::FunctionSummary::waits_for_device`]).
     ///
     /// PyTorch waits for the stream after such a copy (`non_blocking=False`
     /// synchronises; from pageable memory CUDA also waits before it), so
@@ -423,8 +426,12 @@ impl Context {
             s.for_each_expr(|e| {
                 found = found
                     || e.any(&mut |x| {
-                        self.moves_blocking(x, false, &drawn)
-                            || (x.as_call().is_some() && self.project_callee(x).is_some_and(|f| f.waits_for_device))
+                        x.as_call().is_some()
+                            && (self.moves_blocking(x, false, &drawn)
+                                || self.copies_host_data(x)
+                                || self.project_callee(x).is_some_and(|f| f.waits_for_device)
+                                || crate::step::classify(x, self)
+                                    .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP)))
                     })
             });
             if found {
@@ -576,6 +583,23 @@ impl Context {
             Root::Next => true,
             Root::Other => false,
         }
+    }
+
+    /// Whether the call `e` builds a device tensor from host data, a
+    /// blocking copy: `torch.tensor(obs, device=device)`,
+    /// `torch.as_tensor(obs, device=device)`, `x.new_tensor(obs)` (on
+    /// `x`'s device).
+    fn copies_host_data(&self, e: &Expr) -> bool {
+        let ExprKind::Call { func, .. } = &e.kind else { return false };
+        if let ExprKind::Attribute { attr, .. } = &func.kind {
+            if attr.as_str() == "new_tensor" {
+                return true;
+            }
+        }
+        let to_device = e.keyword("device").is_some_and(|d| {
+            !matches!(&d.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s.as_str() == "cpu")
+        });
+        to_device && self.qualified_name(func).is_some_and(|q| q.is_any(&["torch.tensor", "torch.as_tensor"]))
     }
 
     /// Whether `e` is a tensor a library factory builds on the host

@@ -600,7 +600,12 @@ impl Context {
                     None
                 }
             }
-            ExprKind::Call { func, .. } => self.kind_of_call(func),
+            // `nn.Parameter(t, requires_grad=False)`: a buffer kept with
+            // the module's parameters, a tensor nothing differentiates.
+            ExprKind::Call { func, .. } => match self.kind_of_call(func) {
+                Some(ValueKind::Parameter) if expr.keyword("requires_grad").is_some_and(Expr::is_false) => Some(ValueKind::Tensor),
+                k => k,
+            },
             _ => None,
         }
     }

@@ -82,6 +82,12 @@ pub(crate) fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
                 let [index] = args else { return None };
                 return is_basic_index(index).then(|| base_of(recv, index_part(index)));
             }
+            // A string argument names keys, not dimensions: `td.select("a",
+            // "b")` of a TensorDict, a data frame's columns.
+            let (_, args, _) = e.as_call()?;
+            if args.iter().any(|a| matches!(a.kind, ExprKind::Literal(Literal::Str(_)))) {
+                return None;
+            }
             if m == "narrow" || m == TCH_SLICE {
                 Some(base_of(recv, Part::Slice))
             } else if PART_VIEWS.contains(&m) {
