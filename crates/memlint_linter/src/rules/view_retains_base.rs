@@ -68,7 +68,9 @@ declare_rule! {
     /// (an unannotated parameter), for indexing with a variable (`x[i]` may
     /// be advanced indexing, which copies), for slices that only drop a
     /// margin (`x[1:]`, `x[:-1]`), for a single index into a model's output
-    /// (`outputs[0]` may pick a tuple element), and in test modules.
+    /// (`outputs[0]` may pick a tuple element), and in test modules. Nor when the function
+    /// stores other views of the same base on `self` (`self.lo = ar[:, 0];
+    /// self.hi = ar[:, 1]`): the base is kept in parts, all of them used.
     /// Attributes of a model's output (`out.logits[:, -1]`) are taken as
     /// tensors. Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
     /// tensor) is reported although it pins nothing extra. `reshape` of a
@@ -125,6 +127,11 @@ impl ViewRetainsBase {
         if !tensor_view {
             return;
         }
+        // `self.lo = ar[:, 0]; self.hi = ar[:, 1]`: a base split into parts
+        // that are kept together pins little or nothing more than them.
+        if !returned && Self::kept_in_parts(checker, value, &b) {
+            return;
+        }
         let freed_otherwise = if cx.in_loop() && !returned {
             cx.is_iteration_local(&root)
         } else {
@@ -139,6 +146,25 @@ impl ViewRetainsBase {
                 .diagnostic(report_span, format!("{where_} keeps `{view_text}`, a view that pins all of `{b}`'s storage"))
                 .with_help(format!("store `{view_text}.clone()` instead, so `{b}` can be freed")),
         );
+    }
+
+    /// Whether another statement of the function stores another view of
+    /// `base` on `self` (the base kept in parts).
+    fn kept_in_parts(checker: &Checker<'_>, value: &Expr, base: &str) -> bool {
+        let module = checker.module();
+        let Some(id) = module.tree.owner(value.id) else { return false };
+        let Some(body) = module.enclosing_function_body(id) else { return false };
+        let mut found = false;
+        memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
+            if found || s.id == id {
+                return;
+            }
+            if let StmtKind::Assign { targets, value: v, .. } = &s.kind {
+                found = targets.iter().any(|t| t.dotted().is_some_and(|d| d.starts_with("self.")))
+                    && checker.cx.view_of(v).is_some_and(|w| w.base == base);
+            }
+        });
+        found
     }
 
     fn container_outlives(checker: &Checker<'_>, container: &Expr) -> bool {
