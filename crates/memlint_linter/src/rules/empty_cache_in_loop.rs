@@ -50,7 +50,9 @@ declare_rule! {
     /// when the helper is step code for the project index (dynamic dispatch
     /// and callers outside the run are not seen). A guard the rule does not
     /// recognise as an interval (`if time.time() - last > 60:`) is reported.
-    /// Test modules are not checked.
+    /// Test modules are not checked, nor benchmarking and profiling code (a
+    /// function or module named like `bench`, `profile`, `timing`), which
+    /// empties the cache between measurements on purpose.
     ///
     /// ## References
     /// - [CUDA memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management)
@@ -80,7 +82,9 @@ impl Rule for EmptyCacheInLoop {
             return;
         }
         let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
+        // A benchmark empties the cache between measurements on purpose.
         if !in_step
+            || cx.in_benchmark_code()
             || cx.guarded_by_interval()
             || cx.guarded_by_option()
             || cx.in_handler_catching(OOM_EXCEPTIONS)

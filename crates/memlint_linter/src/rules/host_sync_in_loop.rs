@@ -202,12 +202,7 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
         return;
     }
     // Benchmarking and profiling code synchronises on purpose, to time.
-    let timing = |name: &str| {
-        memlint_semantic::resolve::words(name)
-            .iter()
-            .any(|w| w.starts_with("bench") || w.starts_with("profil") || w == "timing" || w == "timeit")
-    };
-    if cx.function_name().is_some_and(timing) || cx.module_info().path.rsplit('.').next().is_some_and(timing) {
+    if cx.in_benchmark_code() {
         return;
     }
     // A GPU program: the file says `cuda` (Rust: unless it names only

@@ -77,7 +77,11 @@ declare_rule! {
     /// into a sum that the training loop resets (`running_loss = 0.0` at
     /// each optimizer step or logging interval) is not reported: backward
     /// freed the saved activations and only the autograd nodes of one window
-    /// stay alive. The same sum never reset is reported. A buffer that a
+    /// stay alive. The same sum never reset is reported. Nor is a list of
+    /// micro-batch values rebuilt by an outer loop every step (`outputs =
+    /// []`) when a `backward()` follows the append in the inner loop's
+    /// iteration: it frees what each graph saved, and the list lives one
+    /// step. A buffer that a
     /// function the loop calls empties (`finish_episode()` doing `del
     /// policy.saved_log_probs[:]`, `pi.train_net()` doing `self.data = []`)
     /// is an episode buffer whose graphs the update backpropagates through
@@ -107,6 +111,12 @@ impl LossAccumulatedWithGraph {
         };
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+            return;
+        }
+        // Micro-batch outputs collected for one step (`outputs = []` each
+        // step, a backward per chunk after the append): the backward frees
+        // what each graph saved, and the list dies with the step.
+        if cx.kept_for_one_outer_step(&acc_name) {
             return;
         }
         // A buffer the loop empties through a project function

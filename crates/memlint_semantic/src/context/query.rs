@@ -370,6 +370,19 @@ impl Context {
         self.frame().name.as_deref()
     }
 
+    /// Whether the current point is benchmarking or profiling code: the
+    /// function or the module is named for it (`bench_step`,
+    /// `benchmarks/bench_rnn.py`, `profile_model`, `timing.py`). Such code
+    /// waits for the device and empties its cache on purpose, to measure.
+    pub fn in_benchmark_code(&self) -> bool {
+        let timing = |name: &str| {
+            crate::resolve::words(name)
+                .iter()
+                .any(|w| w.starts_with("bench") || w.starts_with("profil") || w == "timing" || w == "timeit")
+        };
+        self.function_name().is_some_and(timing) || self.module_info().path.rsplit('.').next().is_some_and(timing)
+    }
+
     /// Whether the current point is inside a training loop (one whose body
     /// reaches `backward()`), within the current function.
     pub fn in_training_loop(&self) -> bool {
@@ -405,6 +418,24 @@ impl Context {
     /// an accumulator reset at each optimizer step or logging interval.
     pub fn reset_in_training_loop(&self, dotted: &str) -> bool {
         self.frame().loops.iter().rev().find(|l| l.kind == LoopKind::Train).is_some_and(|l| l.resets.contains(dotted))
+    }
+
+    /// Whether `dotted` is assigned anew by a loop around the innermost
+    /// training loop (`outputs = []` each step of a loop over batches, the
+    /// inner loop over micro-batches) and a `backward()` of the inner
+    /// loop's iteration follows the current statement: what it holds lives
+    /// for one outer step, and each value's saved tensors are freed by the
+    /// backward of its own iteration.
+    pub fn kept_for_one_outer_step(&self, dotted: &str) -> bool {
+        let loops = &self.frame().loops;
+        let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
+            return false;
+        };
+        let inner = &loops[train];
+        inner.calls_backward
+            && inner.backward_before != u32::MAX
+            && inner.backward_before >= self.current_stmt.end
+            && loops[..train].iter().any(|l| l.resets.contains(dotted))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.
