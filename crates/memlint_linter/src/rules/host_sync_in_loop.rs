@@ -34,7 +34,9 @@ declare_rule! {
     /// A step that copies its input to the device with a blocking copy
     /// every iteration (`x.to(device)`, `x.cuda()` or
     /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
-    /// the loop draws, of `next(it)` or of a tensor built on the host; in
+    /// the loop draws (also its parts: `batch.text`, `xs =
+    /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`),
+    /// of `next(it)` or of a tensor built on the host; in
     /// tch, a batch iterator moved with `.to_device(device)`), that makes
     /// host data a device tensor (`torch.tensor(obs, device=device)`,
     /// `x.new_tensor(obs)`), that steps AMP's `GradScaler`

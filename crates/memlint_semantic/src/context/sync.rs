@@ -420,6 +420,20 @@ impl Context {
             crate::facts::scan::flatten_tuple_names(t, &mut drawn);
         }
         for s in stmts {
+            // `{k: v.to(device) for k, v in batch.items()}`: the targets of
+            // a comprehension over drawn data are drawn too.
+            s.for_each_expr(|e| {
+                e.any(&mut |x| {
+                    if let ExprKind::Comprehension(c) = &x.kind {
+                        for g in &c.generators {
+                            if matches!(drawn_root(&g.iter), Root::Name(n) if drawn.iter().any(|d| d == n)) {
+                                crate::facts::scan::flatten_tuple_names(&g.target, &mut drawn);
+                            }
+                        }
+                    }
+                    false
+                });
+            });
             let mut found = false;
             // A blocking copy, or a call of a project function that waits
             // for the device on each call (the step's helper).
