@@ -11,25 +11,10 @@ impl Context {
     /// Records `e` if it builds a `DataLoader` or moves a loader's batch
     /// to an accelerator.
     pub(super) fn note_pipeline(&self, e: &Expr) {
-        let ExprKind::Call { func, args, .. } = &e.kind else { return };
+        let ExprKind::Call { func, .. } = &e.kind else { return };
         match &func.kind {
-            ExprKind::Attribute { value: recv, attr, .. } if matches!(attr.as_str(), "to" | "cuda" | "type") => {
-                // `x.type(torch.cuda.FloatTensor)` moves too, always blocking.
-                let non_blocking = if attr.as_str() == "type" {
-                    if !args.first().is_some_and(|t| self.names_cuda_tensor_type(t)) {
-                        return;
-                    }
-                    e.keyword("non_blocking").and_then(|v| match v.kind {
-                        ExprKind::Literal(crate::ir::Literal::Bool(b)) => Some(b),
-                        _ => None,
-                    })
-                } else {
-                    let callee = Callee::Method { name: attr, receiver: Receiver::Tensor, receiver_is_path: false };
-                    match classify(e, callee) {
-                        Some(Event::ToDevice { to_device: true, non_blocking, .. }) => non_blocking,
-                        _ => return,
-                    }
-                };
+            ExprKind::Attribute { attr, .. } if matches!(attr.as_str(), "to" | "cuda" | "type") => {
+                let Some((recv, non_blocking)) = self.accelerator_move(e) else { return };
                 let Some(batch) = self.batch_base(recv) else { return };
                 let mv = BatchMove {
                     span: e.span,
@@ -62,11 +47,40 @@ impl Context {
         }
     }
 
+    /// If `e` moves a tensor to an accelerator, its receiver and
+    /// `non_blocking=` when written as a literal: `x.to(device)`,
+    /// `x.cuda()`, tch's `x.to_device(device)`, and
+    /// `x.type(torch.cuda.FloatTensor)` (always blocking unless told).
+    pub(super) fn accelerator_move<'e>(&self, e: &'e Expr) -> Option<(&'e Expr, Option<bool>)> {
+        let (recv, method) = e.as_method_call()?;
+        let non_blocking = match method {
+            "type" => {
+                let (_, args, _) = e.as_call()?;
+                if !args.first().is_some_and(|t| self.names_cuda_tensor_type(t)) {
+                    return None;
+                }
+                e.keyword("non_blocking").and_then(|v| match v.kind {
+                    ExprKind::Literal(crate::ir::Literal::Bool(b)) => Some(b),
+                    _ => None,
+                })
+            }
+            "to" | "cuda" | "to_device" => {
+                let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+                match classify(e, callee) {
+                    Some(Event::ToDevice { to_device: true, non_blocking, .. }) => non_blocking,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        Some((recv, non_blocking))
+    }
+
     /// Whether `t`, the argument of `x.type(t)`, is a CUDA tensor type:
     /// `torch.cuda.FloatTensor`, or a name like `Tensor`/`FloatTensor` in
     /// a file that mentions CUDA (`Tensor = torch.cuda.FloatTensor if cuda
     /// else torch.FloatTensor`).
-    pub(super) fn names_cuda_tensor_type(&self, t: &Expr) -> bool {
+    fn names_cuda_tensor_type(&self, t: &Expr) -> bool {
         if let Some(q) = self.qualified_name(t) {
             if q.as_str().starts_with("torch.cuda.") {
                 return true;

@@ -538,18 +538,7 @@ impl Context {
             return false;
         }
         let mut moves = false;
-        crate::ir::for_each_stmt_in_function(body, &mut |s| {
-            s.for_each_expr(|e| {
-                moves = moves
-                    || e.any(&mut |x| {
-                        let Some((_, method)) = x.as_method_call() else { return false };
-                        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
-                        matches!(classify(x, callee), Some(Event::ToDevice { to_device: true, .. }))
-                            || method == "type"
-                                && x.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|t| self.names_cuda_tensor_type(t))
-                    });
-            });
-        });
+        crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
         !moves
     }
 
@@ -574,19 +563,8 @@ impl Context {
     /// `any_receiver`, of whatever it moves (tch's `.to_device(device)` of
     /// a batch iterator).
     fn moves_blocking(&self, e: &Expr, any_receiver: bool, drawn: &[String]) -> bool {
-        let Some((recv, method)) = e.as_method_call() else { return false };
-        let blocking = match method {
-            "type" => {
-                e.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|t| self.names_cuda_tensor_type(t))
-                    && !e.keyword("non_blocking").is_some_and(Expr::is_true)
-            }
-            "to" | "cuda" | "to_device" => {
-                let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
-                matches!(classify(e, callee), Some(Event::ToDevice { to_device: true, non_blocking, .. }) if non_blocking != Some(true))
-            }
-            _ => false,
-        };
-        if !blocking {
+        let Some((recv, non_blocking)) = self.accelerator_move(e) else { return false };
+        if non_blocking == Some(true) {
             return false;
         }
         if any_receiver || self.batch_base(recv).is_some() || self.host_built(recv) {
