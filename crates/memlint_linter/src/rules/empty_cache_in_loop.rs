@@ -51,8 +51,9 @@ declare_rule! {
     /// and callers outside the run are not seen). A guard the rule does not
     /// recognise as an interval (`if time.time() - last > 60:`) is reported.
     /// Test modules are not checked, nor benchmarking and profiling code (a
-    /// function or module named like `bench`, `profile`, `timing`), which
-    /// empties the cache between measurements on purpose.
+    /// function or module named like `bench`, `profile`, `timing`, or a
+    /// loop that waits for the device and reads a clock every iteration),
+    /// which empties the cache between measurements on purpose.
     ///
     /// ## References
     /// - [CUDA memory management](https://pytorch.org/docs/stable/notes/cuda.html#memory-management)
@@ -83,8 +84,10 @@ impl Rule for EmptyCacheInLoop {
         }
         let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
         // A benchmark empties the cache between measurements on purpose.
+        let timed = || cx.training_loop().and_then(|id| checker.module().stmt(id)).is_some_and(|s| cx.times_every_iteration(s));
         if !in_step
             || cx.in_benchmark_code()
+            || timed()
             || cx.guarded_by_interval()
             || cx.guarded_by_option()
             || cx.in_handler_catching(OOM_EXCEPTIONS)

@@ -120,8 +120,9 @@ declare_rule! {
     /// Benchmarking and profiling code (a function or file named like
     /// `bench`, `profile`, `timing`) synchronises on purpose and is not
     /// reported, nor is a loop that times its steps and calls
-    /// `torch.cuda.synchronize()` every step outside any `if` to do it (it
-    /// reads `time.time()`/`time.perf_counter()`, or iterates a logger that
+    /// `torch.cuda.synchronize()` every step outside any `if` (also inside
+    /// a `try`) to do it (it reads `time.time()`/`time.perf_counter()` or
+    /// a CUDA event's `elapsed_time`, or iterates a logger that
     /// times each batch, `metric_logger.log_every(loader, ...)`, as many
     /// research repositories do): there the host waits for the device on
     /// purpose and other reads cost nothing more. A `synchronize()` every

@@ -130,6 +130,10 @@ const WAITING_CALLS: &[&str] = &[
 ];
 
 /// Functions that read a clock, to time code.
+/// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
+/// that reads the time between two recorded events.
+const EVENT_CLOCK: &str = "elapsed_time";
+
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
 
 /// The statements of a loop body that run in every iteration: not under
@@ -344,8 +348,9 @@ impl Context {
     /// Whether the loop statement `lp` times its iterations and waits for
     /// the device on purpose to do it: its body (not under an `if`) calls
     /// a library function that waits for the device
-    /// (`torch.cuda.synchronize()`), and the loop reads a clock
-    /// (`time.time()`, `time.perf_counter()` in its body) or iterates a
+    /// (`torch.cuda.synchronize()`; also inside a `with` or a `try`), and
+    /// the loop reads a clock (`time.time()`, `time.perf_counter()`, a
+    /// CUDA event's `start.elapsed_time(end)` in its body) or iterates a
     /// logger that times each item (`metric_logger.log_every(loader, ...)`).
     /// Reads of values in such a loop cost nothing more.
     pub fn times_every_iteration(&self, lp: &Stmt) -> bool {
@@ -353,6 +358,7 @@ impl Context {
             body.iter().any(|s| match &s.kind {
                 StmtKind::Expr(e) => matches!(cx.host_read(e), Some(HostRead::Library(_))),
                 StmtKind::With { body, .. } => synchronizes(cx, body),
+                StmtKind::Try(t) => synchronizes(cx, &t.body),
                 _ => false,
             })
         }
@@ -375,7 +381,7 @@ impl Context {
                 clock |= e.any(&mut |x| {
                     x.as_call().is_some_and(|(f, _, _)| {
                         self.qualified_name(f).is_some_and(|q| CLOCKS.contains(&q.as_str()))
-                    })
+                    }) || x.as_method_call().is_some_and(|(_, m)| m == EVENT_CLOCK)
                 });
             });
         });
