@@ -81,7 +81,10 @@ declare_rule! {
     /// micro-batch values rebuilt by an outer loop every step (`outputs =
     /// []`) when a `backward()` follows the append in the inner loop's
     /// iteration: it frees what each graph saved, and the list lives one
-    /// step. A buffer that a
+    /// step. A total that an epoch loop resets around a loop over the
+    /// loader (`train_loss = 0` each epoch, `train_loss += loss` each
+    /// batch) spans every step of the epoch and is reported, also when the
+    /// backward follows the sum. A buffer that a
     /// function the loop calls empties (`finish_episode()` doing `del
     /// policy.saved_log_probs[:]`, `pi.train_net()` doing `self.data = []`)
     /// is an episode buffer whose graphs the update backpropagates through

@@ -425,7 +425,10 @@ impl Context {
     /// inner loop over micro-batches) and a `backward()` of the inner
     /// loop's iteration follows the current statement: what it holds lives
     /// for one outer step, and each value's saved tensors are freed by the
-    /// backward of its own iteration.
+    /// backward of its own iteration. Not when the inner loop iterates
+    /// over data and the loop that assigns `dotted` anew does not (`for
+    /// epoch in range(n): total = 0; for x, y in loader: ...`): that is a
+    /// total over an epoch, whose graphs pile up for every step of it.
     pub fn kept_for_one_outer_step(&self, dotted: &str) -> bool {
         let loops = &self.frame().loops;
         let Some(train) = loops.iter().rposition(|l| l.kind == LoopKind::Train) else {
@@ -435,7 +438,7 @@ impl Context {
         inner.calls_backward
             && inner.backward_before != u32::MAX
             && inner.backward_before >= self.current_stmt.end
-            && loops[..train].iter().any(|l| l.resets.contains(dotted))
+            && loops[..train].iter().any(|l| l.resets.contains(dotted) && (l.over_data || !inner.over_data))
     }
 
     /// Whether `dotted` keeps its value across iterations of the innermost loop.
