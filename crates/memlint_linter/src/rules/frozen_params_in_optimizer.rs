@@ -9,7 +9,11 @@ declare_rule! {
     /// of `model` was frozen in the same function
     /// (`model.backbone.requires_grad_(False)`, `for p in
     /// model.backbone.parameters(): p.requires_grad = False`,
-    /// `model.fc.weight.requires_grad = False`).
+    /// `model.fc.weight.requires_grad = False`), or after all of `model`
+    /// was frozen and a part given back grad (`for p in
+    /// model.head.parameters(): p.requires_grad = True`, also of an item,
+    /// `model.blocks[-1].parameters()`; `model.head.requires_grad_(True)`;
+    /// a fresh `model.head = nn.Linear(...)`), as fine-tuning code does.
     ///
     /// ## Why is this bad?
     /// The optimizer holds every parameter: its state (`exp_avg`,
@@ -77,14 +81,17 @@ impl Rule for FrozenParamsInOptimizer {
         if cx.is_frozen(&name) {
             return;
         }
-        let Some(part) = cx.frozen_part_of(&name) else { return };
         let opt = checker.text(func.span).to_string();
+        let message = if let Some(part) = cx.frozen_part_of(&name) {
+            format!("`{opt}` is given all of `{name}.parameters()` though `{part}` was frozen above")
+        } else if let Some(trained) = cx.frozen_except(&name) {
+            format!("`{opt}` is given all of `{name}.parameters()` though `{name}` was frozen above and only parts of it made trainable again (first `{trained}`)")
+        } else {
+            return;
+        };
         checker.report(
             Self::META
-                .diagnostic(
-                    expr.span,
-                    format!("`{opt}` is given all of `{name}.parameters()` though `{part}` was frozen above"),
-                )
+                .diagnostic(expr.span, message)
                 .with_help(format!("pass only the trainable parameters: `(p for p in {name}.parameters() if p.requires_grad)`")),
         );
     }

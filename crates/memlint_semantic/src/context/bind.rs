@@ -368,7 +368,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters);
+        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
@@ -388,7 +388,7 @@ impl Context {
             }};
         }
         sets!(frozen, graph, requires_grad, losses, grad_values, grad_off);
-        maps!(factories, instances, kinds, views, saved);
+        maps!(factories, instances, unfrozen_parts, kinds, views, saved);
         // Only a name that resolves to an import needs shadowing.
         if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
             self.frame_mut().imports.insert(dotted.to_string(), None);
@@ -497,6 +497,10 @@ impl Context {
                 self.forget(&d);
                 if frozen {
                     self.frame_mut().frozen.insert(d.to_string());
+                } else if !self.options.summary_only && kind == Some(ValueKind::Module) && d.contains('.') {
+                    // `model.head = nn.Linear(...)` on a frozen model: a
+                    // trainable part.
+                    self.note_unfrozen(&d);
                 }
                 if batch {
                     self.frame_mut().batches.insert(d.to_string());
@@ -537,6 +541,25 @@ impl Context {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `dotted` requires grad again: a model frozen whole is no longer
+    /// frozen, and when `dotted` is a part of one (`model.head`), that
+    /// model keeps the rest frozen ([`Context::frozen_except`]).
+    pub(super) fn note_unfrozen(&mut self, dotted: &str) {
+        let f = self.frame_mut();
+        // Made trainable whole (on some path: `elif args.layers == "all":`).
+        if !f.unfrozen_parts.is_empty() {
+            f.unfrozen_parts.remove(dotted);
+        }
+        if f.frozen.is_empty() || f.frozen.remove(dotted) {
+            return;
+        }
+        let above = |m: &String| dotted.len() > m.len() && dotted.starts_with(m.as_str()) && dotted.as_bytes()[m.len()] == b'.';
+        if let Some(model) = f.frozen.iter().find(|m| above(m)).cloned() {
+            f.frozen.remove(&model);
+            f.unfrozen_parts.entry(model).or_insert_with(|| dotted.to_string());
         }
     }
 
@@ -735,7 +758,8 @@ impl Context {
                             let is_model = self.is_model(target) || self.kind_of_binding(&d) == Some(ValueKind::Module);
                             let f = self.frame_mut();
                             if on {
-                                f.requires_grad.insert(d.into());
+                                f.requires_grad.insert(d.to_string());
+                                self.note_unfrozen(&d);
                             } else {
                                 f.requires_grad.remove(d.as_str());
                                 if is_model {

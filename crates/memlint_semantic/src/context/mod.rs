@@ -177,6 +177,11 @@ struct Frame {
     instances: HashMap<String, String>,
     /// Models whose parameters were all frozen.
     frozen: HashSet<String>,
+    /// Models frozen whole and then given back a trainable part (a loop
+    /// setting `requires_grad = True` over `model.head.parameters()`, a
+    /// fresh `model.head = nn.Linear(...)`): the model, and the first such
+    /// part. The rest of the model stays frozen.
+    unfrozen_parts: HashMap<String, String>,
     /// Qualified name of the class this function is a method of (nested
     /// classes included: `module.f.Net`).
     class_qualname: Option<String>,

@@ -171,6 +171,14 @@ impl Context {
         parts.first().map(|k| k.to_string())
     }
 
+    /// For a model frozen whole in this function and then given a
+    /// trainable part (`for p in model.head.parameters(): p.requires_grad =
+    /// True`, `model.head = nn.Linear(...)`): that part. The rest of the
+    /// model's parameters stay frozen.
+    pub fn frozen_except(&self, dotted: &str) -> Option<&str> {
+        self.frame().unfrozen_parts.get(dotted).map(String::as_str)
+    }
+
     /// The local name (or alias) under which module `qualified` is imported,
     /// e.g. `"t"` after `import torch as t`.
     pub fn import_alias_of(&self, qualified: &str) -> Option<&str> {

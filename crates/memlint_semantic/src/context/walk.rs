@@ -426,7 +426,7 @@ impl Context {
                     if let Some(model) = frozen_by_loop(target, iter, body) {
                         self.frame_mut().frozen.insert(model);
                     } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
-                        self.frame_mut().frozen.remove(model.as_str());
+                        self.note_unfrozen(&model);
                     }
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);

@@ -377,7 +377,12 @@ pub(crate) fn unfrozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Opt
 /// require grad (`on`) or not.
 fn grad_switched_by_loop(target: &Expr, iter: &Expr, body: &[Stmt], on: bool) -> Option<String> {
     let p = target.as_name()?;
-    let (model, "parameters") = iter.as_method_call()? else { return None };
+    let (mut model, "parameters") = iter.as_method_call()? else { return None };
+    // What is given back grad may be an item of a part
+    // (`model.blocks[-1].parameters()`): the part counts.
+    while let (true, ExprKind::Subscript { value, .. }) = (on, &model.kind) {
+        model = value;
+    }
     let model = model.dotted()?;
     let flag = |e: &Expr| if on { e.is_true() } else { e.is_false() };
     let switches = body.iter().any(|s| match &s.kind {
