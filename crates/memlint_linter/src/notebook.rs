@@ -36,7 +36,9 @@
 //! - Cells are compiled one at a time at run time, so each code cell is
 //!   parsed on its own for syntax errors: a cell whose only errors are
 //!   exercise blanks (`loss = `, `lr = # TODO`, `x = pass`, a `def` whose
-//!   body is a comment) is not reported; the other cells that do not parse
+//!   body is a comment) is not reported, nor is a cell whose first line is
+//!   indented and that parses once that indentation is taken off (IPython
+//!   does so before it compiles a cell); the other cells that do not parse
 //!   give one `ML000` for the notebook, located in the first of them and
 //!   naming them all; each is left out of the joined module (an unclosed
 //!   bracket must not swallow the cells after it), and is checked alone
@@ -544,6 +546,21 @@ fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool
         })
 }
 
+/// Whether a cell whose first line is indented parses once that
+/// indentation is taken off every line that starts with it: IPython does
+/// that before it compiles a cell (its `leading_indent` transform), so the
+/// cell runs.
+fn runs_dedented(source: &str) -> bool {
+    let Some(first) = source.lines().find(|l| !l.trim().is_empty()) else { return false };
+    let indent = &first[..first.len() - first.trim_start_matches([' ', '\t']).len()];
+    if indent.is_empty() {
+        return false;
+    }
+    let dedented: String =
+        source.split_inclusive('\n').map(|l| l.strip_prefix(indent).unwrap_or(l)).collect();
+    memlint_python::parse(&dedented).errors.is_empty()
+}
+
 fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
     let mut diagnostics = Vec::new();
     let mut comments = Vec::new();
@@ -561,7 +578,7 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
             // A course notebook's blanks for the student (`loss = `,
             // `lr = # TODO`, `x = pass`) are not mistakes to report: the
             // cell's recovered parts are still checked.
-            if options.rules.contains(PARSE_ERROR.code) && !exercise_blanks(source, &parsed.errors) {
+            if options.rules.contains(PARSE_ERROR.code) && !exercise_blanks(source, &parsed.errors) && !runs_dedented(source) {
                 // An error at the end of the cell points at its last newline,
                 // so it is shown in this cell and not the next.
                 let last = cell.span.end.saturating_sub(1);
@@ -986,6 +1003,18 @@ mod tests {
         assert!(!blank("y = (1,\n"));
         assert!(!blank("def f(:\n    pass\n"));
         assert!(!blank("if a == :\n    pass\n"));
+    }
+
+    #[test]
+    fn an_indented_cell_that_ipython_runs_is_not_a_syntax_error() {
+        assert!(runs_dedented(" x = 1\n y = [x,\n      2]\n"));
+        assert!(runs_dedented("\n\tfor i in y:\n\t    print(i)\n"));
+        assert!(!runs_dedented("x = 1\n  y = 2\n"));
+        assert!(!runs_dedented(" x = (1,\n"));
+        let json = nb(&[("code", "import torch\n"), ("code", "  model = torch.nn.Linear(2, 2)\n  model.eval()\n"), ("code", "  y = (\n")]);
+        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
+        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        assert_eq!(found.iter().filter(|f| f.starts_with("ML000")).collect::<Vec<_>>(), ["ML000 cell 3:1:1"]);
     }
 
     #[test]
