@@ -124,7 +124,8 @@ impl ProjectFacts {
     /// What the closest project above `dir` (absolute) declares of torch:
     /// the lowest version it allows (`torch>=X.Y`, or `==`, `~=`, `>`) and
     /// a version every torch it allows is below (`torch==1.7.1`,
-    /// `torch<2.0`), from pyproject.toml, setup.cfg, setup.py,
+    /// `torch<2.0`), from pyproject.toml, setup.cfg, setup.py (a
+    /// packaging script, not a module of helpers so named),
     /// requirements*.txt and `requirements/`, and, for the second, a pin in
     /// the install commands of its README (`pip install torch==1.8.1`,
     /// `conda install pytorch=1.7.1`, "PyTorch version 1.7.1").
@@ -144,6 +145,12 @@ impl ProjectFacts {
         for name in ["pyproject.toml", "setup.cfg", "setup.py", "requirements.txt"] {
             let p = dir.join(name);
             if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
+                // A `setup.py` that builds nothing is a module of the code
+                // (`eval/setup.py` of helpers that set a model up), not a
+                // project's manifest.
+                if name == "setup.py" && !is_packaging_script(&text) {
+                    continue;
+                }
                 is_root = true;
                 add(&text, &mut found);
             }
@@ -198,6 +205,12 @@ impl ProjectFacts {
         }
         result
     }
+}
+
+/// Whether a `setup.py` is a packaging script: it uses setuptools,
+/// distutils or scikit-build.
+fn is_packaging_script(text: &str) -> bool {
+    ["setuptools", "distutils", "skbuild"].iter().any(|m| text.contains(m))
 }
 
 /// What a project declares of torch: the lowest version it allows, and a
@@ -323,6 +336,21 @@ mod tests {
         let facts = ProjectFacts::default();
         assert_eq!(facts.torch_versions(&sub), (Some((2, 4)), Some((2, 6))));
         assert_eq!(facts.torch_versions(dir.path()), (Some((2, 4)), None));
+    }
+
+    #[test]
+    fn a_setup_module_of_helpers_is_no_manifest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let eval = dir.path().join("pkg/eval");
+        std::fs::create_dir_all(&eval).expect("mkdir");
+        std::fs::write(dir.path().join("requirements.txt"), "torch==2.0.0\n").expect("write");
+        std::fs::write(eval.join("setup.py"), "import torch\ndef setup_and_build_model(args):\n    pass\n").expect("write");
+        let facts = ProjectFacts::default();
+        assert_eq!(facts.torch_versions(&eval), (Some((2, 0)), Some((2, 1))));
+        let lib = dir.path().join("lib");
+        std::fs::create_dir_all(&lib).expect("mkdir");
+        std::fs::write(lib.join("setup.py"), "from setuptools import setup\nsetup(name='lib')\n").expect("write");
+        assert_eq!(facts.torch_versions(&lib), (None, None));
     }
 
     #[test]
