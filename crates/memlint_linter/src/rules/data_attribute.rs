@@ -174,6 +174,11 @@ impl DataAttribute {
     /// A parameter or a leaf that requires grad (`self.weight`, `p` of
     /// `.parameters()`, `w` built with `requires_grad=True`).
     fn is_leaf_like(checker: &Checker<'_>, value: &Expr) -> bool {
+        // `self.weight` that the class only ever assigns a plain tensor
+        // (`Variable(torch.ones(n))`): no parameter, whatever its name.
+        if value.dotted().is_some_and(|d| d.starts_with("self.") && checker.cx.kind_of_binding(&d) == Some(ValueKind::Tensor)) {
+            return false;
+        }
         if let ExprKind::Attribute { attr, .. } = &value.kind {
             if nn::is_param_attr(attr) {
                 return true;

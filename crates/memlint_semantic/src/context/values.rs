@@ -780,7 +780,7 @@ impl Context {
 }
 
 /// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
-/// body, with that kind.
+/// body, with that kind; or only plain tensors, as [`ValueKind::Tensor`].
 pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
     let mut out = HashMap::default();
     for s in body {
@@ -791,18 +791,39 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
                     if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
                         return;
                     }
-                    if let Some(k @ (ValueKind::Parameter | ValueKind::Module)) = cx.kind_of(value) {
-                        for t in targets {
-                            if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
-                                out.insert(attr.to_string(), k);
+                    match cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) {
+                        Some(k @ (ValueKind::Parameter | ValueKind::Module)) => {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    out.insert(attr.to_string(), k);
+                                }
                             }
                         }
+                        // A plain tensor (`self.weight = Variable(torch.ones(n))`,
+                        // a constant): not a parameter, unless another
+                        // assignment makes it one.
+                        Some(ValueKind::Tensor) => {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    out.entry(attr.to_string()).or_insert(ValueKind::Tensor);
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                 }
             });
         }
     }
     out
+}
+
+/// `Variable(t)` (PyTorch before 0.4) without `requires_grad=True`: a
+/// tensor nothing differentiates.
+fn plain_variable(value: &Expr, cx: &Context) -> bool {
+    value.as_call().is_some_and(|(func, _, _)| {
+        cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.autograd.Variable", "torch.autograd.variable.Variable"]))
+    }) && !value.keyword("requires_grad").is_some_and(|v| !v.is_false())
 }
 
 /// Per class: `self.<attr>` frozen in any method, `self.<attr>`
