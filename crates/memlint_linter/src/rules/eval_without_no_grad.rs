@@ -86,7 +86,10 @@ declare_rule! {
     /// class that is not an `nn.Module` (a trainer or predictor wrapping a
     /// model). Callers reached by dynamic dispatch or outside the run are
     /// not seen: an evaluation function whose only callers are there is
-    /// reported. Models are recognised by their constructor (`nn.*`, a
+    /// reported. A file written for PyTorch before 0.4 (it passes
+    /// `volatile=True`, which turned grad off then, and reads a loss as
+    /// `loss.data[0]`, which raises from PyTorch 0.5 on) is not checked:
+    /// on the PyTorch it runs on, its volatile inputs record no graph. Models are recognised by their constructor (`nn.*`, a
     /// class deriving from `nn.Module` in the run, `torchvision.models.*`)
     /// or by a model-like name (`model`, `net`, `encoder`,
     /// `self.backbone`...), never by a call of a class or of a function
@@ -143,6 +146,14 @@ impl Rule for EvalWithoutNoGrad {
         };
         // A model whose parameters were all frozen records no graph.
         if model.dotted().is_some_and(|d| cx.is_frozen(&d)) {
+            return;
+        }
+        // Code for PyTorch before 0.4, which turns grad off with
+        // `Variable(x, volatile=True)` and cannot run on a later PyTorch.
+        let legacy = checker
+            .file_memo()
+            .get_or("ML201-volatile-torch", "", || Some(memlint_semantic::facts::written_for_volatile_torch(&checker.module().body)));
+        if legacy.is_some_and(|l| *l) {
             return;
         }
         let name = checker.text(model.span).to_string();

@@ -593,3 +593,45 @@ pub fn tests_for_the_device(test: &Expr) -> bool {
         _ => false,
     })
 }
+
+/// Whether the module is written for PyTorch before 0.4 and cannot run on
+/// a later one: it turns grad off the old way (`Variable(x,
+/// volatile=True)`, which PyTorch 0.4 made a no-op) and reads a loss by
+/// indexing its data (`loss.data[0]`, which raises on a 0-dim tensor from
+/// PyTorch 0.5 on). On the PyTorch it runs on, `volatile=True` inputs
+/// record no graph.
+pub fn written_for_volatile_torch(body: &[Stmt]) -> bool {
+    let mut volatile = false;
+    let mut indexes_loss = false;
+    crate::ir::for_each_stmt_in_module(body, &mut |s| {
+        if volatile && indexes_loss {
+            return;
+        }
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                match &x.kind {
+                    ExprKind::Call { .. } => volatile |= x.keyword("volatile").is_some_and(Expr::is_true),
+                    ExprKind::Subscript { value, index, .. } => {
+                        indexes_loss |= matches!(index.kind, ExprKind::Literal(crate::ir::Literal::Int(0)))
+                            && matches!(&value.kind, ExprKind::Attribute { value: base, attr, .. } if attr == "data" && names_a_loss(base));
+                    }
+                    _ => {}
+                }
+                false
+            });
+        });
+    });
+    volatile && indexes_loss
+}
+
+/// `loss`, `self.d_loss`, `F.nll_loss(...)`, `criterion(...)`.
+fn names_a_loss(e: &Expr) -> bool {
+    let e = match &e.kind {
+        ExprKind::Call { func, .. } => func,
+        _ => e,
+    };
+    e.dotted().is_some_and(|d| {
+        let last = d.rsplit('.').next().unwrap_or("");
+        words(last).iter().any(|w| w == "loss" || w == "criterion")
+    })
+}
