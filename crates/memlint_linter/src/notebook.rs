@@ -35,8 +35,9 @@
 //!   is not Python in this namespace and the cell is skipped.
 //! - Cells are compiled one at a time at run time, so each code cell is
 //!   parsed on its own for syntax errors: a cell whose only errors are
-//!   exercise blanks (`loss = `, `lr = # TODO`, `x = pass`, a `def` whose
-//!   body is a comment) is not reported, nor is a cell whose first line is
+//!   exercise blanks (`loss = `, `lr = # TODO`, `x = pass`, `a = <YOUR
+//!   CODE>`, a line beside `# your code`, a `def` whose body is a comment)
+//!   is not reported, nor is a cell whose first line is
 //!   indented and that parses once that indentation is taken off (IPython
 //!   does so before it compiles a cell); the other cells that do not parse
 //!   give one `ML000` for the notebook, located in the first of them and
@@ -512,8 +513,11 @@ pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
 /// Whether every parse error of a cell is an exercise blank: a value left
 /// out after `=` (`loss = `, `criterion = # TODO`, `Adam(lr=, ...)`) or a
 /// `pass` standing for one (`one_hot = pass`), on the error's line or, for
-/// an error at the start of a line, the last non-blank line before it; or
-/// a body left out (`def forward(self, x):` followed by comments only).
+/// an error at the start of a line, the last non-blank line before it; a
+/// placeholder in angle brackets (`<YOUR CODE: ...>`) or a comment that
+/// marks the blank (`# your code`, `# TODO`) on the error's line or the
+/// line before; or a body left out (`def forward(self, x):` followed by
+/// comments only).
 fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool {
     fn blank_after_equals(code: &str) -> bool {
         let bytes = code.as_bytes();
@@ -542,8 +546,45 @@ fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool
                 &source[line_start..end]
             };
             let code = line.split('#').next().unwrap_or("");
-            blank_after_equals(code)
+            if blank_after_equals(code) {
+                return true;
+            }
+            // A placeholder (`a = <YOUR CODE: sample an action>`, a line
+            // `<YOUR CODE: stack layers>`) or a comment that marks the
+            // blank (`# your code`, `# TODO`), on the error's line or the
+            // line before.
+            let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
+            let here = &source[line_start..end];
+            let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
         })
+}
+
+/// `<YOUR CODE>`, `< your code here >`, `<YOUR_CODE>`, `<...>`, `<>`:
+/// angle brackets around words for the student (or nothing), which
+/// Python cannot parse.
+fn has_placeholder(line: &str) -> bool {
+    let mut rest = line;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(['<', '>']) else { return false };
+        let inner = after[..close].trim();
+        let words = inner.starts_with(|c: char| c.is_ascii_alphabetic())
+            && (inner.contains([' ', ':'])
+                || inner.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
+        if after.as_bytes()[close] == b'>' && (inner.is_empty() || inner == "..." || words) {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// A comment that tells the student to write the code there.
+fn marks_a_blank(line: &str) -> bool {
+    let Some((_, comment)) = line.split_once('#') else { return false };
+    let comment = comment.to_ascii_lowercase();
+    ["your code", "todo", "fill in", "fill this"].iter().any(|m| comment.contains(m))
 }
 
 /// Whether a cell whose first line is indented parses once that
@@ -1003,6 +1044,16 @@ mod tests {
         assert!(!blank("y = (1,\n"));
         assert!(!blank("def f(:\n    pass\n"));
         assert!(!blank("if a == :\n    pass\n"));
+        assert!(blank("a = <YOUR CODE: sample action from policy>\n"));
+        assert!(blank("network = nn.Sequential()\n<YOUR CODE: stack layers!!!1>\n"));
+        assert!(blank("model = nn.Sequential(\n  <your code here>\n)\n"));
+        assert!(blank("layers = (\n    nn.Conv2d(...),\n    ...\n    # your code,\n    nn.Flatten(),\n)\n"));
+        assert!(!blank("y = x < 1 and z >\n"));
+        assert!(!blank("print(<b>)\n"));
+        assert!(blank("model = <>\n"));
+        assert!(blank("loss = <YOUR_CODE>\n"));
+        assert!(blank("class P:\n    def f(self, x):\n        < insert your code here >\n        return x\n"));
+        assert!(!blank("raise ValueError, \"wrong\"\n"));
     }
 
     #[test]
