@@ -8,7 +8,7 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 declare_rule! {
     /// ## What it does
     /// Flags reads and assignments of `.data` on a tensor (`p.data`,
-    /// `p.grad.data.clamp_()`, `p.data = p.data.clamp(0, 1)`) in code that
+    /// `p.data.clamp_(0, 1)`, `p.data = p.data.clamp(0, 1)`) in code that
     /// runs while an autograd graph may be live: the body of a training or
     /// evaluation loop, a `forward` method, an optimizer's `step`, a
     /// framework step hook (`training_step`), or a function called from one
@@ -17,7 +17,9 @@ declare_rule! {
     /// `loss.data`). One finding per statement (`a.data = b.data` is one, and
     /// so is a statement over several lines). Not on
     /// the running statistics of norm layers (`bn.running_mean.data`,
-    /// `running_var`, `num_batches_tracked`): they never require grad.
+    /// `running_var`, `num_batches_tracked`): they never require grad; nor
+    /// on a gradient (`p.grad.data.zero_()` before `backward()`), which is
+    /// no input of the graph being built (ML107 covers the idiom).
     ///
     /// ## Why is this bad?
     /// `.data` returns the tensor's storage without autograd's version
@@ -143,6 +145,12 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     if let ExprKind::Attribute { attr, .. } = &value.kind {
         if memlint_semantic::api::NORM_BUFFERS.contains(&attr.as_str()) {
             return None;
+        }
+        // A gradient is no input of the graph being built: zeroing or
+        // clipping `p.grad.data` before `backward()` corrupts nothing it
+        // saved (the idiom is ML107's).
+        if attr == nn::GRAD && cx.grad_enabled() {
+            return Some(DataUse::Setup);
         }
     }
     // Inside `torch.no_grad()` autograd records nothing: the advice
