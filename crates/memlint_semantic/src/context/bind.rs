@@ -615,7 +615,10 @@ impl Context {
             return false;
         }
         let in_roots = self.frame().loops.iter().any(|l| l.kind == LoopKind::Train && l.backward_roots.contains(dotted));
-        in_roots && matches!(value.kind, ExprKind::Call { .. } | ExprKind::BinOp { .. }) && !is_detached(value)
+        in_roots
+            && matches!(value.kind, ExprKind::Call { .. } | ExprKind::BinOp { .. })
+            && !is_detached(value)
+            && !crate::facts::scan::is_env_call(value, &["step", "reset"])
     }
 
     /// Whether assigning `v` creates a leaf tensor that requires grad.

@@ -571,16 +571,25 @@ pub(crate) fn steps_an_environment(body: &[Stmt]) -> bool {
         if found {
             return;
         }
-        if let Some((recv, "step")) = e.as_method_call() {
-            let last = match &recv.kind {
-                ExprKind::Name(n) => Some(n.as_str()),
-                ExprKind::Attribute { attr, .. } => Some(attr.as_str()),
-                _ => None,
-            };
-            found = last.is_some_and(|w| w.to_ascii_lowercase().contains("env"));
-        }
+        found = is_env_call(e, &["step"]);
     });
     found
+}
+
+/// `env.step(action)`, `self.envs.reset()`: a call of one of `methods` on
+/// an environment (a receiver named for one). What it returns comes from
+/// the environment (arrays, numbers), never from autograd.
+pub(crate) fn is_env_call(e: &Expr, methods: &[&str]) -> bool {
+    let Some((recv, m)) = e.as_method_call() else { return false };
+    if !methods.contains(&m) {
+        return false;
+    }
+    let last = match &recv.kind {
+        ExprKind::Name(n) => Some(n.as_str()),
+        ExprKind::Attribute { attr, .. } => Some(attr.as_str()),
+        _ => None,
+    };
+    last.is_some_and(|w| w.to_ascii_lowercase().contains("env"))
 }
 
 /// Whether an `if` test asks whether the program runs on the GPU
