@@ -663,7 +663,7 @@ fn summarize_file(
 /// located by cell (see `memlint_linter::notebook`), and fixes its cells
 /// when `fix` is given.
 fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option<FixMode>) -> Option<Checked> {
-    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path) };
+    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path), module: Some(job.module.path.clone()) };
     let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display.clone());
     let fixed = match fix {
         Some(mode) if !diagnostics.is_empty() => Some(memlint_linter::fix_loop::fix_notebook(json, &display, &options, mode)),
@@ -697,7 +697,7 @@ fn check_file(
     let (text, bom, diagnostics, fixed) = match text {
         Ok((text, bom)) if is_notebook_path(path) => return check_notebook(job, display, &text, bom, fix),
         Ok((text, bom)) => {
-            let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path) };
+            let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path), module: None };
             let file = FileContext {
                 language: memlint_linter::frontend::language_of(path),
                 module: job.module.clone(),

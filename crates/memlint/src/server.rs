@@ -432,7 +432,7 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
         return Ok(Vec::new());
     }
     let is_test_file = path.as_deref().is_some_and(|p| is_test_path(Path::new(p)));
-    let options = LintOptions { rules, is_test_file };
+    let options = LintOptions { rules, is_test_file, module: None };
     // The document is its own project (the editor shows one file), with
     // the module path and the torch minimum its place on disk gives it.
     let Some(path) = path else { return Ok(lint_source(text, &options)) };

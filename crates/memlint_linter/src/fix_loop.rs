@@ -91,7 +91,7 @@ pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, mode: FixMode
 
 fn parses(text: &str) -> bool {
     let Ok(sel) = Selector::parse(PARSE_ERROR.code) else { return true };
-    let only_parse = LintOptions { rules: RuleSet::from_selection(Some(&[sel]), &[], &[]), is_test_file: false };
+    let only_parse = LintOptions { rules: RuleSet::from_selection(Some(&[sel]), &[], &[]), is_test_file: false, module: None };
     !lint_source(text, &only_parse).iter().any(|d| d.code == PARSE_ERROR.code)
 }
 
@@ -183,7 +183,7 @@ mod tests {
     }
 
     fn options() -> LintOptions {
-        LintOptions { rules: RuleSet::defaults(), is_test_file: false }
+        LintOptions { rules: RuleSet::defaults(), is_test_file: false, module: None }
     }
 
     #[test]

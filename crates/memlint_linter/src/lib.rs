@@ -21,7 +21,7 @@
 //! ```
 //! use memlint_linter::{lint_source, LintOptions, RuleSet};
 //! let src = "import torch\nx = torch.zeros(3, requires_grad=True)\nx.add_(1)\n";
-//! let diags = lint_source(src, &LintOptions { rules: RuleSet::defaults(), is_test_file: false });
+//! let diags = lint_source(src, &LintOptions { rules: RuleSet::defaults(), is_test_file: false, module: None });
 //! assert_eq!(diags[0].code, "ML101");
 //! ```
 
@@ -55,6 +55,10 @@ pub struct LintOptions {
     pub rules: RuleSet,
     /// The file is a test module (see [`ContextOptions::is_test_file`]).
     pub is_test_file: bool,
+    /// The module path of source linted on its own ([`lint_source`], a
+    /// notebook): its name says what it is (`bench_attention`,
+    /// `08_profiling`). `None`: `__main__`.
+    pub module: Option<String>,
 }
 
 /// Whether a path is a test module, by the rules of its language's
@@ -136,7 +140,7 @@ pub fn lint_source(source: &str, options: &LintOptions) -> Vec<Diagnostic> {
 
 /// [`lint_source`] for source of another language (`.rs` with `tch`).
 pub fn lint_source_in(source: &str, options: &LintOptions, language: memlint_semantic::ir::Language) -> Vec<Diagnostic> {
-    let module = ModuleInfo::python("__main__", false);
+    let module = ModuleInfo::python(options.module.as_deref().unwrap_or("__main__"), false);
     let mut file = FileContext { module, language, ..FileContext::default() };
     let summary = summarize_source(source, &file, options.is_test_file).summary;
     file.index = Arc::new(ProjectIndex::build(vec![summary]));

@@ -45,6 +45,9 @@
 //!   bracket must not swallow the cells after it), and is checked alone
 //!   after the cells above it, so its recovered parts are still checked with
 //!   the names defined before it.
+//! - The notebook's module is named after its path, as a `.py` file's is
+//!   (`docs/08_profiling.ipynb` is `docs.08_profiling`): what a name says
+//!   of the code (a benchmark, profiling) counts as it does for a module.
 //! - Suppression comments work per line in a cell; `# memlint:
 //!   ignore-file[...]` in any cell applies to the whole notebook.
 //! - A notebook whose kernel language (`metadata.language_info.name` or
@@ -917,7 +920,7 @@ mod tests {
     use crate::RuleSet;
 
     fn options() -> LintOptions {
-        LintOptions { rules: RuleSet::defaults(), is_test_file: false }
+        LintOptions { rules: RuleSet::defaults(), is_test_file: false, module: None }
     }
 
     fn nb(cells: &[(&str, &str)]) -> String {
@@ -1066,6 +1069,22 @@ mod tests {
         let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
         let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
         assert_eq!(found.iter().filter(|f| f.starts_with("ML000")).collect::<Vec<_>>(), ["ML000 cell 3:1:1"]);
+    }
+
+    #[test]
+    fn a_notebook_named_for_profiling_is_benchmark_code() {
+        let json = nb(&[(
+            "code",
+            "import torch\nfor x, y in loader:\n    loss = model(x.cuda(non_blocking=True)).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    print(loss.item())\n",
+        )]);
+        let rules = RuleSet::from_selection(Some(&[crate::Selector::parse("ML305").expect("ML305")]), &[], &[]);
+        let codes = |module: Option<&str>| -> Vec<&str> {
+            let options = LintOptions { rules: rules.clone(), is_test_file: false, module: module.map(str::to_string) };
+            lint_notebook(&json, &options).diagnostics.iter().map(|d| d.code).collect()
+        };
+        assert_eq!(codes(None), ["ML305"]);
+        assert_eq!(codes(Some("notebooks.train_mnist")), ["ML305"]);
+        assert!(codes(Some("docs.08_pytorch_profiling")).is_empty());
     }
 
     #[test]

@@ -68,7 +68,7 @@ fn every_fixture_flags_exactly_its_header_lines() {
         let (code, expected) = header(&text);
         let select = [Selector::parse(&code).expect("header code is a rule")];
         let rules = RuleSet::from_selection(Some(&select), &[], &[]);
-        let diags = lint_source_in(&text, &LintOptions { rules, is_test_file: false }, language(&path));
+        let diags = lint_source_in(&text, &LintOptions { rules, is_test_file: false, module: None }, language(&path));
         let file = SourceFile::new(path.file_name().unwrap().to_string_lossy(), text.clone());
         let got: BTreeSet<usize> = diags.iter().map(|d| file.location(d.span.start).0).collect();
         if got != expected {
@@ -161,7 +161,7 @@ fn messages_are_lowercase_without_trailing_period() {
         let text = std::fs::read_to_string(&path).unwrap();
         let diags = lint_source_in(
             &text,
-            &LintOptions { rules: RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]), is_test_file: false },
+            &LintOptions { rules: RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]), is_test_file: false, module: None },
             language(&path),
         );
         for d in diags {

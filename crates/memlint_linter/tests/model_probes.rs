@@ -10,7 +10,7 @@ use memlint_linter::{lint_source, LintOptions, RuleSet, Selector};
 /// The lines (1-based) where `code` is reported in `source`, all rules on.
 fn lines(source: &str, code: &str) -> Vec<usize> {
     let all = Selector::parse("ALL").expect("ALL");
-    let options = LintOptions { rules: RuleSet::from_selection(Some(&[all]), &[], &[]), is_test_file: false };
+    let options = LintOptions { rules: RuleSet::from_selection(Some(&[all]), &[], &[]), is_test_file: false, module: None };
     let index = memlint_diagnostics::LineIndex::new(source);
     lint_source(source, &options).iter().filter(|d| d.code == code).map(|d| index.location(d.span.start).0).collect()
 }

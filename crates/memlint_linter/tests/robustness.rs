@@ -43,7 +43,7 @@ fn mutate(text: &str, rng: &mut Lcg) -> String {
 fn mutated_fixtures_never_panic() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/python");
     let rules = RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]);
-    let options = LintOptions { rules, is_test_file: false };
+    let options = LintOptions { rules, is_test_file: false, module: None };
     let mut rng = Lcg(0x5eed);
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -69,7 +69,7 @@ fn mutated_notebooks_never_panic_and_every_finding_is_in_a_cell() {
 
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let rules = RuleSet::from_selection(Some(&[Selector::parse("ALL").unwrap()]), &[], &[]);
-    let options = LintOptions { rules, is_test_file: false };
+    let options = LintOptions { rules, is_test_file: false, module: None };
     let mut rng = Lcg(0x0b00c);
     let mut checked = 0;
     for entry in std::fs::read_dir(root.join("python")).unwrap() {
