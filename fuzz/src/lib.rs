@@ -22,7 +22,7 @@ use memlint_linter::{lint_source, LintOptions, RuleSet, Selector, PARSE_ERROR};
 /// Every rule.
 pub fn all_rules() -> LintOptions {
     let all = Selector::parse("ALL").expect("ALL is a selector");
-    LintOptions { rules: RuleSet::from_selection(Some(&[all]), &[], &[]), is_test_file: false }
+    LintOptions { rules: RuleSet::from_selection(Some(&[all]), &[], &[]), is_test_file: false, module: None }
 }
 
 /// Renders `diagnostics` of `file` in every format; the JSON formats must parse.

@@ -570,7 +570,8 @@ fn has_placeholder(line: &str) -> bool {
     let mut rest = line;
     while let Some(open) = rest.find('<') {
         let after = &rest[open + 1..];
-        let Some(close) = after.find(['<', '>']) else { return false };
+        // `<YOUR CODE: restore the words ...` closed on a later line.
+        let Some(close) = after.find(['<', '>']) else { return after.to_ascii_lowercase().starts_with("your code") };
         let inner = after[..close].trim();
         let words = inner.starts_with(|c: char| c.is_ascii_alphabetic())
             && (inner.contains([' ', ':'])
@@ -1057,6 +1058,7 @@ mod tests {
         assert!(blank("loss = <YOUR_CODE>\n"));
         assert!(blank("class P:\n    def f(self, x):\n        < insert your code here >\n        return x\n"));
         assert!(!blank("raise ValueError, \"wrong\"\n"));
+        assert!(blank("words = <YOUR CODE: restore words (a list of strings)\n   from words_ix>\n"));
     }
 
     #[test]
