@@ -67,7 +67,9 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// Parameters of a model frozen first (`for p in ema.parameters():
-    /// p.requires_grad_(False)` or `p.detach_()`, `ema.requires_grad_(False)`)
+    /// p.requires_grad_(False)` or `p.detach_()`, `ema.requires_grad_(False)`,
+    /// a layer frozen as it is built, `fused =
+    /// nn.Conv2d(...).requires_grad_(False)`, then `fused.weight.copy_(...)`)
     /// are not leaves that require grad: an EMA copy updated in place is not
     /// reported when it was frozen in the same function, in its class
     /// (`self.ema`, in any method), or, for a model the function is given

@@ -582,10 +582,22 @@ impl Context {
     /// Whether `v` is a module whose parameters are all frozen: a frozen
     /// model itself, moved or switched (`frozen.to(device)`, `.eval()`), or
     /// wrapped (`nn.Sequential(frozen, nn.Flatten())`,
-    /// `nn.DataParallel(frozen)`) with nothing that holds parameters beside it.
+    /// `nn.DataParallel(frozen)`) with nothing that holds parameters beside
+    /// it, or frozen as it is built (`nn.Conv2d(...).requires_grad_(False)`).
     fn is_frozen_value(&self, v: &Expr) -> bool {
         if let Some(d) = v.dotted() {
             return self.is_frozen(&d);
+        }
+        match v.as_method_call() {
+            // `nn.Conv2d(...).requires_grad_(False)`: frozen as it is built.
+            Some((_, "requires_grad_")) => {
+                return v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
+                    || v.keyword("requires_grad").is_some_and(Expr::is_false);
+            }
+            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) && recv.as_call().is_some() => {
+                return self.is_frozen_value(recv);
+            }
+            _ => {}
         }
         if let Some(q) = self.callee_name(v) {
             if !q.is_any(nn::PARAMETER_SHARING_WRAPPERS) {

@@ -451,6 +451,15 @@ impl Context {
         if self.frame().grad_off.contains(dotted) {
             return false;
         }
+        // `fused.weight` of a module frozen whole (`fused =
+        // nn.Conv2d(...).requires_grad_(False)`): no leaf that requires grad.
+        let mut owner = dotted;
+        while let Some((o, _)) = owner.rsplit_once('.') {
+            if self.is_frozen(o) {
+                return false;
+            }
+            owner = o;
+        }
         if self.is_requires_grad_leaf(dotted) || self.kind_of_binding(dotted) == Some(ValueKind::Parameter) {
             return true;
         }
