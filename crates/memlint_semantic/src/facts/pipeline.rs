@@ -506,8 +506,9 @@ fn literal_eq(a: &Expr, b: &Expr) -> bool {
 /// file, or one `in_memory_class` says is such a class of another module
 /// of the run), or a Hugging Face dataset prepared ahead and formatted
 /// (`ds.map(tokenize).with_format("torch")`, items of one: `ds["train"]`);
-/// in the call, bound to the name passed (in the call's function or at
-/// module level; also from what a function of the file returns, `ds =
+/// in the call, bound to the name passed (in the call's function, in
+/// another method for `self.<attr>`, or at module level; also from what a
+/// function of the file returns, `ds =
 /// make_data()`, `ds, model, opt = load_train_objs()`), or, for a
 /// parameter of a loader helper (`def get_loader(dataset, ...)`), passed
 /// as such by every call of the helper in the file.
@@ -583,6 +584,11 @@ impl InMemory<'_> {
         }
         let mut found = false;
         crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= self.binds(s, name));
+        // An attribute set in another method (`self.trainset =
+        // ABSADataset(...)` in `__init__`, read in `run()`).
+        if !found && name.starts_with("self.") {
+            crate::ir::for_each_stmt_in_module(self.module, &mut |s| found |= self.binds(s, name));
+        }
         // A name of the module (a notebook's earlier cell) seen from a function.
         found || (!std::ptr::eq(scope, self.module) && self.module.iter().any(|s| self.binds(s, name)))
     }
