@@ -920,6 +920,12 @@ mod tests {
     use super::*;
     use crate::RuleSet;
 
+    /// Each finding of the notebook as `"CODE cell N:L:C"`.
+    fn positions(json: &str) -> Vec<String> {
+        let (file, diags) = lint_notebook(json, &options()).into_source_file("nb.ipynb");
+        diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect()
+    }
+
     fn options() -> LintOptions {
         LintOptions { rules: RuleSet::defaults(), is_test_file: false, module: None }
     }
@@ -1031,10 +1037,7 @@ mod tests {
             ("markdown", "Evaluate"),
             ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\n"),
         ]);
-        let r = lint_notebook(&json, &options());
-        let (file, diags) = r.into_source_file("nb.ipynb");
-        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
-        assert_eq!(found, ["ML201 cell 3:3:11"]);
+        assert_eq!(positions(&json), ["ML201 cell 3:3:11"]);
     }
 
     #[test]
@@ -1068,8 +1071,7 @@ mod tests {
         assert!(!runs_dedented("x = 1\n  y = 2\n"));
         assert!(!runs_dedented(" x = (1,\n"));
         let json = nb(&[("code", "import torch\n"), ("code", "  model = torch.nn.Linear(2, 2)\n  model.eval()\n"), ("code", "  y = (\n")]);
-        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
-        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        let found = positions(&json);
         assert_eq!(found.iter().filter(|f| f.starts_with("ML000")).collect::<Vec<_>>(), ["ML000 cell 3:1:1"]);
     }
 
@@ -1096,8 +1098,7 @@ mod tests {
             ("code", "x = (1,\nmodel.eval()\nout = model(x)"),
             ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\n"),
         ]);
-        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
-        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        let found = positions(&json);
         assert_eq!(found[0], "ML000 cell 2:3:1", "{found:?}");
         assert_eq!(found[1..], ["ML201 cell 3:3:11"]);
     }
@@ -1108,8 +1109,7 @@ mod tests {
             ("code", "import torch\nmodel = torch.nn.Linear(2, 2)\n"),
             ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\ndef oops(:\n    pass\n"),
         ]);
-        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
-        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        let found = positions(&json);
         assert_eq!(found, ["ML201 cell 2:3:11", "ML000 cell 2:4:10"]);
     }
 
@@ -1138,8 +1138,7 @@ mod tests {
             ("code", "%%writefile evaluate.py\nmodel.eval()\nfor x in val_loader:\n    out = model(x)\n"),
             ("code", "%%writefile train.py\nimport torch\ndef evaluate(model, val_loader):\n    model.eval()\n    for x in val_loader:\n        out = model(x)\n"),
         ]);
-        let (file, diags) = lint_notebook(&json, &options()).into_source_file("nb.ipynb");
-        let found: Vec<String> = diags.iter().map(|d| format!("{} {}", d.code, file.position(d.span.start))).collect();
+        let found = positions(&json);
         assert_eq!(found, ["ML201 cell 3:6:15"]);
     }
 

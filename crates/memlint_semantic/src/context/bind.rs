@@ -371,7 +371,7 @@ impl Context {
         remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
-        let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
+        let below = |k: &str| is_below(k, dotted);
         let f = self.frame_mut();
         macro_rules! sets {
             ($($m:ident),*) => {{
@@ -556,8 +556,7 @@ impl Context {
         if f.frozen.is_empty() || f.frozen.remove(dotted) {
             return;
         }
-        let above = |m: &String| dotted.len() > m.len() && dotted.starts_with(m.as_str()) && dotted.as_bytes()[m.len()] == b'.';
-        if let Some(model) = f.frozen.iter().find(|m| above(m)).cloned() {
+        if let Some(model) = f.frozen.iter().find(|m| is_below(dotted, m)).cloned() {
             f.frozen.remove(&model);
             f.unfrozen_parts.entry(model).or_insert_with(|| dotted.to_string());
         }
@@ -594,9 +593,7 @@ impl Context {
                 return v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
                     || v.keyword("requires_grad").is_some_and(Expr::is_false);
             }
-            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) && recv.as_call().is_some() => {
-                return self.is_frozen_value(recv);
-            }
+            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) => return self.is_frozen_value(recv),
             _ => {}
         }
         if let Some(q) = self.callee_name(v) {
@@ -610,10 +607,7 @@ impl Context {
             return args.iter().any(|a| self.is_frozen_value(a))
                 && args.iter().all(|a| self.is_frozen_value(a) || parameterless(a));
         }
-        match v.as_method_call() {
-            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) => self.is_frozen_value(recv),
-            _ => false,
-        }
+        false
     }
 
     pub(super) fn is_loss_constructor(&self, v: &Expr) -> bool {

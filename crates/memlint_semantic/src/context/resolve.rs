@@ -164,9 +164,8 @@ impl Context {
     /// over `model.backbone.parameters()`) or a parameter's
     /// `requires_grad = False` (`model.fc.weight.requires_grad = False`).
     pub fn frozen_part_of(&self, dotted: &str) -> Option<String> {
-        let below = |k: &str| k.len() > dotted.len() && k.starts_with(dotted) && k.as_bytes()[dotted.len()] == b'.';
         let f = self.frame();
-        let mut parts: Vec<&String> = f.frozen.iter().chain(f.grad_off.iter()).filter(|k| below(k)).collect();
+        let mut parts: Vec<&String> = f.frozen.iter().chain(f.grad_off.iter()).filter(|k| is_below(k, dotted)).collect();
         parts.sort();
         parts.first().map(|k| k.to_string())
     }

@@ -800,25 +800,20 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
                     if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
                         return;
                     }
-                    match cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) {
-                        Some(k @ (ValueKind::Parameter | ValueKind::Module)) => {
-                            for t in targets {
-                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
-                                    out.insert(attr.to_string(), k);
-                                }
-                            }
-                        }
+                    let kind = match cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) {
+                        Some(k @ (ValueKind::Parameter | ValueKind::Module | ValueKind::Tensor)) => k,
+                        _ => return,
+                    };
+                    for t in targets {
+                        let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
                         // A plain tensor (`self.weight = Variable(torch.ones(n))`,
-                        // a constant): not a parameter, unless another
+                        // a constant) is not a parameter, unless another
                         // assignment makes it one.
-                        Some(ValueKind::Tensor) => {
-                            for t in targets {
-                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
-                                    out.entry(attr.to_string()).or_insert(ValueKind::Tensor);
-                                }
-                            }
+                        if kind == ValueKind::Tensor {
+                            out.entry(attr).or_insert(kind);
+                        } else {
+                            out.insert(attr, kind);
                         }
-                        _ => {}
                     }
                 }
             });
@@ -832,7 +827,7 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
 fn plain_variable(value: &Expr, cx: &Context) -> bool {
     value.as_call().is_some_and(|(func, _, _)| {
         cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.autograd.Variable", "torch.autograd.variable.Variable"]))
-    }) && !value.keyword("requires_grad").is_some_and(|v| !v.is_false())
+    }) && value.keyword("requires_grad").is_none_or(Expr::is_false)
 }
 
 /// Per class: `self.<attr>` frozen in any method, `self.<attr>`

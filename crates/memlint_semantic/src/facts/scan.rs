@@ -644,3 +644,10 @@ fn names_a_loss(e: &Expr) -> bool {
         words(last).iter().any(|w| w == "loss" || w == "criterion")
     })
 }
+
+/// Whether the dotted name `path` lies strictly below `prefix`
+/// (`model.head.weight` below `model.head` and `model`, not below
+/// `model.he`).
+pub(crate) fn is_below(path: &str, prefix: &str) -> bool {
+    path.len() > prefix.len() && path.starts_with(prefix) && path.as_bytes()[prefix.len()] == b'.'
+}
