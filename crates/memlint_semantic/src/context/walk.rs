@@ -293,13 +293,15 @@ impl Context {
     pub fn is_version_guard(&self, test: &Expr) -> bool {
         test.any(&mut |e| match &e.kind {
             ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
-                let lower = n.to_ascii_lowercase();
-                lower.contains("version")
-                    || ((lower.contains("torch") || lower.starts_with("pt_") || lower.contains("_pt_"))
-                        && (lower.chars().any(|c| c.is_ascii_digit())
+                // Case-insensitive, without lowering a copy of every name
+                // of every test.
+                let has = |w: &str| n.as_bytes().windows(w.len()).any(|s| s.eq_ignore_ascii_case(w.as_bytes()));
+                has("version")
+                    || ((has("torch") || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("pt_")) || has("_pt_"))
+                        && (n.bytes().any(|c| c.is_ascii_digit())
                             || ["greater", "less", "newer", "older", "_ge", "_gt", "_lt", "_le", "has_", "available"]
                                 .iter()
-                                .any(|w| lower.contains(w))))
+                                .any(|w| has(w))))
             }
             ExprKind::Call { func, args, .. } if matches!(func.as_name(), Some("hasattr" | "getattr")) => {
                 args.first().is_some_and(|a| self.qualified_name(a).is_some_and(|q| q.starts_with_module("torch")))
