@@ -559,8 +559,20 @@ fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool
             let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
             let here = &source[line_start..end];
             let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
+            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l)) || has_question_blank(code)
         })
+}
+
+/// A `?` standing for an argument or a value the student fills in:
+/// `mc_control(env, ?, ?)`, `alpha = ?`, `[?, ?]`. (IPython's help syntax,
+/// `obj?`, follows a name and is not one.)
+fn has_question_blank(code: &str) -> bool {
+    code.match_indices('?').any(|(i, _)| {
+        let before = code[..i].trim_end().chars().last();
+        let after = code[i + 1..].trim_start().chars().next();
+        matches!(before, Some('(' | ',' | '=' | '[' | ':'))
+            && matches!(after, None | Some(',' | ')' | ']'))
+    })
 }
 
 /// `<YOUR CODE>`, `< your code here >`, `<YOUR_CODE>`, `<...>`, `<>`:
@@ -1062,6 +1074,9 @@ mod tests {
         assert!(blank("class P:\n    def f(self, x):\n        < insert your code here >\n        return x\n"));
         assert!(!blank("raise ValueError, \"wrong\"\n"));
         assert!(blank("words = <YOUR CODE: restore words (a list of strings)\n   from words_ix>\n"));
+        assert!(blank("policy, Q = mc_control(env, ?, ?)\n"));
+        assert!(blank("alpha = ?\n"));
+        assert!(!blank("model?\n"));
     }
 
     #[test]

@@ -247,7 +247,7 @@ impl Visitor for SummaryVisitor {
             callee,
             grad_off: !cx.grad_enabled(),
             contexts: cx.with_contexts(),
-            in_step_loop: cx.in_step_loop(),
+            in_step_loop: cx.in_step_iteration(),
             in_loop: cx.in_loop(),
             false_positions,
             false_keywords,
@@ -352,10 +352,24 @@ fn accumulated_args(body: &[Stmt], params: &[String]) -> (Vec<usize>, Vec<String
             _ => false,
         }
     }
+    // A parameter the method rebinds to anything but arithmetic on itself
+    // (`v = v.data.sum()`, `v = v.detach()`, `v = float(v)`) holds a
+    // detached value from there on: what is kept is not the caller's
+    // tensor.
+    let mut rebound: Vec<&str> = Vec::new();
+    for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            for p in params {
+                if targets.iter().any(|t| t.as_name() == Some(p.as_str())) && !direct(value, p) && !rebound.contains(&p.as_str()) {
+                    rebound.push(p);
+                }
+            }
+        }
+    });
     let reads_param = |e: &Expr, out: &mut Vec<usize>| {
         let mut any = false;
         for (i, p) in params.iter().enumerate() {
-            if direct(e, p) {
+            if direct(e, p) && !rebound.contains(&p.as_str()) {
                 any = true;
                 if !out.contains(&i) {
                     out.push(i);

@@ -10,12 +10,14 @@ declare_rule! {
     /// `tch::Cuda::cudnn_set_benchmark(true)`) in a file whose inputs
     /// change shape from batch to batch. The file shows it by:
     /// `pad_sequence` / `pack_padded_sequence` (batches padded to their
-    /// longest sequence), a tokenizer call with `padding="longest"` or
-    /// `padding=True`, a `torchvision.models.detection` or `segmentation`
+    /// longest sequence) or a tokenizer call with `padding="longest"` or
+    /// `padding=True`, in a file with a convolution; a
+    /// `torchvision.models.detection` or `segmentation`
     /// model (they resize each image keeping its aspect ratio), an
     /// `F.interpolate(...)` to a random size (multi-scale training; tch:
     /// `upsample_*` to a size drawn with `rng.gen_range(...)`), or a
-    /// `batch_sampler`/iterator that buckets by length.
+    /// `batch_sampler`/iterator that buckets by length (with a convolution,
+    /// as for padding).
     ///
     /// ## Why is this bad?
     /// With benchmark mode cuDNN times every convolution algorithm the first
@@ -32,10 +34,13 @@ declare_rule! {
     /// model = torchvision.models.detection.fasterrcnn_resnet50_fpn(weights="DEFAULT")
     /// ```
     ///
-    /// In Rust with `tch` (batches padded to their longest sequence):
+    /// In Rust with `tch` (batches padded to their longest sequence, then
+    /// convolved):
     /// ```rust,ignore
     /// tch::Cuda::cudnn_set_benchmark(true);
+    /// let conv = nn::conv1d(vs.root(), 80, 256, 5, Default::default());
     /// let batch = Tensor::pad_sequence(&seqs, true, 0.0, "right");
+    /// let out = batch.transpose(1, 2).apply(&conv);
     /// ```
     ///
     /// ## Use instead
@@ -48,12 +53,15 @@ declare_rule! {
     /// ## Known false positives
     /// Only the file that sets the flag is read for signs of varying
     /// shapes: a collate function in another module is not seen (a missed
-    /// finding). Padding to a fixed length (`padding="max_length"`) and
-    /// models without convolutions are not told apart from the signs
-    /// above: a padded batch that only feeds an RNN or a transformer
-    /// (no cuDNN convolutions) is reported though benchmark mode has
-    /// little to re-tune there. A `drop_last=False` last batch is one more
-    /// shape, tuned once, and is not reported.
+    /// finding). The signs of padded or bucketed sequences count only in
+    /// a file that builds or calls a convolution (`nn.Conv1d`,
+    /// `F.conv2d`; tch: `nn::conv1d`, `x.conv2d(...)`): a padded batch
+    /// that feeds an RNN or a transformer, beside a CNN over fixed-size
+    /// images, leaves benchmark mode nothing to re-tune; a convolution
+    /// defined in another module is not seen (a missed finding). Which
+    /// tensor a convolution reads is not followed either. A
+    /// `drop_last=False` last batch is one more shape, tuned once, and is
+    /// not reported.
     ///
     /// ## References
     /// - [torch.backends.cudnn.benchmark](https://pytorch.org/docs/stable/backends.html#torch.backends.cudnn.benchmark)
@@ -116,27 +124,51 @@ fn report(span: Span, what: &str, checker: &mut Checker<'_>) {
 }
 
 /// The first sign in the file that input shapes vary between batches:
-/// where it is, and how the message names it.
+/// where it is, and how the message names it. Sequences padded or
+/// bucketed to their batch's longest length vary in length only, which
+/// matters to benchmark mode where a convolution runs over them: such a
+/// sign counts in a file that builds or calls one (`nn.Conv1d`,
+/// `F.conv2d`, tch's `nn::conv1d`, `x.conv2d(...)`). A padded batch that
+/// feeds an RNN or a transformer, beside a CNN over fixed-size images
+/// (image captioning, vision-language models), leaves nothing to re-tune.
 fn dynamic_shape_signal(body: &[Stmt]) -> Option<(u32, String)> {
-    let mut found: Option<(u32, String)> = None;
+    let mut image: Option<(u32, String)> = None;
+    let mut sequence: Option<(u32, String)> = None;
+    let mut convolution = false;
     let random_names = random_bound_names(body);
     for_each_stmt_in_module(body, &mut |s| {
-        if found.is_some() {
+        if image.is_some() {
             return;
         }
         s.for_each_expr(|e| {
-            if found.is_none() {
-                e.any(&mut |x| {
-                    if let Some(name) = signal_of(x, &random_names) {
-                        found = Some((x.span.start, name));
-                        return true;
+            e.any(&mut |x| {
+                if let Some((name, padded)) = signal_of(x, &random_names) {
+                    let slot = if padded { &mut sequence } else { &mut image };
+                    if slot.is_none() {
+                        *slot = Some((x.span.start, name));
                     }
-                    false
-                });
-            }
+                }
+                convolution |= is_convolution(x);
+                image.is_some()
+            });
         });
     });
-    found
+    image.or(sequence.filter(|_| convolution))
+}
+
+/// A convolution built or called: `nn.Conv2d(...)`, `F.conv1d(...)`,
+/// `nn::conv2d(...)` (tch), `x.conv_transpose2d(...)`.
+fn is_convolution(e: &Expr) -> bool {
+    let Some((func, _, _)) = e.as_call() else { return false };
+    let last = match &func.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => n.as_str(),
+        _ => return false,
+    };
+    let rest = last.strip_prefix("Conv").or_else(|| last.strip_prefix("conv"));
+    rest.is_some_and(|r| {
+        let r = r.strip_prefix("Transpose").or_else(|| r.strip_prefix("_transpose")).unwrap_or(r);
+        matches!(r, "1d" | "2d" | "3d")
+    })
 }
 
 /// Detection and segmentation model builders of torchvision (by prefix).
@@ -145,17 +177,19 @@ const VARIABLE_SIZE_MODELS: &[&str] = &[
     "lraspp_",
 ];
 
-fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
+/// A sign that input shapes vary, and whether it is one of sequences
+/// padded or bucketed by length (see [`dynamic_shape_signal`]).
+fn signal_of(e: &Expr, random_names: &[String]) -> Option<(String, bool)> {
     match &e.kind {
         ExprKind::Call { func, .. } => {
             let dotted = func.dotted()?;
             let d = dotted.as_str();
             let last = d.rsplit('.').next().unwrap_or(d);
             if matches!(last, "pad_sequence" | "pack_padded_sequence" | "pack_sequence" | "BucketIterator") {
-                return Some(format!("`{last}`"));
+                return Some((format!("`{last}`"), true));
             }
             if VARIABLE_SIZE_MODELS.iter().any(|p| last.starts_with(p)) || d.contains("detection.") || d.contains("segmentation.") {
-                return Some(format!("the variable-size model `{last}`"));
+                return Some((format!("the variable-size model `{last}`"), false));
             }
             // A tokenizer padding each batch to its longest sequence.
             if let Some(p) = e.keyword("padding") {
@@ -165,7 +199,7 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
                     _ => false,
                 };
                 if varies && last != "Conv2d" && last != "Conv1d" && !last.starts_with("pad") {
-                    return Some(format!("`{last}(padding=...)` padding to the longest sequence"));
+                    return Some((format!("`{last}(padding=...)` padding to the longest sequence"), true));
                 }
             }
             // `F.interpolate(x, size=random.choice(sizes))`: multi-scale;
@@ -173,11 +207,11 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
             if last == "interpolate" || last == "upsample" {
                 let sized = e.keyword("size").or_else(|| e.keyword("scale_factor")).or_else(|| e.as_call().and_then(|(_, a, _)| a.get(1)));
                 if sized.is_some_and(|v| is_random(v, random_names)) {
-                    return Some("an `interpolate` to a random size".to_string());
+                    return Some(("an `interpolate` to a random size".to_string(), false));
                 }
             }
             if last.starts_with("upsample_") && e.as_call().and_then(|(_, a, _)| a.first()).is_some_and(|v| is_random(v, random_names)) {
-                return Some(format!("an `{last}` to a random size"));
+                return Some((format!("an `{last}` to a random size"), false));
             }
             // A length-bucketing batch sampler.
             if let Some(s) = e.keyword("batch_sampler") {
@@ -185,7 +219,7 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<String> {
                     x.dotted().is_some_and(|n| n.as_str().to_ascii_lowercase().contains("bucket"))
                 });
                 if bucket {
-                    return Some("a bucketing `batch_sampler`".to_string());
+                    return Some(("a bucketing `batch_sampler`".to_string(), true));
                 }
             }
             None
