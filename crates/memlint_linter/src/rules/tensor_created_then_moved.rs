@@ -1,4 +1,4 @@
-use memlint_semantic::api::{classify, nn, Callee, Event, Receiver};
+use memlint_semantic::api::{classify, computed_from, is_filling_method, is_legacy_cpu_constructor, nn, Callee, Event, Receiver};
 use memlint_semantic::ir::{Arm, BoolOpKind, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
@@ -66,8 +66,11 @@ declare_rule! {
     /// way, the others follow their input's device. Nor is a factory given
     /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
     /// `torch.cat`): it has nothing to copy. Once-only code (module
-    /// level, `__init__`, setup), unit tests and helpers named for drawing
-    /// or showing results (`visualize_results`, `plot_samples`: once per
+    /// level, `__init__`, setup), code that runs once per epoch (in the
+    /// epoch loop, outside the loop over batches), a cache built when it is
+    /// missing (after `if self.cache is not None: return`, or under `if
+    /// self.cache is None:`), unit tests and helpers named for drawing or
+    /// showing results (`visualize_results`, `plot_samples`: once per
     /// epoch or report) are not reported.
     ///
     /// ## References
@@ -104,7 +107,9 @@ impl Rule for TensorCreatedThenMoved {
         // then `h = h.to(device)`).
         let Some(recv) = host_factory(recv, checker).or_else(|| factory_of_previous_statement(expr, recv, checker)) else { return };
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
-        let repeated = cx.in_loop() || cx.in_step_code();
+        // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
+        // loop, before the loop over batches) is not what costs.
+        let repeated = (cx.in_loop() || cx.in_step_code()) && !cx.in_epoch_loop_only();
         if !repeated || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
             return;
         }
@@ -120,7 +125,10 @@ impl Rule for TensorCreatedThenMoved {
         }
         let name = checker.text(factory.span).to_string();
         let target = device_text(expr, checker);
+        let legacy = cx.qualified_name(factory).is_some_and(|q| is_legacy_cpu_constructor(q.as_str()));
         let help = match (checker.is_rust(), target) {
+            (false, Some(t)) if legacy => format!("create it there with a factory: `torch.zeros(..., device={t})`, `torch.full(..., value, device={t})`"),
+            (false, None) if legacy => "create it there with a factory given `device=`: `torch.zeros`, `torch.full`".to_string(),
             (true, Some(t)) => format!("create it there: give `{name}` the device in its options, `(kind, {t})`"),
             (true, None) => format!("create it there: give `{name}` the device in its options"),
             (_, Some(t)) => format!("create it there: `{name}(..., device={t})`"),
@@ -137,9 +145,16 @@ impl Rule for TensorCreatedThenMoved {
 /// The factory call at the root of `recv`, a chain of host-side methods
 /// on a factory that fills its values and is given no device; `None`
 /// when the chain is moved or pinned on the way, or is not a factory's.
+/// The root may also be host arithmetic on such a factory (`torch.ones(n)
+/// * i`), a library function that computes from such factories alone
+/// (`torch.cat([torch.ones(b), torch.zeros(b)])`, `torch.triu(torch.ones(t,
+/// t))`, the old `Variable(torch.zeros(n))`), or a legacy typed
+/// constructor given sizes and filled on the way
+/// (`torch.FloatTensor(b, n).zero_()`).
 fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
     let cx = checker.cx;
     let mut recv = recv;
+    let mut filled = false;
     while let Some((inner, m)) = recv.as_method_call() {
         // `torch.zeros(...)` reads as a method of `torch`: a library
         // function is the end of the chain.
@@ -151,12 +166,29 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
             // Moved or pinned on the way: that step is the one to read.
             Some(Event::ToDevice { to_device: true, .. } | Event::ToDevice { to_host: true, .. }) => return None,
             _ if m == nn::PIN_MEMORY => return None,
-            _ => recv = inner,
+            _ => {
+                filled |= is_filling_method(m);
+                recv = inner;
+            }
         }
     }
-    let ExprKind::Call { func, .. } = &recv.kind else { return None };
+    if let ExprKind::BinOp { left, right, .. } = &recv.kind {
+        return host_factory(left, checker).or_else(|| host_factory(right, checker));
+    }
+    let ExprKind::Call { func, args, .. } = &recv.kind else { return None };
     let q = cx.qualified_name(func)?;
-    (classify(recv, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true })).then_some(recv)
+    if classify(recv, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true }) {
+        return Some(recv);
+    }
+    // Sizes, not data: `torch.FloatTensor(b, n)`, not `torch.LongTensor([1, 2])`.
+    let sizes = || args.iter().all(|a| matches!(a.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Literal(Literal::Int(_)) | ExprKind::BinOp { .. }));
+    if filled && is_legacy_cpu_constructor(q.as_str()) && !args.is_empty() && sizes() {
+        return Some(recv);
+    }
+    let inputs = computed_from(recv, q.as_str())?;
+    let mut found = inputs.iter().map(|i| host_factory(i, checker));
+    let first = found.next()??;
+    found.all(|f| f.is_some()).then_some(first)
 }
 
 /// For `x = x.to(device)` (the move `expr` of the name `recv`, rebinding
@@ -209,13 +241,44 @@ fn device_text(call: &Expr, checker: &Checker<'_>) -> Option<String> {
 fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
     let module = checker.module();
     let Some(id) = module.stmt_at(expr.span.start) else { return false };
-    module.tree.guards(id).any(|(guard, arm)| {
+    let guarded = module.tree.guards(id).any(|(guard, arm)| {
         arm == Arm::Body
             && module.stmt(guard).is_some_and(|s| match &s.kind {
                 StmtKind::If { test, .. } => tests_for_missing_state(test, checker),
                 _ => false,
             })
-    })
+    });
+    // `if self.cos_cached is not None and t <= self.cos_cached.shape[0]:
+    // return` earlier in the function: what follows builds a cache that
+    // is missing or too small.
+    let returns_when_cached = |s: &Stmt| match &s.kind {
+        StmtKind::If { test, body, orelse } => {
+            orelse.is_empty() && matches!(body.as_slice(), [r] if matches!(r.kind, StmtKind::Return(_))) && tests_for_present_state(test, checker)
+        }
+        _ => false,
+    };
+    let mut at = Some(id);
+    while let Some(s) = at.filter(|&s| !module.tree.is_function(s)) {
+        if std::iter::successors(module.previous_sibling(s), |p| module.previous_sibling(p.id)).any(returns_when_cached) {
+            return true;
+        }
+        at = module.tree.parent(s);
+    }
+    guarded
+}
+
+/// `self.cache is not None`, `hasattr(self, "cache")`, `key in self.cache`,
+/// alone or in an `and`: the state a first call creates is there.
+fn tests_for_present_state(test: &Expr, checker: &Checker<'_>) -> bool {
+    match &test.kind {
+        ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_present_state(v, checker)),
+        ExprKind::Call { .. } => is_state(test),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 && ops[0] == CmpOp::Other => {
+            let text = checker.text(test.span);
+            (is_state(left) && text.ends_with(" is not None")) || (text.contains(" in ") && !text.contains(" not in ") && is_state(&comparators[0]))
+        }
+        _ => false,
+    }
 }
 
 /// State that outlives a call: an attribute (`self.cache`), or what

@@ -199,6 +199,25 @@ const TCH_FACTORIES: &[&str] = &[
     "arange_start_step", "linspace", "eye",
 ];
 
+/// The legacy typed constructors of CPU tensors (`torch.FloatTensor(n,
+/// d)`): given sizes, they allocate like `torch.empty` (then usually
+/// `.zero_()` or `.fill_(v)`); given data, they copy it.
+const LEGACY_CPU_CONSTRUCTORS: &[&str] = &[
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+    "CharTensor", "ByteTensor", "BoolTensor",
+];
+
+/// Methods that fill their receiver's values in place.
+const FILLING_METHODS: &[&str] = &["zero_", "fill_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"];
+
+/// Library functions whose result is computed from the tensors of their
+/// first argument, a list of them (`torch.cat([a, b])`), on their device.
+const JOINING_FUNCTIONS: &[&str] = &["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"];
+
+/// Library functions whose result is computed from their first argument
+/// alone (`torch.triu(x)`), on its device; and the old `Variable` wrapper.
+const UNARY_FUNCTIONS: &[&str] = &["triu", "tril", "diag", "diag_embed", "flip", "roll", "t", "transpose", "repeat_interleave", "Variable"];
+
 /// Methods that return a view of their receiver.
 const VIEW_METHODS: &[&str] = &[
     "view", "view_as", "narrow", "select", "transpose", "permute", "expand", "expand_as", "unsqueeze", "squeeze", "t",
@@ -235,7 +254,43 @@ pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
         .chain(TCH_FACTORIES)
         .chain(VIEW_METHODS)
         .chain(HOST_SYNC_METHODS)
+        .chain(LEGACY_CPU_CONSTRUCTORS)
+        .chain(FILLING_METHODS)
+        .chain(JOINING_FUNCTIONS)
+        .chain(UNARY_FUNCTIONS)
         .copied()
+}
+
+/// Whether `qualified` is a legacy typed constructor of CPU tensors
+/// (`torch.FloatTensor`, `torch.LongTensor`, `torch.Tensor`).
+pub fn is_legacy_cpu_constructor(qualified: &str) -> bool {
+    qualified.strip_prefix("torch.").is_some_and(|rest| LEGACY_CPU_CONSTRUCTORS.contains(&rest))
+}
+
+/// Whether a method fills its receiver's values in place (`zero_`, `fill_`,
+/// `normal_`...).
+pub fn is_filling_method(name: &str) -> bool {
+    FILLING_METHODS.contains(&name)
+}
+
+/// The tensors a library call computes a new tensor from, on their device,
+/// when it is one that reads nothing else: the items of `torch.cat([a,
+/// b])` and `torch.stack((a, b))`, the first argument of `torch.triu(x)`,
+/// `torch.flip(x, dims)` and of the old `Variable(x)`. `None` for any other
+/// call.
+pub fn computed_from<'e>(call: &'e Expr, qualified: &str) -> Option<Vec<&'e Expr>> {
+    let (_, args, _) = call.as_call()?;
+    let first = args.first()?;
+    let last = qualified.rsplit('.').next()?;
+    let torch = qualified.strip_prefix("torch.").is_some_and(|rest| !rest.contains('.'));
+    let variable = matches!(qualified, "torch.autograd.Variable" | "torch.autograd.variable.Variable");
+    if torch && JOINING_FUNCTIONS.contains(&last) {
+        return match &first.kind {
+            ExprKind::Sequence(items) if !items.is_empty() => Some(items.iter().collect()),
+            _ => None,
+        };
+    }
+    ((torch && UNARY_FUNCTIONS.contains(&last)) || variable).then(|| vec![first])
 }
 
 /// Whether a library callee whose last segment is `last` can be an event:

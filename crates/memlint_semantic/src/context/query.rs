@@ -104,6 +104,15 @@ impl Context {
         self.frame().loops.iter().any(|l| l.direct_step)
     }
 
+    /// Whether the current point runs once per pass over the data: the
+    /// innermost loop around it is a training loop one iteration of which
+    /// is not a step (an epoch loop, its steps in a nested loop or in a
+    /// helper that loops). A loop nested in the epoch loop (a rollout over
+    /// environment steps, a sampling loop) runs many times per epoch.
+    pub fn in_epoch_loop_only(&self) -> bool {
+        self.frame().loops.last().is_some_and(|l| l.kind == LoopKind::Train && !l.direct_step)
+    }
+
     /// Whether the current point runs once per training step: the
     /// innermost loop one iteration of which is a step
     /// ([`Context::in_step_iteration`]) is a training loop, not an
