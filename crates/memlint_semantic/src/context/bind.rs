@@ -232,10 +232,11 @@ impl Context {
     /// `next(iter(train_loader))` gives is a batch of that loader, as the
     /// variables of a loop over it are (`images, labels = next(data_iter)`).
     pub(super) fn bind_loader_iteration(&mut self, target: &Expr, value: &Expr) {
+        // `iter(loader)`, and `tqdm(loader)`, which yields the same batches.
         let iter_of = |cx: &Context, e: &Expr| -> Option<String> {
             let (f, args, _) = e.as_call()?;
             let l = args.first()?.dotted()?;
-            (f.as_name() == Some("iter") && cx.names_loader(&l)).then(|| l.to_string())
+            (matches!(f.as_name(), Some("iter" | "tqdm")) && cx.names_loader(&l)).then(|| l.to_string())
         };
         if let (Some(name), Some(loader)) = (target.as_name(), iter_of(self, value)) {
             self.frame_mut().loader_iters.insert(name.to_string(), loader);
@@ -337,17 +338,21 @@ impl Context {
             }
             return;
         }
-        // Batches of a data loader: the tuple elements are tensors.
-        let is_loader = inner.dotted().is_some_and(|d| self.names_loader(&d));
-        if is_loader {
+        // Batches of a data loader: the tuple elements are tensors. The
+        // loader may be iterated through a name bound to `tqdm(loader)` or
+        // `iter(loader)` (`batch_iterator = tqdm(train_dataloader)`).
+        let loader = inner
+            .dotted()
+            .filter(|d| self.names_loader(d))
+            .map(|d| d.to_string())
+            .or_else(|| inner.as_name().and_then(|n| self.frame().loader_iters.get(n).cloned()));
+        if let Some(d) = loader {
             let mut flat = Vec::new();
             flatten_tuple_names(batch_target(target, iter), &mut flat);
             self.frame_mut().batches.extend(flat.iter().cloned());
-            if let Some(d) = inner.dotted() {
-                self.pipeline.borrow_mut().iterated.push(d.to_string());
-                for n in &flat {
-                    self.frame_mut().batch_loader.insert(n.clone(), d.to_string());
-                }
+            self.pipeline.borrow_mut().iterated.push(d.clone());
+            for n in &flat {
+                self.frame_mut().batch_loader.insert(n.clone(), d.clone());
             }
             if flat.len() > 1 {
                 for n in flat {
@@ -487,6 +492,9 @@ impl Context {
                     .filter(|(_, args, kws)| args.is_empty() && kws.is_empty())
                     .and_then(|(func, _, _)| self.project_name(func));
                 let batch = value.is_some_and(|v| self.is_batch_value(v));
+                // Read before `forget` clears it: `img = img.view(n, -1)`
+                // keeps the loader its batch came from.
+                let batch_loader = if batch { value.and_then(|v| self.batch_loader_of(v)) } else { None };
                 let frozen = value.is_some_and(|v| self.is_frozen_value(v));
                 // tch: `let _guard = tch::no_grad_guard();` turns grad off
                 // for the rest of the function (its block, approximated);
@@ -504,7 +512,7 @@ impl Context {
                 }
                 if batch {
                     self.frame_mut().batches.insert(d.to_string());
-                    if let Some(l) = value.and_then(|v| self.batch_loader_of(v)) {
+                    if let Some(l) = batch_loader {
                         self.frame_mut().batch_loader.insert(d.to_string(), l);
                     }
                 }
