@@ -23,8 +23,9 @@ declare_rule! {
     /// (A copy without `non_blocking=True` waits too, pinned or not:
     /// PyTorch synchronises the stream after it; both changes are needed.)
     /// Where the step also reads a value back every step (a per-step
-    /// `loss.item()`), the host waits there anyway and the copy would
-    /// overlap nothing: those loaders are not reported. (The effect needs
+    /// `loss.item()`) or copies a tensor it built on the host every step
+    /// (`Variable(torch.ones(b)).cuda()`), the host waits there anyway and
+    /// the copy would overlap nothing: those loaders are not reported. (The effect needs
     /// a GPU to measure and has not been measured by memprobe yet.)
     ///
     /// ## Example
@@ -48,7 +49,8 @@ declare_rule! {
     /// without workers: there the training process would pin each batch
     /// itself, and ML302 is the advice that comes first. Nor a loader whose
     /// batches the file moves only in training loops that read a value
-    /// back to the host every step (`print(loss.item())` unguarded): the
+    /// back to the host every step (`print(loss.item())` unguarded) or copy
+    /// a host-built tensor to the device every step: the
     /// step waits twice, and neither the copy nor the read alone lets the
     /// host run ahead (ML305 is silent there too, since the blocking copy
     /// already waits; the pair is left unreported for want of a measured

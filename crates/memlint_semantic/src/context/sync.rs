@@ -606,8 +606,16 @@ impl Context {
     fn host_built(&self, e: &Expr) -> bool {
         let mut e = e;
         loop {
+            // `torch.ones(n) * i`: arithmetic on a host tensor stays there.
+            if let ExprKind::BinOp { left, right, .. } = &e.kind {
+                return self.host_built(left) || self.host_built(right);
+            }
             let ExprKind::Call { func, .. } = &e.kind else { return false };
             if let Some(q) = self.qualified_name(func) {
+                // `Variable(torch.ones(n))`, `torch.cat([torch.ones(b), torch.zeros(b)])`.
+                if let Some(inputs) = crate::api::computed_from(e, q.as_str()) {
+                    return inputs.iter().all(|i| self.host_built(i));
+                }
                 return HOST_CONSTRUCTORS.contains(&q.as_str()) && e.keyword("device").is_none()
                     || matches!(classify(e, Callee::Library(q.as_str())), Some(Event::Factory { device: false, .. }));
             }
@@ -620,12 +628,23 @@ impl Context {
 
     /// Records the training-step loop around `call` when `call` reads a
     /// value back to the host every step ([`Context::syncs_every_step`]).
+    /// A blocking copy of a tensor built on the host (`Variable(torch.ones(b)).cuda()`,
+    /// not a loader's batch) every step waits for the device too: CUDA
+    /// waits for the queued kernels before a copy from pageable memory, and
+    /// PyTorch for the copy after it.
     pub(super) fn note_sync(&self, call: &Expr) {
         let Some(id) = self.training_step_loop() else { return };
-        if self.pipeline.borrow().synced_loops.contains(&id) || !self.syncs_every_step(call) {
+        if self.pipeline.borrow().synced_loops.contains(&id) {
             return;
         }
-        self.pipeline.borrow_mut().synced_loops.push(id);
+        let copies_host_built = || {
+            self.accelerator_move(call).is_some_and(|(recv, non_blocking)| {
+                non_blocking != Some(true) && self.batch_base(recv).is_none() && self.host_built(recv)
+            }) && self.runs_every_step()
+        };
+        if self.syncs_every_step(call) || copies_host_built() {
+            self.pipeline.borrow_mut().synced_loops.push(id);
+        }
     }
 
     /// The same for the test of an `if` or `while` statement that reads a
