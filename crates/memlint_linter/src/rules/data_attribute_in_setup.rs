@@ -116,7 +116,7 @@ impl Rule for DataAttributeInSetup {
         if attr != nn::DATA || checker.cx.is_assign_target(expr.id) || checker.cx.current_data_swap().is_some() {
             return;
         }
-        if !matches!(data_use(checker, value), Some(DataUse::Setup)) {
+        if !matches!(data_use(checker, value), Some(DataUse::Setup)) || only_its_shape(expr, checker) {
             return;
         }
         let name = checker.text(value.span).to_string();
@@ -130,4 +130,20 @@ impl Rule for DataAttributeInSetup {
                 }),
         );
     }
+}
+
+/// Whether `.data` is read only for the tensor's shape, type or device
+/// (`layer.weight.data.size()[0]`, `w.data.shape`): nothing there touches
+/// the values, and nothing is worth changing.
+fn only_its_shape(data: &Expr, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(stmt) = module.tree.owner(data.id).and_then(|id| module.stmt(id)) else { return false };
+    let mut found = false;
+    stmt.for_each_expr(|e| {
+        found = found
+            || e.any(&mut |x| {
+                matches!(&x.kind, ExprKind::Attribute { value, attr, .. } if value.id == data.id && nn::SHAPE_ACCESSORS.contains(&attr.as_str()))
+            })
+    });
+    found
 }
