@@ -66,7 +66,8 @@ declare_rule! {
     /// way, the others follow their input's device. Nor is a factory given
     /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
     /// `torch.cat`): it has nothing to copy. Once-only code (module
-    /// level, `__init__`, setup), code that runs once per epoch (in the
+    /// level, `__init__`, setup), code under an interval or logging test
+    /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
     /// self.cache is None:`), unit tests and helpers named for drawing or
@@ -110,7 +111,9 @@ impl Rule for TensorCreatedThenMoved {
         // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
         // loop, before the loop over batches) is not what costs.
         let repeated = (cx.in_loop() || cx.in_step_code()) && !cx.in_epoch_loop_only();
-        if !repeated || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
+        // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
+        let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition();
+        if !repeated || now_and_then || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
             return;
         }
         // A helper that draws or shows results (`visualize_results`,

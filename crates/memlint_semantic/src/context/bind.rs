@@ -224,7 +224,11 @@ impl Context {
     /// Whether the dotted name `d` holds a data loader: its kind, or a
     /// name like `train_loader`, `dl`.
     fn names_loader(&self, d: &str) -> bool {
-        self.kind_of_binding(d) == Some(ValueKind::DataLoader) || words(d).iter().any(|w| w.ends_with("loader") || w == "dl")
+        // `iterator`: what `train(model, iterator, optimizer)` of the
+        // torchtext-era tutorials loops over (a `DataLoader` or a
+        // `BucketIterator`, both yield batches).
+        self.kind_of_binding(d) == Some(ValueKind::DataLoader)
+            || words(d).iter().any(|w| w.ends_with("loader") || w == "dl" || w == "iterator")
     }
 
     /// After `target = value`: an iterator over a loader (`data_iter =
@@ -247,7 +251,12 @@ impl Context {
             return;
         }
         let Some(arg) = args.first() else { return };
-        let loader = iter_of(self, arg).or_else(|| arg.as_name().and_then(|n| self.frame().loader_iters.get(n).cloned()));
+        // `next(loader)` of a name for a loader: a `DataLoader` itself is no
+        // iterator, so the name holds one over it (`loader =
+        // sample_data(loader)`, a generator that yields its batches).
+        let loader = iter_of(self, arg)
+            .or_else(|| arg.as_name().and_then(|n| self.frame().loader_iters.get(n).cloned()))
+            .or_else(|| arg.as_name().filter(|n| self.names_loader(n)).map(str::to_string));
         let Some(loader) = loader else { return };
         let mut flat = Vec::new();
         flatten_tuple_names(target, &mut flat);
@@ -373,7 +382,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters);
+        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);

@@ -197,6 +197,9 @@ struct Frame {
     /// self.get_inference_context()`), by the function's qualified name: a
     /// later `with ctx():` uses that function's context.
     factories: HashMap<String, String>,
+    /// Locals bound to an interval test (`g_regularize = i % k == 0`): an
+    /// `if` on one is an interval guard.
+    interval_names: HashSet<String>,
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,

@@ -287,6 +287,13 @@ impl Context {
         stmt.for_each_expr(|e| rec(e, self, visitor));
     }
 
+    /// Whether an `if` test reads a local bound to an interval test
+    /// (`if g_regularize:` after `g_regularize = i % k == 0`).
+    fn names_an_interval(&self, test: &Expr) -> bool {
+        let names = &self.frame().interval_names;
+        !names.is_empty() && test.any(&mut |e| e.as_name().is_some_and(|n| names.contains(n)))
+    }
+
     /// Whether a condition checks the installed torch's version or API
     /// (`TORCH_2_4`, `torch.__version__ >= ...`, `is_torch_greater_or_equal("2.4")`,
     /// `hasattr(torch, "amp")`): its branches are compatibility code.
@@ -412,6 +419,10 @@ impl Context {
                     if let (Some(k), Some(d)) = (declared, t.as_name()) {
                         self.frame_mut().kinds.entry(d.to_string()).or_insert(k);
                     }
+                    // `g_regularize = i % args.g_reg_every == 0`.
+                    if let Some(d) = t.as_name().filter(|_| is_interval_guard(value)) {
+                        self.frame_mut().interval_names.insert(d.to_string());
+                    }
                 }
             }
             StmtKind::AugAssign { target, value, .. } => {
@@ -465,7 +476,7 @@ impl Context {
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
                 let (body_other, else_other) = framework_branches(test);
-                let interval = usize::from(is_interval_guard(test));
+                let interval = usize::from(is_interval_guard(test) || self.names_an_interval(test));
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
                 self.option_depth += option;
