@@ -119,6 +119,8 @@ impl SummaryVisitor {
             scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
             waits_for_device: cx.waits_for_device_in(&f.body),
+            // A helper that moves its argument is a few lines long.
+            moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -336,6 +338,53 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
     }
     rec(body, cx, contextmanager, &mut found);
     found
+}
+
+/// The position of a parameter the body moves to an accelerator (`x =
+/// x.cuda()`, `Variable(arg).cuda(i)`, `x.to(device)`) and that every
+/// `return` gives back, moved or wrapped (`return x`, `return Variable(x)`,
+/// `return arg.cuda()`): a helper like `to_var(x)`. Nested functions are
+/// not read.
+fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Option<usize> {
+    /// The name under the value's wrappers: `x`, `Variable(x)`, `x.cuda().float()`.
+    fn root(e: &Expr) -> Option<&str> {
+        match &e.kind {
+            ExprKind::Name(n) => Some(n),
+            ExprKind::Call { func, args, .. } => match &func.kind {
+                ExprKind::Attribute { value, .. } => root(value),
+                ExprKind::Name(n) if n == "Variable" => args.first().and_then(root),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    let mut returns: Vec<&Expr> = Vec::new();
+    let mut bare_return = false;
+    let mut moved: Vec<String> = Vec::new();
+    for_each_stmt_in_function(body, &mut |s| {
+        match &s.kind {
+            StmtKind::Return(Some(v)) => returns.push(v),
+            StmtKind::Return(None) => bare_return = true,
+            _ => {}
+        }
+        if matches!(s.kind, StmtKind::Function(_) | StmtKind::Class(_)) {
+            return;
+        }
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let Some(r) = cx.accelerator_move(x).and_then(|(recv, _)| root(recv)) {
+                    if !moved.iter().any(|m| m == r) {
+                        moved.push(r.to_string());
+                    }
+                }
+                false
+            });
+        });
+    });
+    if returns.is_empty() || bare_return {
+        return None;
+    }
+    params.iter().position(|p| moved.contains(p) && returns.iter().all(|r| root(r) == Some(p.as_str())))
 }
 
 /// Positions of `params` (after `self`) accumulated into `self.<attr>`.

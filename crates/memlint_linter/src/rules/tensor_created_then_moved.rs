@@ -19,7 +19,8 @@ declare_rule! {
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
     /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
     /// device (a `"cuda..."` string, `torch.device(...)`, `x.device`, or a
-    /// name like `device`/`dev`). In tch: `Tensor::zeros`, `randn`,
+    /// name like `device`/`dev`), or a call of a project helper that
+    /// returns its argument moved (`to_var(x)`, `get_torch_variable(arg)`). In tch: `Tensor::zeros`, `randn`,
     /// `arange`... with `(kind, Device::Cpu)` or `kind::FLOAT_CPU`-style
     /// options, then `.to_device(d)` or `.to(d)` with `d` a `device`-named
     /// value, `Device::Cuda(i)`, `Device::cuda_if_available()` or
@@ -96,11 +97,16 @@ impl Rule for TensorCreatedThenMoved {
         if !checker.in_torch_program() {
             return;
         }
-        let Some((recv, method)) = expr.as_method_call() else { return };
-        let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
-        if !matches!(classify(expr, callee), Some(Event::ToDevice { to_device: true, .. })) {
-            return;
-        }
+        // The move: `x.cuda()`, `x.to(device)`, or a project helper that
+        // moves its argument (`to_var(x)`, `self.get_torch_variable(z)`).
+        let moved = match expr.as_method_call() {
+            Some((recv, method)) => {
+                let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
+                matches!(classify(expr, callee), Some(Event::ToDevice { to_device: true, .. })).then_some((recv, false))
+            }
+            None => None,
+        };
+        let Some((recv, by_helper)) = moved.or_else(|| cx.moved_argument(expr).map(|a| (a, true))) else { return };
         // The receiver: a factory that fills its values, called without
         // `device=`, maybe shaped or filled on the host before the move
         // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`), or
@@ -127,7 +133,7 @@ impl Rule for TensorCreatedThenMoved {
             return;
         }
         let name = checker.text(factory.span).to_string();
-        let target = device_text(expr, checker);
+        let target = if by_helper { None } else { device_text(expr, checker) };
         let legacy = cx.qualified_name(factory).is_some_and(|q| is_legacy_cpu_constructor(q.as_str()));
         let help = match (checker.is_rust(), target) {
             (false, Some(t)) if legacy => format!("create it there with a factory: `torch.zeros(..., device={t})`, `torch.full(..., value, device={t})`"),

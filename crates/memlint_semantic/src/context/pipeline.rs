@@ -51,7 +51,10 @@ impl Context {
     /// `non_blocking=` when written as a literal: `x.to(device)`,
     /// `x.cuda()`, tch's `x.to_device(device)`, and
     /// `x.type(torch.cuda.FloatTensor)` (always blocking unless told).
-    pub(super) fn accelerator_move<'e>(&self, e: &'e Expr) -> Option<(&'e Expr, Option<bool>)> {
+    pub(crate) fn accelerator_move<'e>(&self, e: &'e Expr) -> Option<(&'e Expr, Option<bool>)> {
+        if let Some(arg) = self.moved_argument(e) {
+            return Some((arg, None));
+        }
         let (recv, method) = e.as_method_call()?;
         let non_blocking = match method {
             "type" => {
@@ -74,6 +77,21 @@ impl Context {
             _ => return None,
         };
         Some((recv, non_blocking))
+    }
+
+    /// The argument a call of a project helper moves to an accelerator
+    /// (`to_var(x)`, `self.get_torch_variable(z)`:
+    /// [`crate::index::FunctionSummary::moves_param`]).
+    pub fn moved_argument<'e>(&self, e: &'e Expr) -> Option<&'e Expr> {
+        let ExprKind::Call { func, args, .. } = &e.kind else { return None };
+        let name = match &func.kind {
+            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => n,
+            _ => return None,
+        };
+        if args.is_empty() || !self.index.may_move_an_argument(name) {
+            return None;
+        }
+        args.get(self.project_callee(e)?.moves_param?)
     }
 
     /// Whether `t`, the argument of `x.type(t)`, is a CUDA tensor type:

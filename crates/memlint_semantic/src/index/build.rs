@@ -82,7 +82,18 @@ impl IndexBuilder {
                 (classes, aliases, applied, calls)
             },
         );
-        let ix = ProjectIndex { functions, classes, aliases, applied, moves_batches, torch_below, imported, ..ProjectIndex::default() };
+        let mover_names = functions.values().filter(|f| f.moves_param.is_some()).map(|f| f.name.clone()).collect();
+        let ix = ProjectIndex {
+            functions,
+            classes,
+            aliases,
+            applied,
+            moves_batches,
+            torch_below,
+            imported,
+            mover_names,
+            ..ProjectIndex::default()
+        };
         IndexBuilder { ix, calls }
     }
 

@@ -188,6 +188,11 @@ pub struct FunctionSummary {
     /// data to the device without `non_blocking=True`
     /// ([`crate::Context::waits_for_device_in`]).
     pub waits_for_device: bool,
+    /// The position (after `self`) of a parameter the function returns
+    /// moved to an accelerator: a helper like `to_var(x)` (`if
+    /// torch.cuda.is_available(): x = x.cuda()`, then `return Variable(x)`)
+    /// or `get_torch_variable(self, arg)` (`return Variable(arg).cuda()`).
+    pub moves_param: Option<usize>,
 }
 
 /// One call of a (possibly project) function.
@@ -298,6 +303,9 @@ pub struct ProjectIndex {
     /// The project functions some call site of the run calls (by the name
     /// the index defines them under).
     called: HashSet<String>,
+    /// The bare names of the functions with a [`FunctionSummary::moves_param`]:
+    /// a cheap test before a call is resolved.
+    mover_names: HashSet<String>,
     /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
     /// they are asked: many call sites look up one inherited method, each
     /// time through the same chain of bases. Asked only once the

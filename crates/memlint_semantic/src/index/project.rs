@@ -562,6 +562,12 @@ impl ProjectIndex {
         self.torch_below
     }
 
+    /// Whether some project function named `name` returns a parameter
+    /// moved to an accelerator ([`FunctionSummary::moves_param`]).
+    pub fn may_move_an_argument(&self, name: &str) -> bool {
+        !self.mover_names.is_empty() && self.mover_names.contains(name)
+    }
+
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty() && self.classes.is_empty()
