@@ -251,6 +251,7 @@ impl Visitor for SummaryVisitor {
             contexts: cx.with_contexts(),
             in_step_loop: cx.in_step_iteration(),
             in_loop: cx.in_loop(),
+            per_epoch: cx.in_epoch_loop_only(),
             false_positions,
             false_keywords,
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),

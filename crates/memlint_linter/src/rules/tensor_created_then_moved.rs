@@ -38,6 +38,7 @@ declare_rule! {
     /// ```python
     /// for step in range(steps):
     ///     noise = torch.randn(batch, latent_dim).to(device)
+    ///     fake = generator(noise)
     /// ```
     ///
     /// In Rust (tch), a factory whose options name the CPU, then moved:
@@ -51,6 +52,7 @@ declare_rule! {
     /// ```python
     /// for step in range(steps):
     ///     noise = torch.randn(batch, latent_dim, device=device)
+    ///     fake = generator(noise)
     /// ```
     /// ```rust,ignore
     /// for _ in 0..steps {
@@ -67,7 +69,10 @@ declare_rule! {
     /// way, the others follow their input's device. Nor is a factory given
     /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
     /// `torch.cat`): it has nothing to copy. Once-only code (module
-    /// level, `__init__`, setup), code under an interval or logging test
+    /// level, `__init__`, setup), a loop that neither iterates data nor
+    /// runs a model in module-level code or in a function called only
+    /// outside loops or once per epoch (a metric's loop over classes, ten
+    /// plots in a notebook), code under an interval or logging test
     /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
@@ -116,7 +121,14 @@ impl Rule for TensorCreatedThenMoved {
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
         // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
         // loop, before the loop over batches) is not what costs.
-        let repeated = (cx.in_loop() || cx.in_step_code()) && !cx.in_epoch_loop_only();
+        // Outside step code, a loop in code that runs a few times per
+        // program, epoch or evaluation (module level, a function called
+        // outside loops) is hot when it iterates data or runs a model
+        // (sampling, a rollout): a metric's loop over classes or k-means
+        // over prototypes is not.
+        let hot_loop = cx.in_data_loop()
+            || (cx.in_loop() && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker)));
+        let repeated = (cx.in_step_code() || hot_loop) && !cx.in_epoch_loop_only();
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
         let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition();
         if !repeated || now_and_then || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
@@ -274,6 +286,40 @@ fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
         at = module.tree.parent(s);
     }
     guarded
+}
+
+/// Whether a loop of the function around `expr` calls a model in its body
+/// (`model(x)`, `self.G(z)`, `policy.act(obs)` on a model).
+fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(id) = module.stmt_at(expr.span.start) else { return false };
+    let runs_a_model = |e: &Expr| {
+        e.any(&mut |x| match &x.kind {
+            ExprKind::Call { func, .. } => {
+                checker.cx.is_model(func) || matches!(&func.kind, ExprKind::Attribute { value, .. } if checker.cx.is_model(value))
+            }
+            _ => false,
+        })
+    };
+    let mut at = module.tree.enclosing_loop(id);
+    while let Some(l) = at {
+        let Some(stmt) = module.stmt(l) else { return false };
+        let body = match &stmt.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => body,
+            _ => return false,
+        };
+        let mut found = false;
+        memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
+            if !found {
+                s.for_each_expr(|e| found = found || runs_a_model(e));
+            }
+        });
+        if found {
+            return true;
+        }
+        at = module.tree.enclosing_loop(l);
+    }
+    false
 }
 
 /// `self.cache is not None`, `hasattr(self, "cache")`, `key in self.cache`,

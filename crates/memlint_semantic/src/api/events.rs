@@ -215,8 +215,11 @@ const FILLING_METHODS: &[&str] = &["zero_", "fill_", "normal_", "uniform_", "ran
 const JOINING_FUNCTIONS: &[&str] = &["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"];
 
 /// Library functions whose result is computed from their first argument
-/// alone (`torch.triu(x)`), on its device; and the old `Variable` wrapper.
-const UNARY_FUNCTIONS: &[&str] = &["triu", "tril", "diag", "diag_embed", "flip", "roll", "t", "transpose", "repeat_interleave", "Variable"];
+/// alone (`torch.triu(x)`), on its device.
+const UNARY_FUNCTIONS: &[&str] = &["triu", "tril", "diag", "diag_embed", "flip", "roll", "t", "transpose", "repeat_interleave"];
+
+/// The old `Variable` wrapper (before PyTorch 0.4): the same tensor.
+const VARIABLE: &[&str] = &["torch.autograd.Variable", "torch.autograd.variable.Variable"];
 
 /// Methods that return a view of their receiver.
 const VIEW_METHODS: &[&str] = &[
@@ -258,6 +261,7 @@ pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
         .chain(FILLING_METHODS)
         .chain(JOINING_FUNCTIONS)
         .chain(UNARY_FUNCTIONS)
+        .chain(&["Variable"])
         .copied()
 }
 
@@ -283,7 +287,7 @@ pub fn computed_from<'e>(call: &'e Expr, qualified: &str) -> Option<Vec<&'e Expr
     let first = args.first()?;
     let last = qualified.rsplit('.').next()?;
     let torch = qualified.strip_prefix("torch.").is_some_and(|rest| !rest.contains('.'));
-    let variable = matches!(qualified, "torch.autograd.Variable" | "torch.autograd.variable.Variable");
+    let variable = VARIABLE.contains(&qualified);
     if torch && JOINING_FUNCTIONS.contains(&last) {
         return match &first.kind {
             ExprKind::Sequence(items) if !items.is_empty() => Some(items.iter().collect()),

@@ -39,7 +39,6 @@ pub fn vocabulary() -> Vec<&'static str> {
     out.extend([amp::MODULE, amp::TORCH, amp::APEX_AMP]);
     out.extend([nn::DATA, nn::GRAD, nn::ITEM, nn::DETACH, nn::FORWARD, nn::FORWARD_T, nn::INPLACE, nn::NN, nn::SEQUENTIAL, "weight", "bias"]);
     out.extend(nn::SEQUENTIAL_NAMES);
-    out.extend(nn::SHAPE_ACCESSORS);
     out.extend([tch::TRAINABLE_VARIABLES, tch::VARIABLES, tch::SET_REQUIRES_GRAD, tch::NO_GRAD_GUARD]);
     out.extend(tch::PATH_VARIABLE_METHODS);
     out.extend(tch::BACKWARD_STEP_METHODS);

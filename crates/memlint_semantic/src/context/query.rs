@@ -104,6 +104,17 @@ impl Context {
         self.frame().loops.iter().any(|l| l.direct_step)
     }
 
+    /// Whether the code here runs a few times per program, epoch or
+    /// evaluation: module-level code, or a function every known call of
+    /// which runs outside loops or once per epoch
+    /// ([`ProjectIndex::is_rarely_called`]).
+    pub fn in_rarely_run_code(&self) -> bool {
+        match self.function_qualname() {
+            None => !self.frame().is_class,
+            Some(q) => self.index.is_rarely_called(q),
+        }
+    }
+
     /// Whether the current point runs once per pass over the data: the
     /// innermost loop around it is a training loop one iteration of which
     /// is not a step (an epoch loop, its steps in a nested loop or in a

@@ -211,6 +211,9 @@ pub struct CallSite {
     pub in_step_loop: bool,
     /// The site is inside any loop of the caller.
     pub in_loop: bool,
+    /// The site runs once per epoch: the innermost loop around it is an
+    /// epoch loop ([`crate::Context::in_epoch_loop_only`]).
+    pub per_epoch: bool,
     /// Argument positions (after `self` for methods) and keyword names
     /// passed the literal `False`.
     pub false_positions: Vec<usize>,
@@ -303,6 +306,10 @@ pub struct ProjectIndex {
     /// The project functions some call site of the run calls (by the name
     /// the index defines them under).
     called: HashSet<String>,
+    /// Functions every known call of which runs outside loops or once per
+    /// epoch (`calculate_map(...)` after the evaluation loop,
+    /// `cluster_memory(...)` in the epoch loop).
+    rarely_called: HashSet<String>,
     /// The bare names of the functions with a [`FunctionSummary::moves_param`]:
     /// a cheap test before a call is resolved.
     mover_names: HashSet<String>,

@@ -217,6 +217,22 @@ impl ProjectIndex {
     /// integer ids of the names that appear as callers and callees.
     pub(super) fn propagate(&mut self, calls: &[CallSite]) {
         self.called = calls.iter().map(|c| self.canonical(&c.callee)).collect();
+        // Functions called only outside loops or once per epoch: a callee
+        // any site calls in a loop drops out.
+        let mut rarely: HashSet<String> = HashSet::default();
+        let mut often: HashSet<&str> = HashSet::default();
+        for c in calls {
+            if c.in_loop && !c.per_epoch {
+                often.insert(self.canonical_str(&c.callee));
+            }
+        }
+        for c in calls {
+            let q = self.canonical_str(&c.callee);
+            if !often.contains(q) && self.functions.contains_key(q) && !rarely.contains(q) {
+                rarely.insert(q.to_string());
+            }
+        }
+        self.rarely_called = rarely;
         let mut names = Names::default();
         names.ids.reserve(self.functions.len() + calls.len());
         // The summaries by id, so that no fact below looks a name up again.
@@ -560,6 +576,12 @@ impl ProjectIndex {
     /// file imports a module torch removed in it (`torch._six`, 2.0).
     pub fn torch_below(&self) -> Option<(u32, u32)> {
         self.torch_below
+    }
+
+    /// Whether every known call of the function runs outside loops or
+    /// once per epoch; `false` for a function nothing in the run calls.
+    pub fn is_rarely_called(&self, qualname: &str) -> bool {
+        self.rarely_called.contains(qualname)
     }
 
     /// Whether some project function named `name` returns a parameter
