@@ -7,9 +7,9 @@ declare_rule! {
     /// Flags a `torch.utils.data.DataLoader(...)` with worker processes
     /// (`num_workers` not 0) but without `pin_memory=True`, whose batches a
     /// loop of the program moves to an accelerator (`x.to(device)`,
-    /// `x.cuda()`). The loader and the move are joined as for ML302: by a
-    /// training loop over the loader's name in the same file, else by the
-    /// file (or a file the loader can reach) moving some loader's batches.
+    /// `x.cuda()`) in a training loop over the loader's own name in the
+    /// same file: only there does the rule see what else the step waits
+    /// for.
     ///
     /// ## Why is this bad?
     /// A host-to-device copy from ordinary (pageable) memory is staged
@@ -23,9 +23,11 @@ declare_rule! {
     /// (A copy without `non_blocking=True` waits too, pinned or not:
     /// PyTorch synchronises the stream after it; both changes are needed.)
     /// Where the step also reads a value back every step (a per-step
-    /// `loss.item()`) or copies a tensor it built on the host every step
-    /// (`Variable(torch.ones(b)).cuda()`), the host waits there anyway and
-    /// the copy would overlap nothing: those loaders are not reported. (The effect needs
+    /// `loss.item()`), copies a tensor it built on the host every step
+    /// (`Variable(torch.ones(b)).cuda()`, `Tensor(np.random.randint(...))`
+    /// with `Tensor = torch.cuda.FloatTensor`) or calls a project helper
+    /// that waits for the device on each call, the host waits there anyway
+    /// and the copy would overlap nothing: those loaders are not reported. (The effect needs
     /// a GPU to measure and has not been measured by memprobe yet.)
     ///
     /// ## Example
@@ -54,7 +56,11 @@ declare_rule! {
     /// step waits twice, and neither the copy nor the read alone lets the
     /// host run ahead (ML305 is silent there too, since the blocking copy
     /// already waits; the pair is left unreported for want of a measured
-    /// gain). Pinned memory
+    /// gain). A loader returned by a helper, or passed to a `train()`
+    /// function elsewhere, is not judged: the step that would wait is out
+    /// of sight (a missed finding where it does not wait). Code written
+    /// for PyTorch before 0.4 (`volatile=True`, `loss.data[0]`) is not
+    /// checked. Pinned memory
     /// is a limited resource: with very large batches and many workers a
     /// maintainer may leave it off on purpose. Batches small next to the
     /// step (tabular data, token ids) gain little. Off by default.
@@ -80,6 +86,11 @@ impl Rule for DataloaderUnpinnedMemory {
         if !checker.in_torch_program() {
             return;
         }
+        // Code for torch 0.3 (`volatile=True`, `loss.data[0]`) reads every
+        // loss back each step and does not run on a current torch.
+        if memlint_semantic::facts::written_for_volatile_torch(&module.body) {
+            return;
+        }
         let sites = checker.loader_sites();
         for site in sites.iter() {
             // Without workers the main process would pin each batch itself,
@@ -94,6 +105,15 @@ impl Rule for DataloaderUnpinnedMemory {
             if checker.cx.pipeline().moves_only_in_synced_loops(site) {
                 continue;
             }
+            // Only a loop over the loader's own name in this file shows what
+            // else the step waits for; a loader passed to a `train()` of
+            // another cell or module is not judged (its step may read a
+            // value back every step there).
+            let pipeline = checker.cx.pipeline();
+            if !site.bound_to.as_deref().is_some_and(|b| pipeline.iterates(b) && pipeline.moves_batches_of(b)) {
+                continue;
+            }
+            drop(pipeline);
             let span = checker.keyword_span(module, site.span, "pin_memory").unwrap_or(site.span);
             checker.report(
                 Self::META

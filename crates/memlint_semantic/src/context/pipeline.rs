@@ -98,7 +98,7 @@ impl Context {
     /// `torch.cuda.FloatTensor`, or a name like `Tensor`/`FloatTensor` in
     /// a file that mentions CUDA (`Tensor = torch.cuda.FloatTensor if cuda
     /// else torch.FloatTensor`).
-    fn names_cuda_tensor_type(&self, t: &Expr) -> bool {
+    pub(super) fn names_cuda_tensor_type(&self, t: &Expr) -> bool {
         if let Some(q) = self.qualified_name(t) {
             if q.as_str().starts_with("torch.cuda.") {
                 return true;

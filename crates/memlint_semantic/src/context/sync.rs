@@ -516,7 +516,7 @@ impl Context {
                             _ => return false,
                         };
                         if !WAITING_CALLS.contains(&last) {
-                            return false;
+                            return last.ends_with("Tensor") && self.copies_numpy_by_cuda_type(x);
                         }
                         matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
                             || self.moves_blocking(x, false, &[])
@@ -626,6 +626,20 @@ impl Context {
         }
     }
 
+    /// `Tensor(np.random.randint(...))` with `Tensor = torch.cuda.FloatTensor`
+    /// (PyTorch-GAN's idiom): host data copied by a CUDA tensor type's
+    /// constructor, a blocking copy.
+    fn copies_numpy_by_cuda_type(&self, call: &Expr) -> bool {
+        call.as_call().is_some_and(|(func, args, _)| {
+            self.names_cuda_tensor_type(func)
+                && args
+                    .first()
+                    .and_then(|a| a.as_call())
+                    .and_then(|(f, _, _)| f.dotted())
+                    .is_some_and(|d| d.as_str().starts_with("np.") || d.as_str().starts_with("numpy."))
+        })
+    }
+
     /// Records the training-step loop around `call` when `call` reads a
     /// value back to the host every step ([`Context::syncs_every_step`]).
     /// A blocking copy of a tensor built on the host (`Variable(torch.ones(b)).cuda()`,
@@ -638,9 +652,11 @@ impl Context {
             return;
         }
         let copies_host_built = || {
-            self.accelerator_move(call).is_some_and(|(recv, non_blocking)| {
+            (self.accelerator_move(call).is_some_and(|(recv, non_blocking)| {
                 non_blocking != Some(true) && self.batch_base(recv).is_none() && self.host_built(recv)
-            }) && self.runs_every_step()
+            }) || self.copies_numpy_by_cuda_type(call)
+                || self.project_callee(call).is_some_and(|f| f.waits_for_device))
+                && self.runs_every_step()
         };
         if self.syncs_every_step(call) || copies_host_built() {
             self.pipeline.borrow_mut().synced_loops.push(id);
