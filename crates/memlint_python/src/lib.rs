@@ -473,7 +473,9 @@ fn lower_expr(e: &ast::Expr) -> Expr {
                     ast::CmpOp::LtE => CmpOp::LtE,
                     ast::CmpOp::Gt => CmpOp::Gt,
                     ast::CmpOp::GtE => CmpOp::GtE,
-                    _ => CmpOp::Other,
+                    ast::CmpOp::In => CmpOp::In,
+                    ast::CmpOp::NotIn => CmpOp::NotIn,
+                    ast::CmpOp::Is | ast::CmpOp::IsNot => CmpOp::Other,
                 })
                 .collect(),
             comparators: c.comparators.iter().map(lower_expr).collect(),

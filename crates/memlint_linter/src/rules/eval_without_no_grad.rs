@@ -80,7 +80,8 @@ declare_rule! {
     /// which runs with grad off (callers in other files of the run
     /// included). A forward of a model whose parameters were all frozen
     /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
-    /// parameters), or of a wrapper of one (`nn.Sequential(backbone,
+    /// parameters) or all but a part (a head given back grad, or kept by
+    /// name: `if name not in ["fc.weight", "fc.bias"]:`), or of a wrapper of one (`nn.Sequential(backbone,
     /// nn.Flatten())`, `nn.DataParallel(backbone)`, `backbone.to(device)`)
     /// with no layer of its own that holds parameters, is not reported, nor a call of an instance of a project
     /// class that is not an `nn.Module` (a trainer or predictor wrapping a
@@ -144,8 +145,9 @@ impl Rule for EvalWithoutNoGrad {
             _ if cx.is_model(func) => func,
             _ => return,
         };
-        // A model whose parameters were all frozen records no graph.
-        if model.dotted().is_some_and(|d| cx.is_frozen(&d)) {
+        // A model whose parameters were all frozen records no graph; one
+        // frozen but for a part (a head) records only that part's.
+        if model.dotted().is_some_and(|d| cx.is_frozen(&d) || cx.frozen_except(&d).is_some()) {
             return;
         }
         // Code for PyTorch before 0.4, which turns grad off with

@@ -328,9 +328,9 @@ fn tests_for_present_state(test: &Expr, checker: &Checker<'_>) -> bool {
     match &test.kind {
         ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_present_state(v, checker)),
         ExprKind::Call { .. } => is_state(test),
-        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 && ops[0] == CmpOp::Other => {
-            let text = checker.text(test.span);
-            (is_state(left) && text.ends_with(" is not None")) || (text.contains(" in ") && !text.contains(" not in ") && is_state(&comparators[0]))
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            (ops[0] == CmpOp::Other && is_state(left) && checker.text(test.span).ends_with(" is not None"))
+                || (ops[0] == CmpOp::In && is_state(&comparators[0]))
         }
         _ => false,
     }
@@ -364,7 +364,7 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
                 || (ops[0] == CmpOp::Other
                     && text.ends_with(" is None")
                     && left.as_name().is_some_and(|n| !checker.cx.is_function_param(n)))
-                || (ops[0] == CmpOp::Other && text.contains(" not in "))
+                || ops[0] == CmpOp::NotIn
         }
         _ => false,
     }

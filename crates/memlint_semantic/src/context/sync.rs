@@ -257,7 +257,7 @@ impl Context {
                 .take_while(|v| !(is_interval_guard(v) || is_option_guard(v) || is_logging_guard(v)))
                 .find_map(|v| self.condition_read(v)),
             ExprKind::BoolOp { values, .. } => values.iter().find_map(|v| self.condition_read(v)),
-            ExprKind::Compare { left, ops, comparators } => (ops.iter().all(|o| *o != CmpOp::Other)
+            ExprKind::Compare { left, ops, comparators } => (ops.iter().all(|o| !matches!(o, CmpOp::Other | CmpOp::In | CmpOp::NotIn))
                 && std::iter::once(&**left).chain(comparators.iter()).any(|e| self.device_tensor(e)))
             .then_some(test),
             _ => self.device_tensor(test).then_some(test),

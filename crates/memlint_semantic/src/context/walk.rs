@@ -440,6 +440,9 @@ impl Context {
                         self.frame_mut().frozen.insert(model);
                     } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
                         self.note_unfrozen(&model);
+                    } else if let Some((model, kept)) = frozen_but_named_by_loop(target, iter, body) {
+                        self.frame_mut().frozen.insert(model);
+                        self.note_unfrozen(&kept);
                     }
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);

@@ -367,6 +367,40 @@ pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Optio
     grad_switched_by_loop(target, iter, body, false)
 }
 
+/// `for name, p in model.named_parameters(): if name not in ["fc.weight",
+/// "fc.bias"]: p.requires_grad = False` freezes all of `model` but the
+/// part the test keeps (`fc`): the model and that part's dotted name. The
+/// test must keep what it names (`name not in [...]`, `not
+/// name.startswith("fc")`); one that freezes what it names freezes a part.
+pub(crate) fn frozen_but_named_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<(String, String)> {
+    let ExprKind::Sequence(elts) = &target.kind else { return None };
+    let (Some(name), Some(p)) = (elts.first().and_then(Expr::as_name), elts.get(1).and_then(Expr::as_name)) else { return None };
+    let (model, "named_parameters") = iter.as_method_call()? else { return None };
+    let model = model.dotted()?;
+    let [s] = body else { return None };
+    let StmtKind::If { test, body, orelse } = &s.kind else { return None };
+    let freezes = body.iter().any(|s| {
+        matches!(&s.kind, StmtKind::Assign { targets, value, .. }
+            if value.is_false() && targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad"))))
+    });
+    let keeps = match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => operand.any(&mut |e| e.as_name() == Some(name)),
+        ExprKind::Compare { left, ops, .. } => left.as_name() == Some(name) && ops.len() == 1 && ops[0] == crate::ir::CmpOp::NotIn,
+        _ => false,
+    };
+    if !orelse.is_empty() || !freezes || !keeps {
+        return None;
+    }
+    let mut kept = None;
+    test.any(&mut |e| {
+        if let ExprKind::Literal(crate::ir::Literal::Str(s)) = &e.kind {
+            kept = s.split('.').next().filter(|k| !k.is_empty()).map(str::to_string);
+        }
+        kept.is_some()
+    });
+    Some((model.to_string(), format!("{model}.{}", kept?)))
+}
+
 /// `for p in model.parameters(): p.requires_grad = True` (or
 /// `p.requires_grad_()`, `p.requires_grad_(True)`) unfreezes `model`.
 pub(crate) fn unfrozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {

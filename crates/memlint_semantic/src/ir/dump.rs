@@ -280,6 +280,8 @@ fn expr(e: &Expr, depth: usize) -> String {
                     CmpOp::Gt => ">",
                     CmpOp::GtE => ">=",
                     CmpOp::Other => "op",
+                    CmpOp::In => "in",
+                    CmpOp::NotIn => "not in",
                 };
                 let _ = write!(out, " {op} {}", expr(c, depth));
             }

@@ -335,8 +335,12 @@ pub enum CmpOp {
     Gt,
     /// `>=`
     GtE,
-    /// `is`, `is not`, `in`, `not in`.
+    /// `is`, `is not`.
     Other,
+    /// `in`
+    In,
+    /// `not in`
+    NotIn,
 }
 
 /// Unary operators.
