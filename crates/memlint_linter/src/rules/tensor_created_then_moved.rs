@@ -119,8 +119,6 @@ impl Rule for TensorCreatedThenMoved {
         // then `h = h.to(device)`).
         let Some(recv) = host_factory(recv, checker).or_else(|| factory_of_previous_statement(expr, recv, checker)) else { return };
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
-        // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
-        // loop, before the loop over batches) is not what costs.
         // Outside step code, a loop in code that runs a few times per
         // program, epoch or evaluation (module level, a function called
         // outside loops) is hot when it iterates data or runs a model
@@ -128,6 +126,8 @@ impl Rule for TensorCreatedThenMoved {
         // over prototypes is not.
         let hot_loop = cx.in_data_loop()
             || (cx.in_loop() && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker)));
+        // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
+        // loop, before the loop over batches) is not what costs.
         let repeated = (cx.in_step_code() || hot_loop) && !cx.in_epoch_loop_only();
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
         let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition();
