@@ -95,6 +95,26 @@ impl<'c> Checker<'c> {
         self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
+    /// Whether the file is written for PyTorch before 0.4
+    /// ([`memlint_semantic::facts::written_for_volatile_torch`]), asked once
+    /// per file whichever rule asks.
+    pub fn written_for_volatile_torch(&self) -> bool {
+        self.file
+            .get_or("volatile-torch", "", || Some(memlint_semantic::facts::written_for_volatile_torch(&self.module.body)))
+            .is_some_and(|l| *l)
+    }
+
+    /// Whether some expression of the statement that holds `e` (its own
+    /// expressions, not those of nested blocks) satisfies `pred`: how `e`
+    /// is used where it stands (`w.data.size()`, `m.cpu().parameters()`).
+    pub fn statement_has(&self, e: &Expr, pred: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        let module = self.module;
+        let Some(stmt) = module.tree.owner(e.id).and_then(|id| module.stmt(id)) else { return false };
+        let mut found = false;
+        stmt.for_each_expr(|x| found = found || x.any(&mut *pred));
+        found
+    }
+
     /// The file's `DataLoader(...)` calls with their options
     /// ([`memlint_semantic::facts::pipeline::Pipeline::loaders`]), resolved once per file for every rule that
     /// asks; call it once the walk is done (`check_file`).

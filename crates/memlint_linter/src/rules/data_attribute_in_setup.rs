@@ -136,14 +136,7 @@ impl Rule for DataAttributeInSetup {
 /// (`layer.weight.data.size()[0]`, `w.data.shape`): nothing there touches
 /// the values, and nothing is worth changing.
 fn only_its_shape(data: &Expr, checker: &Checker<'_>) -> bool {
-    let module = checker.module();
-    let Some(stmt) = module.tree.owner(data.id).and_then(|id| module.stmt(id)) else { return false };
-    let mut found = false;
-    stmt.for_each_expr(|e| {
-        found = found
-            || e.any(&mut |x| {
-                matches!(&x.kind, ExprKind::Attribute { value, attr, .. } if value.id == data.id && nn::SHAPE_ACCESSORS.contains(&attr.as_str()))
-            })
-    });
-    found
+    checker.statement_has(data, &mut |x| {
+        matches!(&x.kind, ExprKind::Attribute { value, attr, .. } if value.id == data.id && nn::SHAPE_ACCESSORS.contains(&attr.as_str()))
+    })
 }

@@ -88,7 +88,7 @@ impl Rule for DataloaderUnpinnedMemory {
         }
         // Code for torch 0.3 (`volatile=True`, `loss.data[0]`) reads every
         // loss back each step and does not run on a current torch.
-        if memlint_semantic::facts::written_for_volatile_torch(&module.body) {
+        if checker.written_for_volatile_torch() {
             return;
         }
         let sites = checker.loader_sites();

@@ -152,10 +152,7 @@ impl Rule for EvalWithoutNoGrad {
         }
         // Code for PyTorch before 0.4, which turns grad off with
         // `Variable(x, volatile=True)` and cannot run on a later PyTorch.
-        let legacy = checker
-            .file_memo()
-            .get_or("ML201-volatile-torch", "", || Some(memlint_semantic::facts::written_for_volatile_torch(&checker.module().body)));
-        if legacy.is_some_and(|l| *l) {
+        if checker.written_for_volatile_torch() {
             return;
         }
         let name = checker.text(model.span).to_string();

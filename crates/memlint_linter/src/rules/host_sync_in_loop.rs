@@ -283,14 +283,7 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
 /// statement (`m.cpu().parameters()`, `m.cpu().state_dict()`): a model
 /// moved to the host, to ship or save it, not a tensor read back.
 fn moves_a_module(call: &Expr, checker: &Checker<'_>) -> bool {
-    let module = checker.module();
-    let Some(stmt) = module.tree.owner(call.id).and_then(|id| module.stmt(id)) else { return false };
-    let mut found = false;
-    stmt.for_each_expr(|e| {
-        found = found
-            || e.any(&mut |x| x.as_method_call().is_some_and(|(recv, m)| recv.id == call.id && nn::MODULE_ONLY_METHODS.contains(&m)))
-    });
-    found
+    checker.statement_has(call, &mut |x| x.as_method_call().is_some_and(|(recv, m)| recv.id == call.id && nn::MODULE_ONLY_METHODS.contains(&m)))
 }
 
 fn sync_of(call: &Expr, checker: &Checker<'_>) -> Option<String> {

@@ -166,10 +166,10 @@ impl Rule for TensorCreatedThenMoved {
 /// The factory call at the root of `recv`, a chain of host-side methods
 /// on a factory that fills its values and is given no device; `None`
 /// when the chain is moved or pinned on the way, or is not a factory's.
-/// The root may also be host arithmetic on such a factory (`torch.ones(n)
-/// * i`), a library function that computes from such factories alone
-/// (`torch.cat([torch.ones(b), torch.zeros(b)])`, `torch.triu(torch.ones(t,
-/// t))`, the old `Variable(torch.zeros(n))`), or a legacy typed
+/// The root may also be host arithmetic on such a factory
+/// (`torch.ones(n) * i`), a library function that computes from such
+/// factories alone (`torch.cat([torch.ones(b), torch.zeros(b)])`,
+/// `torch.triu(torch.ones(t, t))`, the old `Variable(torch.zeros(n))`), or a legacy typed
 /// constructor given sizes and filled on the way
 /// (`torch.FloatTensor(b, n).zero_()`).
 fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
