@@ -206,6 +206,53 @@ fn training_step_helpers_in_other_files() {
     assert!(out.contains("train.py:9:9: ML105"), "{out}");
 }
 
+/// A directory without `__init__.py` is a namespace package: `from
+/// util.util import f` names `util/util.py` (run with the project's root on
+/// `sys.path`). ML305 sees that the metric it names waits for the device
+/// (a mask read), so the step's read is not reported.
+#[test]
+fn helpers_of_namespace_packages() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "util/util.py",
+        "import torch\n\n\ndef intersection(out, target, k):\n    hits = out[out == target]\n    return torch.histc(hits, bins=k)\n",
+    );
+    let train = "import torch\nfrom util.util import intersection\n\n\ndef train(model, loader, optimizer):\n    for x, y in loader:\n        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)\n        out, loss = model(x, y)\n        optimizer.zero_grad()\n        loss.backward()\n        optimizer.step()\n        inter = intersection(out.argmax(1), y, 21)\n        print(inter.cpu().numpy())\n";
+    write(dir.path(), "tool/train.py", train);
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML305"];
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+    // Without the helper's file, the read is the step's only wait.
+    let o = memlint(dir.path(), &["check", "tool/train.py", "--format", "concise", "--quiet", "--select", "ML305"]);
+    assert!(stdout(&o).contains("tool/train.py:13:15: ML305"), "{}", stdout(&o));
+}
+
+/// A helper called from step code only under a debugging condition (`if
+/// debug_mode:`) does not run every step: its per-parameter reads
+/// are not reported. Under a user option (`if args.clip_grad:`) it does.
+#[test]
+fn helpers_called_only_when_debugging() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "norms.py",
+        "import torch\nDEVICE = \"cuda\"\n\ndef log_norms(model):\n    total = 0.0\n    for p in model.parameters():\n        total += p.grad.norm().item() ** 2\n    return total\n\n\ndef clip_norms(model, clip):\n    for p in model.parameters():\n        norm = p.grad.norm()\n        p.grad.mul_(clip / (norm.item() + 1e-6))\n",
+    );
+    write(
+        dir.path(),
+        "agent.py",
+        "import torch\nfrom norms import clip_norms, log_norms\n\n\ndef optimise(net, optimizer, loss, args, debug_mode):\n    optimizer.zero_grad()\n    loss.backward()\n    if debug_mode:\n        log_norms(net)\n    if args.clip_grad:\n        clip_norms(net, args.clip_grad)\n    optimizer.step()\n\n\ndef train(net, batches, optimizer, args):\n    for x in batches:\n        optimise(net, optimizer, net(x.cuda()).sum(), args, False)\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML305"]);
+    let out = stdout(&o);
+    assert!(!out.contains("norms.py:7"), "{out}");
+    assert!(out.contains("norms.py:14:"), "{out}");
+    // Checked alone, the helpers are not known to be step code.
+    let o = memlint(dir.path(), &["check", "norms.py", "--format", "concise", "--quiet", "--select", "ML305"]);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+}
+
 /// ML302 knows a dataset class of another module whose samples are in
 /// memory, also through a setup function that returns it in a tuple.
 #[test]

@@ -222,6 +222,32 @@ pub fn run(args: &CheckArgs) -> Result<u8> {
 
 /// Checks the planned files: each file's summary (in parallel), joined into
 /// the project index; then each file's rules with the index (in parallel).
+/// The first segments of the names `job`'s module can be imported by:
+/// its module path's, and for a Python file outside any package, the
+/// directories above it (up to three, while they are identifiers): with
+/// the project's root on `sys.path`, `util/util.py` is the namespace
+/// package module `util.util` (PEP 420) as well as the script `util`.
+fn module_roots(job: &Job) -> Vec<String> {
+    let path = &job.module.path;
+    let mut roots = vec![path.split('.').next().unwrap_or("").to_string()];
+    let outside_packages = job.module.crate_root.is_none() && (!path.contains('.') || path.starts_with('<'));
+    if outside_packages {
+        let dirs = job.candidate.path.parent().into_iter().flat_map(Path::ancestors).take(3);
+        for d in dirs {
+            match d.file_name().and_then(|n| n.to_str()) {
+                Some(n) if is_identifier(n) => roots.push(n.to_string()),
+                _ => break,
+            }
+        }
+    }
+    roots
+}
+
+/// Whether `s` can be a Python module name.
+fn is_identifier(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_') && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
 fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, Arc<ProjectIndex>) {
     // Two phases over the files of the run: each file's summary (in
     // parallel), joined into the project index; then each file's rules
@@ -229,8 +255,7 @@ fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, 
     // files the second will check, packed, up to `KEEP_PACKED_BYTES`; the
     // second reads their text again and unpacks it, and parses the rest
     // again.
-    let roots: Arc<rustc_hash::FxHashSet<String>> =
-        Arc::new(jobs.iter().map(|j| j.module.path.split('.').next().unwrap_or("").to_string()).collect());
+    let roots: Arc<rustc_hash::FxHashSet<String>> = Arc::new(jobs.iter().flat_map(module_roots).collect());
     let budget = std::sync::atomic::AtomicUsize::new(KEEP_PACKED_BYTES);
     let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
     let mut summaries = Vec::with_capacity(phase_one.len());

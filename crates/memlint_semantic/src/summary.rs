@@ -251,6 +251,7 @@ impl Visitor for SummaryVisitor {
             contexts: cx.with_contexts(),
             in_step_loop: cx.in_step_iteration(),
             in_loop: cx.in_loop(),
+            logged: cx.guarded_by_interval() || cx.guarded_by_debug_condition(),
             per_epoch: cx.in_epoch_loop_only(),
             false_positions,
             false_keywords,

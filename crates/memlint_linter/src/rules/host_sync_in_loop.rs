@@ -43,7 +43,16 @@ declare_rule! {
     /// (`scaler.step(optimizer)` reads its inf check back every step), or
     /// that calls a project function which waits for the device on each call
     /// (it copies host data to the device that way, or reads a value back,
-    /// outside any `if`), is not
+    /// outside any `if`; also the `forward` of a project module instance
+    /// it calls, `criterion(out, y)` with `criterion = SSDLoss()`), that
+    /// runs an op whose result's size depends on the values
+    /// (`x.nonzero()`, `torch.unique(x)`, a mask read `x[x > 0]`, there or
+    /// in such a helper), that indexes a tensor with indices drawn on the
+    /// host (`states[np.random.choice(n, b)]`, or hands a slice of a host
+    /// permutation to a step function), or that passes the model a part of
+    /// the batch it never moves while it moves others
+    /// (`model(image, caption)` with only `image` moved: the model copies
+    /// the rest itself), is not
     /// reported: PyTorch waits for the stream after such a copy, so the
     /// host already waits for the device once per step, and a read adds
     /// only the overlap of the host's work before the next copy (loading
@@ -114,9 +123,17 @@ declare_rule! {
     /// option (`if args.verbose:`) is not reported, nor one in an
     /// environment-interaction loop (reinforcement learning: the action
     /// goes to a CPU environment every step, so the step synchronises
-    /// anyway), nor one in an `except` handler. A read the step needs (an
-    /// early stop on a NaN loss, a value a data-dependent branch tests) is
-    /// reported: move the check under an interval when it allows.
+    /// anyway), nor one in an `except` handler. A loop that decides every
+    /// iteration, on a value read from the device, whether to leave (a
+    /// convergence test `if (m - prev).norm() < tol: break`, an abort on
+    /// a diverged loss `if math.isnan(loss.item()): sys.exit(1)`) must
+    /// wait there, and none of its reads is reported. A read a
+    /// data-dependent branch tests that does not leave the loop is
+    /// reported: move it under an interval when it allows. A loop that
+    /// trains leaf tensors built on the host and never moved (`w =
+    /// torch.rand(1, 1, requires_grad=True)`) runs on the CPU and is not
+    /// reported, nor is a helper's loop when the step calls it only under a
+    /// logging or debugging condition (`if self.debug_mode:`).
     /// Benchmarking and profiling code (a function or file named like
     /// `bench`, `profile`, `timing`) synchronises on purpose and is not
     /// reported, nor is a loop that times its steps and calls
@@ -134,10 +151,7 @@ declare_rule! {
     /// from the iterable (a legacy torchtext iterator built with
     /// `device=`) or through a helper, and whether that copy already waits
     /// cannot be seen; a `range` loop over data already on the device is
-    /// reported. A read that decides whether an optimisation loop stops
-    /// (`if (m - prev).norm() < tol: break`) is needed every iteration and
-    /// is reported, and so are the reads before it (the loop waits there
-    /// anyway). A Rust method called on a value of the project's own
+    /// reported. A Rust method called on a value of the project's own
     /// type (`model.train_loss(...)`) is not followed, and leaves a read
     /// reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
@@ -237,8 +251,15 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
         && checker
             .file_memo()
             .get_or("ML305-waiting-loop", &key, || {
-                Some(checker.module().stmt(loop_id).is_some_and(|s| {
-                    cx.copies_to_device_every_iteration(s) || cx.redraws_every_iteration(s) || cx.draws_data_it_never_moves(s)
+                let module = checker.module();
+                let scope = module.enclosing_function_body(loop_id).unwrap_or(&module.body);
+                Some(module.stmt(loop_id).is_some_and(|s| {
+                    cx.copies_to_device_every_iteration(s)
+                        || cx.waits_through_its_data(s, scope)
+                        || cx.trains_on_the_host(s, scope)
+                        || cx.redraws_every_iteration(s)
+                        || cx.decides_exit_every_iteration(s)
+                        || cx.draws_data_it_never_moves(s)
                 }))
             })
             .is_some_and(|c| *c);

@@ -148,6 +148,12 @@ pub enum Event {
     /// A value read back to the host, which waits for the device
     /// (`.item()`, `.tolist()`, `.numpy()`), or `torch.cuda.synchronize()`.
     HostSync,
+    /// An op whose result's size depends on the tensor's values
+    /// (`x.nonzero()`, `torch.masked_select(x, m)`, `torch.unique(x)`,
+    /// `torch.where(cond)` with one argument): the host waits for the
+    /// device to learn the size before it can allocate the result. Not a
+    /// read the user asked for, but a wait all the same.
+    ShapeFromData,
     /// `x.detach()`.
     Detach,
     /// `torch.cuda.empty_cache()`.
@@ -230,6 +236,10 @@ const VIEW_METHODS: &[&str] = &[
 /// Methods that read a value back to the host.
 const HOST_SYNC_METHODS: &[&str] = &["item", "tolist", "numpy", "double_value", "int64_value"];
 
+/// Ops whose result's size depends on the values ([`Event::ShapeFromData`]),
+/// as methods and as `torch.` functions.
+const SHAPE_FROM_DATA: &[&str] = &["nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "nonzero_static"];
+
 /// The method names [`classify`] gives a meaning to.
 const EVENT_METHODS: &[&str] = &[
     "backward", "zero_grad", "zero_", "fill_", "step", "scale", "update", "unscale_", "requires_grad_", "to", "cuda", "cpu",
@@ -257,6 +267,7 @@ pub(super) fn vocabulary() -> impl Iterator<Item = &'static str> {
         .chain(TCH_FACTORIES)
         .chain(VIEW_METHODS)
         .chain(HOST_SYNC_METHODS)
+        .chain(SHAPE_FROM_DATA)
         .chain(LEGACY_CPU_CONSTRUCTORS)
         .chain(FILLING_METHODS)
         .chain(JOINING_FUNCTIONS)
@@ -305,6 +316,8 @@ pub fn may_be_library_event(last: &str) -> bool {
         || FACTORIES.contains(&last)
         || TCH_FACTORIES.contains(&last)
         || OPTIMIZERS.contains(&last)
+        || SHAPE_FROM_DATA.contains(&last)
+        || last == "where"
 }
 
 /// Whether a method named `name` can be an event on some receiver: a
@@ -313,6 +326,7 @@ pub fn may_be_method_event(name: &str) -> bool {
     EVENT_METHODS.contains(&name)
         || VIEW_METHODS.contains(&name)
         || HOST_SYNC_METHODS.contains(&name)
+        || SHAPE_FROM_DATA.contains(&name)
         || is_inplace_method(name)
 }
 
@@ -387,6 +401,7 @@ pub fn classify(call: &Expr, callee: Callee<'_>) -> Option<Event> {
             }
             "detach" => Event::Detach,
             n if HOST_SYNC_METHODS.contains(&n) => Event::HostSync,
+            n if SHAPE_FROM_DATA.contains(&n) && receiver == Receiver::Tensor => Event::ShapeFromData,
             n if VIEW_METHODS.contains(&n) => Event::View,
             n if is_inplace_method(n) => Event::InPlace,
             _ => return None,
@@ -444,6 +459,9 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         "torch.autograd.grad" => Event::Backward { via: Via::Grad, retain_graph: kw_bool(call, "retain_graph") },
         "torch.cuda.empty_cache" | "torch.cuda.memory.empty_cache" => Event::EmptyCache,
         "torch.cuda.synchronize" => Event::HostSync,
+        // `torch.where(cond)`: the indices where `cond` holds.
+        "torch.where" if call.as_call().is_some_and(|(_, args, kws)| args.len() == 1 && kws.is_empty()) => Event::ShapeFromData,
+        q if q.strip_prefix("torch.").is_some_and(|rest| SHAPE_FROM_DATA.contains(&rest)) => Event::ShapeFromData,
         q if CLIP_GRAD_APIS.contains(&q) => Event::ClipGrad,
         q if GRAD_OFF_APIS.contains(&q) => Event::GradMode { enabled: Some(false) },
         "torch.enable_grad" | "torch.autograd.enable_grad" | "torch.autograd.grad_mode.enable_grad" => {

@@ -23,6 +23,7 @@ mod resolve;
 mod values;
 mod pipeline;
 mod sync;
+mod waiting;
 mod walk;
 
 pub(crate) use values::class_attr_kinds;
@@ -329,6 +330,9 @@ pub struct Context {
     /// Depth of `if` bodies under a logging, debugging or profiling
     /// condition (`if args.verbose:`, `if log_this_step:`, `if cfg.profile:`).
     logging_depth: usize,
+    /// `if` nesting under a logging, debugging or profiling condition
+    /// ([`crate::facts::scan::is_debug_guard`]), a part of `logging_depth`.
+    debug_depth: usize,
     /// Last segments of the exception types caught by the enclosing
     /// `except` handlers (`["Exception"]` for a bare `except:`).
     handlers: Vec<Vec<String>>,
@@ -403,6 +407,7 @@ impl Context {
             interval_depth: 0,
             option_depth: 0,
             logging_depth: 0,
+            debug_depth: 0,
             handlers: Vec::new(),
             autograd_functions: HashSet::default(),
             class_attrs: None,

@@ -200,6 +200,13 @@ impl Context {
         self.logging_depth > 0
     }
 
+    /// Whether the current point is under a logging, debugging or
+    /// profiling condition (`if self.debug_mode:`, `if log_now:`), not
+    /// merely a user option ([`Context::guarded_by_logging_condition`]).
+    pub fn guarded_by_debug_condition(&self) -> bool {
+        self.debug_depth > 0
+    }
+
     /// Whether the current point is in an `except` handler catching one of
     /// the named exception classes (by last segment; a bare `except:` and
     /// `Exception` catch everything).

@@ -93,7 +93,7 @@ const HOST_CONSTRUCTORS: &[&str] = &[
 ];
 
 /// Where the data of an expression comes from, for a move of it.
-enum Root<'e> {
+pub(super) enum Root<'e> {
     /// A name (`x` of `x[0].float()`, `batch` of `batch.text`).
     Name(&'e str),
     /// What `next(it)` draws from an iterator.
@@ -105,7 +105,7 @@ enum Root<'e> {
 /// attributes (`batch.text`), references (Rust `&xs`) and tensor methods
 /// other than moves, which keep the data where it is (`.float()`,
 /// `.narrow(1, 0, n)`).
-fn drawn_root(e: &Expr) -> Root<'_> {
+pub(super) fn drawn_root(e: &Expr) -> Root<'_> {
     let mut e = e;
     loop {
         match &e.kind {
@@ -126,46 +126,28 @@ fn drawn_root(e: &Expr) -> Root<'_> {
 /// host reads, conversions, `synchronize`, and moves.
 const WAITING_CALLS: &[&str] = &[
     "item", "tolist", "numpy", "cpu", "double_value", "int64_value", "try_from", "from", "synchronize", "to", "cuda", "to_device",
-    "type",
+    "type", "nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "where",
 ];
 
-/// Functions that read a clock, to time code.
-/// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
-/// that reads the time between two recorded events.
-const EVENT_CLOCK: &str = "elapsed_time";
-
-const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
-
-/// The statements of a loop body that run in every iteration: not under
-/// an `if`, a nested loop or a `try`, but inside a `with`, and under an
-/// `if` without `else` that tests for the GPU (`if cuda:`,
-/// `if self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
-fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
-    let mut out = Vec::new();
-    every_iteration_into(body, &mut out);
-    out
+/// Visits the expressions of `s` that it evaluates for their value: for an
+/// assignment, its value only (`x[x < 0] = 0` writes through a mask, a
+/// masked fill that does not wait), with `f` returning `true` to stop.
+pub(super) fn any_read_expr(s: &Stmt, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    if let StmtKind::Assign { value, .. } = &s.kind {
+        return value.any(f);
+    }
+    let mut found = false;
+    s.for_each_expr(|e| found = found || e.any(f));
+    found
 }
 
-fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::With { body, .. } | StmtKind::Block(body) => {
-                out.push(s);
-                every_iteration_into(body, out);
-            }
-            // `if cuda:` / `if self.gpu_mode:` without `else`: on
-            // the GPU, where a wait matters, it runs every time.
-            StmtKind::If { test, body, orelse } if orelse.is_empty() && crate::facts::tests_for_the_device(test) => {
-                every_iteration_into(body, out);
-            }
-            StmtKind::If { .. }
-            | StmtKind::For { .. }
-            | StmtKind::While { .. }
-            | StmtKind::Try { .. }
-            | StmtKind::Function(_)
-            | StmtKind::Class(_) => {}
-            _ => out.push(s),
-        }
+/// A boolean mask read: `x[x > 0]`, `out[pred == target]` (a comparison as
+/// the index). The result's size depends on the mask's values.
+fn is_mask_read(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subscript { index, .. } => matches!(&index.kind, ExprKind::Compare { ops, .. }
+            if ops.iter().all(|o| !matches!(o, CmpOp::Other | CmpOp::In | CmpOp::NotIn))),
+        _ => false,
     }
 }
 
@@ -345,136 +327,6 @@ impl Context {
                 || !self.handlers.is_empty())
     }
 
-    /// Whether the loop statement `lp` times its iterations and waits for
-    /// the device on purpose to do it: its body (not under an `if`) calls
-    /// a library function that waits for the device
-    /// (`torch.cuda.synchronize()`; also inside a `with` or a `try`), and
-    /// the loop reads a clock (`time.time()`, `time.perf_counter()`, a
-    /// CUDA event's `start.elapsed_time(end)` in its body) or iterates a
-    /// logger that times each item (`metric_logger.log_every(loader, ...)`).
-    /// Reads of values in such a loop cost nothing more.
-    pub fn times_every_iteration(&self, lp: &Stmt) -> bool {
-        fn synchronizes(cx: &Context, body: &[Stmt]) -> bool {
-            body.iter().any(|s| match &s.kind {
-                StmtKind::Expr(e) => matches!(cx.host_read(e), Some(HostRead::Library(_))),
-                StmtKind::With { body, .. } => synchronizes(cx, body),
-                StmtKind::Try(t) => synchronizes(cx, &t.body),
-                _ => false,
-            })
-        }
-        let (body, iter) = match &lp.kind {
-            StmtKind::For { body, iter, .. } => (body, Some(iter)),
-            StmtKind::While { body, .. } => (body, None),
-            _ => return false,
-        };
-        if !synchronizes(self, body) {
-            return false;
-        }
-        let logger = iter.is_some_and(|it| {
-            it.any(&mut |e| {
-                e.as_method_call().is_some_and(|(_, m)| crate::resolve::words(m).iter().any(|w| w == "log"))
-            })
-        });
-        let mut clock = false;
-        crate::ir::for_each_stmt_in_function(body, &mut |s| {
-            s.for_each_expr(|e| {
-                clock |= e.any(&mut |x| {
-                    x.as_call().is_some_and(|(f, _, _)| {
-                        self.qualified_name(f).is_some_and(|q| CLOCKS.contains(&q.as_str()))
-                    }) || x.as_method_call().is_some_and(|(_, m)| m == EVENT_CLOCK)
-                });
-            });
-        });
-        logger || clock
-    }
-
-    /// Whether every iteration of the loop statement `lp` copies host data
-    /// to an accelerator with a blocking copy: `x.to(device)`, `x.cuda()`
-    /// or `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of
-    /// a loader's batch or of a tensor built on the host
-    /// (`torch.tensor(obs).to(device)`), in a statement of the body that
-    /// runs every iteration (not under an `if`, a nested loop or an
-    /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
-    /// `if self.gpu_mode:`); in tch, a batch iterator moved with
-    /// `.to_device(device)` (each batch is copied as it is drawn); host data
-    /// made a device tensor there (`torch.tensor(obs, device=device)`,
-    /// `x.new_tensor(obs)`); `scaler.step(optimizer)` of AMP's
-    /// `GradScaler`, which reads its inf check back every step; or a call
-    /// there of a project function that waits for the device on each call
-    /// ([`crate::index::FunctionSummary::waits_for_device`]).
-    ///
-    /// PyTorch waits for the stream after such a copy (`non_blocking=False`
-    /// synchronises; from pageable memory CUDA also waits before it), so
-    /// the host already waits for the device once per iteration there: a
-    /// read of a value in the same iteration costs only the overlap of the
-    /// host's work before the next copy.
-    pub fn copies_to_device_every_iteration(&self, lp: &Stmt) -> bool {
-        let (body, iter, target) = match &lp.kind {
-            StmtKind::For { body, iter, target, .. } => (body, Some(iter), Some(target)),
-            StmtKind::While { body, .. } => (body, None, None),
-            _ => return false,
-        };
-        if self.language == Language::Rust && iter.is_some_and(|it| self.moves_blocking(it, true, &[])) {
-            return true;
-        }
-        let stmts = every_iteration(body);
-
-        // What the loop draws (`for x, y in tqdm(loader):`) comes from the
-        // host when the step moves it.
-        let mut drawn = Vec::new();
-        if let Some(t) = target {
-            crate::facts::scan::flatten_tuple_names(t, &mut drawn);
-        }
-        for s in stmts {
-            // `{k: v.to(device) for k, v in batch.items()}`: the targets of
-            // a comprehension over drawn data are drawn too.
-            s.for_each_expr(|e| {
-                e.any(&mut |x| {
-                    if let ExprKind::Comprehension(c) = &x.kind {
-                        for g in &c.generators {
-                            if matches!(drawn_root(&g.iter), Root::Name(n) if drawn.iter().any(|d| d == n)) {
-                                crate::facts::scan::flatten_tuple_names(&g.target, &mut drawn);
-                            }
-                        }
-                    }
-                    false
-                });
-            });
-            let mut found = false;
-            // A blocking copy, or a call of a project function that waits
-            // for the device on each call (the step's helper).
-            s.for_each_expr(|e| {
-                found = found
-                    || e.any(&mut |x| {
-                        x.as_call().is_some()
-                            && (self.moves_blocking(x, false, &drawn)
-                                || self.copies_host_data(x)
-                                || self.project_callee(x).is_some_and(|f| f.waits_for_device)
-                                || crate::step::classify(x, self)
-                                    .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP)))
-                    })
-            });
-            if found {
-                return true;
-            }
-            // Names made from what the loop draws are drawn too:
-            // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`.
-            if let StmtKind::Assign { targets, value, .. } = &s.kind {
-                let from_drawn = |v: &Expr| matches!(drawn_root(v), Root::Name(n) if drawn.iter().any(|d| d == n));
-                let parts: Vec<&Expr> = match &value.kind {
-                    ExprKind::Sequence(items) => items.iter().collect(),
-                    _ => vec![value],
-                };
-                if parts.iter().all(|p| from_drawn(p)) {
-                    for t in targets {
-                        crate::facts::scan::flatten_tuple_names(t, &mut drawn);
-                    }
-                }
-            }
-        }
-        false
-    }
-
     /// Whether a function body waits for the device on each call: outside
     /// any `if`, `try` or nested function (loops included: their bodies
     /// run for each item, here tokens or micro-batches), it reads a value
@@ -502,7 +354,24 @@ impl Context {
         }
         let mut stmts = Vec::new();
         unconditional(body, &mut stmts);
+        // Names bound so far to indices built on the host (`index =
+        // np.random.choice(n, b)`): a tensor indexed with one copies them
+        // to its device, a blocking copy (`self.states[index]`).
+        let mut indices: Vec<String> = Vec::new();
         stmts.iter().any(|s| {
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                if self.is_host_index(value, &indices) {
+                    indices.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
+                    return false;
+                }
+            }
+            let host_indexed = |x: &Expr| {
+                matches!(&x.kind, ExprKind::Subscript { value, index }
+                    if self.is_host_index(index, &indices) && !self.is_host_index(value, &indices) && self.may_be_tensor(value))
+            };
+            if !indices.is_empty() && any_read_expr(s, &mut |x| host_indexed(x)) {
+                return true;
+            }
             let mut found = false;
             s.for_each_expr(|e| {
                 found = found
@@ -520,46 +389,92 @@ impl Context {
                         }
                         matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
                             || self.moves_blocking(x, false, &[])
+                            || self.waits_for_shape(x)
                     })
             });
-            found
+            found || any_read_expr(s, &mut is_mask_read)
         })
     }
 
-    /// Whether the `for` loop `lp` draws its data from an iterable (not a
-    /// `range`) and its body moves nothing to an accelerator: the batches
-    /// arrive on the device from the iterable itself (a legacy torchtext
-    /// iterator built with `device=`, a prefetcher) or through a helper,
-    /// and whether that copy already waits for the device is not known.
-    pub fn draws_data_it_never_moves(&self, lp: &Stmt) -> bool {
-        let StmtKind::For { body, iter, .. } = &lp.kind else { return false };
-        // `range(n)`, Rust's `0..n`: a counter, not data.
-        let counts = iter.any(&mut |e| {
-            matches!(e.kind, ExprKind::Range { .. })
-                || e.as_call().is_some_and(|(func, _, _)| {
-                    func.as_name().is_some_and(|n| n == "range") || self.qualified_name(func).is_some_and(|q| q.is("itertools.count"))
-                })
-        });
-        if counts {
-            return false;
+    /// The project function a call runs, with its summary: a project
+    /// function or method ([`Context::project_callee`]), or the `forward` of
+    /// an instance of a project module class that is called
+    /// (`criterion(out, y)` with `criterion = SSDLoss(...)`).
+    pub(super) fn called_summary(&self, call: &Expr) -> Option<&crate::index::FunctionSummary> {
+        if let Some(f) = self.project_callee(call) {
+            return Some(f);
         }
-        let mut moves = false;
-        crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
-        !moves
+        let (func, _, _) = call.as_call()?;
+        let class = self.instance_class(func.dotted()?.as_str())?;
+        let forward = self.index.method_of(&class, "forward")?;
+        self.index.function(&forward)
     }
 
-    /// Whether every iteration of the loop statement `lp` redraws a
-    /// notebook's output (`display.clear_output(wait=True)` in a statement
-    /// that runs every iteration): a live display of the training, whose
-    /// per-step reads are the point of the cell.
-    pub fn redraws_every_iteration(&self, lp: &Stmt) -> bool {
-        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
-        every_iteration(body).iter().any(|s| match &s.kind {
-            StmtKind::Expr(e) => e.as_call().is_some_and(|(func, _, _)| {
-                func.dotted().is_some_and(|d| d.as_str().rsplit('.').next() == Some("clear_output"))
-            }),
+    /// Whether evaluating `x` makes the host wait for the device without
+    /// reading a value: an op whose result's size depends on the values
+    /// ([`Event::ShapeFromData`]: `x.nonzero()`, `torch.unique(x)`), or a
+    /// boolean mask read (`x[x > 0]`).
+    pub(super) fn waits_for_shape(&self, x: &Expr) -> bool {
+        if is_mask_read(x) {
+            return true;
+        }
+        let ExprKind::Call { func, .. } = &x.kind else { return false };
+        let callee = match self.qualified_name(func) {
+            Some(q) => return classify(x, Callee::Library(q.as_str())) == Some(Event::ShapeFromData),
+            None => match x.as_method_call() {
+                Some((_, name)) => Callee::Method { name, receiver: Receiver::Tensor, receiver_is_path: false },
+                None => return false,
+            },
+        };
+        classify(x, callee) == Some(Event::ShapeFromData)
+    }
+
+    /// Whether `e` may be a tensor: one known ([`Context::is_tensor_value`])
+    /// or a value of unknown kind (`self.states` of a replay buffer). A
+    /// host array indexed instead is usually copied to the device next,
+    /// which waits as well.
+    pub(super) fn may_be_tensor(&self, e: &Expr) -> bool {
+        self.is_tensor_value(e) || self.kind_of(e).is_none()
+    }
+
+    /// Whether `e` is indices computed on the host: `list(range(n))`, a
+    /// call of `numpy.random`, `np.arange(n)`, `random.sample(...)`,
+    /// `torch.randperm(n)` without `device=`, one of `names` (bound to
+    /// such), or a slice of one (`perm[i:i + b]`).
+    pub(super) fn is_host_index(&self, e: &Expr, names: &[String]) -> bool {
+        match &e.kind {
+            ExprKind::Name(n) => names.iter().any(|x| x == n),
+            ExprKind::Subscript { value, index } => matches!(index.kind, ExprKind::Slice { .. }) && self.is_host_index(value, names),
+            ExprKind::Call { func, args, .. } => {
+                // A cheap test of the callee's last name first: the summary
+                // pass asks this of every assignment.
+                let last = match &func.kind {
+                    ExprKind::Attribute { attr, value, .. } => {
+                        if value.as_name().is_some_and(|n| n == "random") || matches!(value.kind, ExprKind::Attribute { ref attr, .. } if attr == "random") {
+                            ""
+                        } else {
+                            attr.as_str()
+                        }
+                    }
+                    ExprKind::Name(n) => n.as_str(),
+                    _ => return false,
+                };
+                if !matches!(last, "" | "list" | "arange" | "sample" | "randperm" | "choice" | "permutation" | "randint") {
+                    return false;
+                }
+                if func.as_name() == Some("list") {
+                    return args.first().is_some_and(|a| {
+                        a.as_call().is_some_and(|(f, _, _)| f.as_name() == Some("range")) || self.is_host_index(a, names)
+                    });
+                }
+                self.qualified_name(func).is_some_and(|q| {
+                    q.as_str().starts_with("numpy.random.")
+                        || q.is_any(&["numpy.arange", "random.sample"])
+                        || (q.is("torch.randperm") && e.keyword("device").is_none())
+                })
+            }
             _ => false,
-        })
+        }
     }
 
     /// Whether `e` copies host data to an accelerator and waits for it: a
@@ -568,7 +483,7 @@ impl Context {
     /// iterator, or of a tensor a library factory builds on the host; with
     /// `any_receiver`, of whatever it moves (tch's `.to_device(device)` of
     /// a batch iterator).
-    fn moves_blocking(&self, e: &Expr, any_receiver: bool, drawn: &[String]) -> bool {
+    pub(super) fn moves_blocking(&self, e: &Expr, any_receiver: bool, drawn: &[String]) -> bool {
         let Some((recv, non_blocking)) = self.accelerator_move(e) else { return false };
         if non_blocking == Some(true) {
             return false;
@@ -587,7 +502,7 @@ impl Context {
     /// blocking copy: `torch.tensor(obs, device=device)`,
     /// `torch.as_tensor(obs, device=device)`, `x.new_tensor(obs)` (on
     /// `x`'s device).
-    fn copies_host_data(&self, e: &Expr) -> bool {
+    pub(super) fn copies_host_data(&self, e: &Expr) -> bool {
         let ExprKind::Call { func, .. } = &e.kind else { return false };
         if let ExprKind::Attribute { attr, .. } = &func.kind {
             if attr.as_str() == "new_tensor" {
@@ -655,7 +570,8 @@ impl Context {
             (self.accelerator_move(call).is_some_and(|(recv, non_blocking)| {
                 non_blocking != Some(true) && self.batch_base(recv).is_none() && self.host_built(recv)
             }) || self.copies_numpy_by_cuda_type(call)
-                || self.project_callee(call).is_some_and(|f| f.waits_for_device))
+                || self.waits_for_shape(call)
+                || self.called_summary(call).is_some_and(|f| f.waits_for_device))
                 && self.runs_every_step()
         };
         if self.syncs_every_step(call) || copies_host_built() {

@@ -482,8 +482,10 @@ impl Context {
                 let interval = usize::from(is_interval_guard(test) || self.names_an_interval(test));
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
+                let debug = usize::from(logging > 0 && crate::facts::scan::is_debug_guard(test));
                 self.option_depth += option;
                 self.logging_depth += logging;
+                self.debug_depth += debug;
                 self.compat_depth += guard;
                 self.non_torch_depth += usize::from(body_other);
                 self.interval_depth += interval;
@@ -499,6 +501,7 @@ impl Context {
                 self.interval_depth -= interval;
                 self.option_depth -= option;
                 self.logging_depth -= logging;
+                self.debug_depth -= debug;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
@@ -580,13 +583,14 @@ impl Context {
                     std::mem::take(&mut self.interval_depth),
                     std::mem::take(&mut self.option_depth),
                     std::mem::take(&mut self.logging_depth),
+                    std::mem::take(&mut self.debug_depth),
                     std::mem::take(&mut self.handlers),
                 );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
                 visitor.leave_stmt(stmt, self);
                 self.frames.pop();
-                (self.interval_depth, self.option_depth, self.logging_depth, self.handlers) = saved;
+                (self.interval_depth, self.option_depth, self.logging_depth, self.debug_depth, self.handlers) = saved;
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }

@@ -547,18 +547,27 @@ pub(crate) fn is_option_guard(test: &Expr) -> bool {
 /// `self.config.x`).
 pub(crate) fn is_logging_guard(test: &Expr) -> bool {
     const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Attribute { value, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args")
+        }
+        _ => false,
+    }) || is_debug_guard(test)
+}
+
+/// Whether an `if` test is a logging, debugging or profiling condition:
+/// it names a word like `log`, `verbose`, `debug`, `profile`, `print`
+/// (`if log_now:`, `if self.debug_mode:`), not just any user option.
+pub(crate) fn is_debug_guard(test: &Expr) -> bool {
     const LOGGING_WORDS: &[&str] = &[
         "log", "logging", "verbose", "verbosity", "debug", "debugging", "profile", "profiling", "profiler", "print",
         "display", "show", "timing", "benchmark", "monitor", "track", "tensorboard", "wandb", "writer",
     ];
     test.any(&mut |e| match &e.kind {
         ExprKind::Name(n) => words(n).iter().any(|w| LOGGING_WORDS.contains(&w.as_str())),
-        ExprKind::Attribute { value, attr, .. } => {
-            let owner = value.dotted().unwrap_or_default();
-            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
-            let config = OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args");
-            config || words(attr).iter().any(|w| LOGGING_WORDS.contains(&w.as_str()))
-        }
+        ExprKind::Attribute { attr, .. } => words(attr).iter().any(|w| LOGGING_WORDS.contains(&w.as_str())),
         _ => false,
     })
 }

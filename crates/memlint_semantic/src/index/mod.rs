@@ -211,6 +211,10 @@ pub struct CallSite {
     pub in_step_loop: bool,
     /// The site is inside any loop of the caller.
     pub in_loop: bool,
+    /// The site runs only under a logging interval or a logging,
+    /// debugging or profiling condition (`if step % 100 == 0:`, `if
+    /// self.debug_mode:`): what it calls is not run every step.
+    pub logged: bool,
     /// The site runs once per epoch: the innermost loop around it is an
     /// epoch loop ([`crate::Context::in_epoch_loop_only`]).
     pub per_epoch: bool,
@@ -317,8 +321,12 @@ pub struct ProjectIndex {
     /// they are asked: many call sites look up one inherited method, each
     /// time through the same chain of bases. Asked only once the
     /// definitions are all in.
-    method_cache: std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>,
+    method_cache: MethodCache,
 }
+
+/// A class, a method name, and the qualified name of the method found for
+/// them on the class or its bases (`None`: none).
+type MethodCache = std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>;
 
 mod build;
 mod project;

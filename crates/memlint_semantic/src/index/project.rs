@@ -23,9 +23,34 @@ impl ProjectIndex {
     /// [`ProjectIndex::canonical`] without allocating: the name itself or
     /// an alias target the index holds.
     pub(super) fn canonical_str<'a>(&'a self, name: &'a str) -> &'a str {
+        let found = self.follow_aliases(name);
+        if self.is_defined(found) {
+            return found;
+        }
+        // A name through a namespace package (`util.util.f` for the
+        // function `f` of `util/util.py`, a directory without
+        // `__init__.py`, whose module path is the script's, `util`): the
+        // same name with leading segments dropped, when that is defined.
+        let mut rest = name;
+        while let Some((_, tail)) = rest.split_once('.') {
+            if !tail.contains('.') {
+                break;
+            }
+            rest = tail;
+            let found = self.follow_aliases(rest);
+            if self.is_defined(found) {
+                return found;
+            }
+        }
+        found
+    }
+
+    /// Follows import aliases (re-exports) from `name` while no function or
+    /// class of that name is defined.
+    fn follow_aliases<'a>(&'a self, name: &'a str) -> &'a str {
         let mut cur = name;
         for _ in 0..8 {
-            if self.functions.contains_key(cur) || self.classes.contains_key(cur) {
+            if self.is_defined(cur) {
                 return cur;
             }
             match self.aliases.get(cur) {
@@ -34,6 +59,10 @@ impl ProjectIndex {
             }
         }
         cur
+    }
+
+    fn is_defined(&self, name: &str) -> bool {
+        self.functions.contains_key(name) || self.classes.contains_key(name)
     }
 
     /// The qualified name of the project function `name` refers to: a
@@ -333,8 +362,14 @@ impl ProjectIndex {
                 }
             }
             // Only project functions have call sites.
+            // A call under a logging interval or condition does not run
+            // every step.
+            let every_step = |i: u32| !calls[i as usize].logged;
             for id in 0..names.functions as u32 {
-                if !step[id as usize] && !fsum(id).unit_test && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop) {
+                if !step[id as usize]
+                    && !fsum(id).unit_test
+                    && sites.of(id).iter().any(|&i| calls[i as usize].in_step_loop && every_step(i))
+                {
                     step[id as usize] = true;
                     work.push(id);
                 }
@@ -342,7 +377,12 @@ impl ProjectIndex {
             let mut next = Vec::new();
             while let Some(id) = work.pop() {
                 next.clear();
-                callees_of(id, &mut next);
+                for &i in by_caller.of(id) {
+                    if every_step(i) {
+                        let (callee, over) = targets(i as usize);
+                        next.extend(callee.iter().chain(over));
+                    }
+                }
                 for &t in &next {
                     if !step[t as usize] && !fsum(t).unit_test {
                         step[t as usize] = true;

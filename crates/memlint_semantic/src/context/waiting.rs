@@ -1,0 +1,414 @@
+//! Training-step loops whose every iteration already waits for the
+//! device (a blocking copy, a read the loop needs, data indexed on the
+//! host), or that run on the host: a read of a value there costs little
+//! more, and host-sync-in-loop leaves it alone. Each fact is asked of a
+//! loop statement once, when the first read in it is found.
+
+use crate::api::{classify, Callee, Event};
+use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
+
+use super::sync::{any_read_expr, drawn_root, HostRead, Root};
+use super::Context;
+
+/// Functions that read a clock, to time code.
+/// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
+/// that reads the time between two recorded events.
+const EVENT_CLOCK: &str = "elapsed_time";
+
+const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
+
+/// The statements of a loop body that run in every iteration: not under
+/// an `if`, a nested loop or a `try`, but inside a `with`, and under an
+/// `if` without `else` that tests for the GPU (`if cuda:`,
+/// `if self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
+fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    every_iteration_into(body, &mut out);
+    out
+}
+
+fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::With { body, .. } | StmtKind::Block(body) => {
+                out.push(s);
+                every_iteration_into(body, out);
+            }
+            // `if cuda:` / `if self.gpu_mode:` without `else`: on
+            // the GPU, where a wait matters, it runs every time.
+            StmtKind::If { test, body, orelse } if orelse.is_empty() && crate::facts::tests_for_the_device(test) => {
+                every_iteration_into(body, out);
+            }
+            StmtKind::If { .. }
+            | StmtKind::For { .. }
+            | StmtKind::While { .. }
+            | StmtKind::Try { .. }
+            | StmtKind::Function(_)
+            | StmtKind::Class(_) => {}
+            _ => out.push(s),
+        }
+    }
+}
+
+/// The names a `for` loop binds to what it draws, without the counter of
+/// `enumerate(...)` (`i` of `for i, (x, y) in enumerate(loader)`).
+fn drawn_names(target: &Expr, iter: &Expr) -> Vec<String> {
+    let mut names = Vec::new();
+    let counted = iter.as_call().is_some_and(|(f, _, _)| f.as_name() == Some("enumerate"));
+    match (&target.kind, counted) {
+        (ExprKind::Sequence(items), true) if items.len() == 2 => crate::facts::scan::flatten_tuple_names(&items[1], &mut names),
+        _ => crate::facts::scan::flatten_tuple_names(target, &mut names),
+    }
+    names
+}
+
+impl Context {
+    /// Whether the loop statement `lp` times its iterations and waits for
+    /// the device on purpose to do it: its body (not under an `if`) calls
+    /// a library function that waits for the device
+    /// (`torch.cuda.synchronize()`; also inside a `with` or a `try`), and
+    /// the loop reads a clock (`time.time()`, `time.perf_counter()`, a
+    /// CUDA event's `start.elapsed_time(end)` in its body) or iterates a
+    /// logger that times each item (`metric_logger.log_every(loader, ...)`).
+    /// Reads of values in such a loop cost nothing more.
+    pub fn times_every_iteration(&self, lp: &Stmt) -> bool {
+        fn synchronizes(cx: &Context, body: &[Stmt]) -> bool {
+            body.iter().any(|s| match &s.kind {
+                StmtKind::Expr(e) => matches!(cx.host_read(e), Some(HostRead::Library(_))),
+                StmtKind::With { body, .. } => synchronizes(cx, body),
+                StmtKind::Try(t) => synchronizes(cx, &t.body),
+                _ => false,
+            })
+        }
+        let (body, iter) = match &lp.kind {
+            StmtKind::For { body, iter, .. } => (body, Some(iter)),
+            StmtKind::While { body, .. } => (body, None),
+            _ => return false,
+        };
+        if !synchronizes(self, body) {
+            return false;
+        }
+        let logger = iter.is_some_and(|it| {
+            it.any(&mut |e| {
+                e.as_method_call().is_some_and(|(_, m)| crate::resolve::words(m).iter().any(|w| w == "log"))
+            })
+        });
+        let mut clock = false;
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            s.for_each_expr(|e| {
+                clock |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(f, _, _)| {
+                        self.qualified_name(f).is_some_and(|q| CLOCKS.contains(&q.as_str()))
+                    }) || x.as_method_call().is_some_and(|(_, m)| m == EVENT_CLOCK)
+                });
+            });
+        });
+        logger || clock
+    }
+
+    /// Whether every iteration of the loop statement `lp` copies host data
+    /// to an accelerator with a blocking copy: `x.to(device)`, `x.cuda()`
+    /// or `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of
+    /// a loader's batch or of a tensor built on the host
+    /// (`torch.tensor(obs).to(device)`), in a statement of the body that
+    /// runs every iteration (not under an `if`, a nested loop or an
+    /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
+    /// `if self.gpu_mode:`); in tch, a batch iterator moved with
+    /// `.to_device(device)` (each batch is copied as it is drawn); host data
+    /// made a device tensor there (`torch.tensor(obs, device=device)`,
+    /// `x.new_tensor(obs)`); `scaler.step(optimizer)` of AMP's
+    /// `GradScaler`, which reads its inf check back every step; or a call
+    /// there of a project function that waits for the device on each call
+    /// ([`crate::index::FunctionSummary::waits_for_device`]).
+    ///
+    /// PyTorch waits for the stream after such a copy (`non_blocking=False`
+    /// synchronises; from pageable memory CUDA also waits before it), so
+    /// the host already waits for the device once per iteration there: a
+    /// read of a value in the same iteration costs only the overlap of the
+    /// host's work before the next copy.
+    pub fn copies_to_device_every_iteration(&self, lp: &Stmt) -> bool {
+        let (body, iter, target) = match &lp.kind {
+            StmtKind::For { body, iter, target, .. } => (body, Some(iter), Some(target)),
+            StmtKind::While { body, .. } => (body, None, None),
+            _ => return false,
+        };
+        if self.language == Language::Rust && iter.is_some_and(|it| self.moves_blocking(it, true, &[])) {
+            return true;
+        }
+        let stmts = every_iteration(body);
+
+        // What the loop draws (`for x, y in tqdm(loader):`) comes from the
+        // host when the step moves it.
+        let mut drawn = Vec::new();
+        if let Some(t) = target {
+            crate::facts::scan::flatten_tuple_names(t, &mut drawn);
+        }
+        for s in stmts {
+            // `{k: v.to(device) for k, v in batch.items()}`: the targets of
+            // a comprehension over drawn data are drawn too.
+            s.for_each_expr(|e| {
+                e.any(&mut |x| {
+                    if let ExprKind::Comprehension(c) = &x.kind {
+                        for g in &c.generators {
+                            if matches!(drawn_root(&g.iter), Root::Name(n) if drawn.iter().any(|d| d == n)) {
+                                crate::facts::scan::flatten_tuple_names(&g.target, &mut drawn);
+                            }
+                        }
+                    }
+                    false
+                });
+            });
+            let mut found = false;
+            // A blocking copy, or a call of a project function that waits
+            // for the device on each call (the step's helper).
+            s.for_each_expr(|e| {
+                found = found
+                    || e.any(&mut |x| {
+                        x.as_call().is_some()
+                            && (self.moves_blocking(x, false, &drawn)
+                                || self.copies_host_data(x)
+                                || self.called_summary(x).is_some_and(|f| f.waits_for_device)
+                                || crate::step::classify(x, self)
+                                    .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP)))
+                    })
+            });
+            found = found || any_read_expr(s, &mut |x| self.waits_for_shape(x));
+            if found {
+                return true;
+            }
+            // Names made from what the loop draws are drawn too:
+            // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`.
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                let from_drawn = |v: &Expr| matches!(drawn_root(v), Root::Name(n) if drawn.iter().any(|d| d == n));
+                let parts: Vec<&Expr> = match &value.kind {
+                    ExprKind::Sequence(items) => items.iter().collect(),
+                    _ => vec![value],
+                };
+                if parts.iter().all(|p| from_drawn(p)) {
+                    for t in targets {
+                        crate::facts::scan::flatten_tuple_names(t, &mut drawn);
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether every iteration of the loop statement `lp` waits for the
+    /// device through the data it feeds the step, where no copy of its own
+    /// shows it:
+    /// - it passes the model (`model(image, caption)`) a part of what it
+    ///   draws that the loop never moves to the device while it moves
+    ///   others (`image` is moved, `caption` is not: a list of strings or a
+    ///   host tensor the model converts and copies itself, with a blocking
+    ///   copy);
+    /// - it indexes a tensor with indices built on the host
+    ///   (`s[np.random.choice(n, b)]`, `x[idx]` with `idx = perm[i:i + b]`
+    ///   of `perm = torch.randperm(n)`): PyTorch copies the indices to the
+    ///   tensor's device, a blocking copy; or passes a slice of such indices
+    ///   to a call (`trainer(model, x, y, idx[i:i + b])`), which indexes the
+    ///   data with them.
+    ///
+    /// `scope` is the body of the function around the loop (the module's
+    /// body at the top level), where the indices are built.
+    pub fn waits_through_its_data(&self, lp: &Stmt, scope: &[Stmt]) -> bool {
+        let (body, drawn) = match &lp.kind {
+            StmtKind::For { body, iter, target, .. } => (body, drawn_names(target, iter)),
+            StmtKind::While { body, .. } => (body, Vec::new()),
+            _ => return false,
+        };
+        let indices = self.host_index_names(scope);
+        // The drawn names the loop moves somewhere (`image.to(device)`).
+        let mut moved: Vec<&str> = Vec::new();
+        crate::ir::for_each_expr_in_function(body, &mut |x| {
+            if let Some((recv, _)) = self.accelerator_move(x) {
+                if let Root::Name(n) = drawn_root(recv) {
+                    if drawn.iter().any(|d| d == n) {
+                        moved.push(n);
+                    }
+                }
+            }
+        });
+        let unmoved_part = |a: &Expr| {
+            let mut base = a;
+            while let ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } = &base.kind {
+                base = value;
+            }
+            base.as_name().is_some_and(|n| drawn.iter().any(|d| d == n) && !moved.contains(&n))
+        };
+        let index_slice = |e: &Expr| {
+            matches!(&e.kind, ExprKind::Subscript { value, index } if matches!(index.kind, ExprKind::Slice { .. }) && self.is_host_index(value, &indices))
+        };
+        every_iteration(body).into_iter().any(|s| {
+            any_read_expr(s, &mut |x| match &x.kind {
+                ExprKind::Call { func, args, keywords, .. } => {
+                    let values = || args.iter().chain(keywords.iter().map(|k| &k.value));
+                    (!moved.is_empty() && self.is_model(func) && values().any(&unmoved_part)) || values().any(&index_slice)
+                }
+                ExprKind::Subscript { value, index } => {
+                    self.is_host_index(index, &indices) && !self.is_host_index(value, &indices) && self.may_be_tensor(value)
+                }
+                _ => false,
+            })
+        })
+    }
+
+    /// The names `body` binds (outside nested functions) to indices
+    /// computed on the host ([`Context::is_host_index`]).
+    fn host_index_names(&self, body: &[Stmt]) -> Vec<String> {
+        let mut names = Vec::new();
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                if self.is_host_index(value, &names) {
+                    names.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
+                }
+            }
+        });
+        names
+    }
+
+    /// Whether the `for` loop `lp` draws its data from an iterable (not a
+    /// `range`) and its body moves nothing to an accelerator: the batches
+    /// arrive on the device from the iterable itself (a legacy torchtext
+    /// iterator built with `device=`, a prefetcher) or through a helper,
+    /// and whether that copy already waits for the device is not known.
+    pub fn draws_data_it_never_moves(&self, lp: &Stmt) -> bool {
+        let StmtKind::For { body, iter, .. } = &lp.kind else { return false };
+        // `range(n)`, Rust's `0..n`: a counter, not data.
+        let counts = iter.any(&mut |e| {
+            matches!(e.kind, ExprKind::Range { .. })
+                || e.as_call().is_some_and(|(func, _, _)| {
+                    func.as_name().is_some_and(|n| n == "range") || self.qualified_name(func).is_some_and(|q| q.is("itertools.count"))
+                })
+        });
+        if counts {
+            return false;
+        }
+        let mut moves = false;
+        crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
+        !moves
+    }
+
+    /// Whether the loop statement `lp` trains on the host: its body moves
+    /// nothing to an accelerator and computes with a leaf tensor that
+    /// `scope` (the function around the loop, or the module) builds on the
+    /// host and never moves (`w = torch.rand(1, 1, requires_grad=True)`,
+    /// no `device=`): a tensor of the CPU, so the loop runs there (a
+    /// notebook's from-scratch regression in a file that shows `.cuda()`
+    /// elsewhere). Its reads wait for nothing.
+    pub fn trains_on_the_host(&self, lp: &Stmt, scope: &[Stmt]) -> bool {
+        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
+        let mut moves = false;
+        crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
+        if moves {
+            return false;
+        }
+        let mut leaves: Vec<&str> = Vec::new();
+        let mut moved: Vec<String> = Vec::new();
+        crate::ir::for_each_stmt_in_function(scope, &mut |s| {
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                if self.builds_host_leaf(value) {
+                    leaves.extend(targets.iter().filter_map(Expr::as_name));
+                }
+            }
+            s.for_each_expr(|e| {
+                e.any(&mut |x| {
+                    if let Some(Root::Name(n)) = self.accelerator_move(x).map(|(recv, _)| drawn_root(recv)) {
+                        moved.push(n.to_string());
+                    }
+                    false
+                });
+            });
+        });
+        leaves.retain(|l| !moved.iter().any(|m| m == l));
+        if leaves.is_empty() {
+            return false;
+        }
+        let mut uses = false;
+        crate::ir::for_each_expr_in_function(body, &mut |x| uses = uses || x.as_name().is_some_and(|n| leaves.contains(&n)));
+        uses
+    }
+
+    /// Whether `e` builds a leaf tensor that requires grad on the host: a
+    /// torch factory without `device=` given `requires_grad=True`
+    /// (`torch.rand(1, 1, requires_grad=True)`), or such a factory's
+    /// `.requires_grad_()`.
+    fn builds_host_leaf(&self, e: &Expr) -> bool {
+        let (call, requires) = match e.as_method_call() {
+            Some((recv, "requires_grad_")) if e.as_call().is_some_and(|(_, args, _)| args.first().is_none_or(|a| !a.is_false())) => {
+                (recv, true)
+            }
+            _ => (e, e.keyword("requires_grad").is_some_and(|v| matches!(v.kind, ExprKind::Literal(crate::ir::Literal::Bool(true))))),
+        };
+        if !requires {
+            return false;
+        }
+        let Some((func, _, _)) = call.as_call() else { return false };
+        self.qualified_name(func)
+            .is_some_and(|q| matches!(classify(call, Callee::Library(q.as_str())), Some(Event::Factory { device: false, .. })))
+    }
+
+    /// Whether every iteration of the loop statement `lp` decides on a value
+    /// read from the device whether to leave the loop: an `if` that runs
+    /// every iteration, whose test reads a device tensor (`if (m -
+    /// prev).norm() < tol:`) or a value the iteration read back (`v =
+    /// loss.item()` then `if math.isnan(v):`), and whose body leaves
+    /// (`break`, `return`, `raise`, `sys.exit()`). Such a loop must wait
+    /// for the device every iteration: a convergence test or an abort on a
+    /// diverged loss is the point of the read, and other reads there cost
+    /// nothing more.
+    pub fn decides_exit_every_iteration(&self, lp: &Stmt) -> bool {
+        fn leaves(body: &[Stmt]) -> bool {
+            body.iter().any(|s| match &s.kind {
+                StmtKind::Break | StmtKind::Return(_) | StmtKind::Raise(_) => true,
+                StmtKind::Expr(e) => e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+                    matches!(d.as_str(), "sys.exit" | "exit" | "quit" | "os._exit")
+                }),
+                _ => false,
+            })
+        }
+        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
+        let mut read: Vec<&str> = Vec::new();
+        let mut stmts: Vec<&Stmt> = Vec::new();
+        // The statements that run every iteration, and the `if`s among
+        // them (whose tests run every iteration).
+        fn collect<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::With { body, .. } | StmtKind::Block(body) => collect(body, out),
+                    StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Try { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
+                    _ => out.push(s),
+                }
+            }
+        }
+        collect(body, &mut stmts);
+        stmts.into_iter().any(|s| match &s.kind {
+            StmtKind::Assign { targets, value, .. } => {
+                if self.host_read(value).is_some() {
+                    read.extend(targets.iter().filter_map(Expr::as_name));
+                }
+                false
+            }
+            StmtKind::If { test, body, .. } => {
+                leaves(body)
+                    && (self.condition_read(test).is_some()
+                        || test.any(&mut |x| x.as_name().is_some_and(|n| read.contains(&n)) || self.host_read(x).is_some()))
+            }
+            _ => false,
+        })
+    }
+
+    /// Whether every iteration of the loop statement `lp` redraws a
+    /// notebook's output (`display.clear_output(wait=True)` in a statement
+    /// that runs every iteration): a live display of the training, whose
+    /// per-step reads are the point of the cell.
+    pub fn redraws_every_iteration(&self, lp: &Stmt) -> bool {
+        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
+        every_iteration(body).iter().any(|s| match &s.kind {
+            StmtKind::Expr(e) => e.as_call().is_some_and(|(func, _, _)| {
+                func.dotted().is_some_and(|d| d.as_str().rsplit('.').next() == Some("clear_output"))
+            }),
+            _ => false,
+        })
+    }
+}
