@@ -228,6 +228,30 @@ fn helpers_of_namespace_packages() {
     assert!(stdout(&o).contains("tool/train.py:13:15: ML305"), "{}", stdout(&o));
 }
 
+/// `from utils import *` brings the module's names in: a metric's loop
+/// over classes in `utils.py`, called once per evaluation through the star
+/// import, is not a hot loop (ML306).
+#[test]
+fn names_brought_in_by_star_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "utils.py",
+        "import torch\n\n\ndef calculate_map(scores, labels, n_classes):\n    aps = []\n    for c in range(1, n_classes):\n        hits = torch.zeros(len(scores), dtype=torch.uint8).cuda()\n        aps.append((hits + scores[c]).mean())\n    return aps\n",
+    );
+    write(
+        dir.path(),
+        "eval.py",
+        "import torch\nfrom utils import *\n\n\ndef evaluate(model, loader):\n    scores, labels = [], []\n    with torch.no_grad():\n        for x, y in loader:\n            scores.append(model(x.cuda()))\n            labels.append(y)\n    return calculate_map(scores, labels, 21)\n",
+    );
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML306"];
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+    // Alone, nothing says how often the metric runs.
+    let o = memlint(dir.path(), &["check", "utils.py", "--format", "concise", "--quiet", "--select", "ML306"]);
+    assert!(stdout(&o).contains("utils.py:7:16: ML306"), "{}", stdout(&o));
+}
+
 /// A helper called from step code only under a debugging condition (`if
 /// debug_mode:`) does not run every step: its per-parameter reads
 /// are not reported. Under a user option (`if args.clip_grad:`) it does.

@@ -312,10 +312,12 @@ fn lower_stmt(s: &ast::Stmt) -> Stmt {
             } else {
                 i.module.as_ref().map(|m| m.id.to_string()).unwrap_or_default()
             };
+            // `from utils import *` is kept as the binding `*` of
+            // `utils.*`: the names it brings in are resolved through the
+            // project index.
             StmtKind::Import(
                 i.names
                     .iter()
-                    .filter(|a| a.name.id.as_str() != "*")
                     .map(|a| ImportBinding {
                         local: a.asname.as_ref().unwrap_or(&a.name).id.to_string(),
                         qualified: format!("{module}.{}", a.name.id),

@@ -143,7 +143,12 @@ impl SummaryVisitor {
         };
         let parameter_attrs: Vec<String> =
             attrs.iter().filter(|(_, k)| **k == ValueKind::Parameter).map(|(a, _)| a.clone()).collect();
-        let defines_forward = body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
+        // A custom autograd function (`class F(torch.autograd.Function)`)
+        // defines a static `forward` run by `F.apply(...)`: not a module.
+        let autograd_function =
+            resolved.iter().any(|q| matches!(q.as_str(), "torch.autograd.Function" | "torch.autograd.function.Function"));
+        let defines_forward =
+            !autograd_function && body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "forward"));
         let disables_grad = body.iter().any(|s| match &s.kind {
             StmtKind::Function(f) if f.name == "__enter__" => mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, false),
             _ => false,
@@ -152,6 +157,7 @@ impl SummaryVisitor {
             qualname,
             is_module_locally: torch_module || defines_forward || !parameter_attrs.is_empty(),
             is_optimizer_locally: resolved.iter().any(|q| q.starts_with("torch.optim.") && !q.starts_with("torch.optim.lr_scheduler.") && !q.starts_with("torch.optim.swa_utils.")),
+            autograd_function,
             bases: resolved,
             parameter_attrs,
             disables_grad,

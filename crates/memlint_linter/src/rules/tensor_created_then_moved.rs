@@ -78,7 +78,10 @@ declare_rule! {
     /// missing (after `if self.cache is not None: return`, or under `if
     /// self.cache is None:`), unit tests and helpers named for drawing or
     /// showing results (`visualize_results`, `plot_samples`: once per
-    /// epoch or report) are not reported.
+    /// epoch or report) are not reported. The `forward` of a custom
+    /// `torch.autograd.Function` is not step code of its own (it runs where
+    /// its `apply` is called, which is not followed): a factory there is
+    /// reported only inside a hot loop.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)

@@ -17,7 +17,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.facts.module_defs.get(n.as_str()).cloned()
+                self.facts.module_defs.get(n.as_str()).cloned().or_else(|| self.star_imported(n))
             }
             ExprKind::Attribute { value, attr, .. } => {
                 if let Some(q) = self.qualified_name(func) {
@@ -40,6 +40,25 @@ impl Context {
             }
             _ => None,
         }
+    }
+
+    /// A name no import, local or definition of this file binds, in a file
+    /// that star-imports a project module (`from utils import *`): this
+    /// module's name for it (`train.f`), which the project index follows
+    /// through the module's star imports to the definition.
+    fn star_imported(&self, name: &str) -> Option<String> {
+        const BUILTINS: &[&str] = &[
+            "print", "len", "range", "enumerate", "zip", "list", "dict", "set", "tuple", "int", "float", "str", "bool",
+            "isinstance", "super", "iter", "next", "min", "max", "sum", "abs", "sorted", "open", "getattr", "setattr",
+            "hasattr", "type", "map", "filter", "any", "all", "round", "format", "repr", "vars", "id", "callable",
+            "reversed", "divmod", "pow", "input", "exit", "quit", "object", "slice", "frozenset", "bytes", "issubclass",
+        ];
+        let star = self.lookup_import("*")?;
+        let module = star.strip_suffix(".*")?;
+        if BUILTINS.contains(&name) || !self.is_project_name(module) || self.module.path.is_empty() {
+            return None;
+        }
+        Some(format!("{}.{name}", self.module.path))
     }
 
     /// Whether a qualified name may belong to the project (its first
@@ -68,7 +87,7 @@ impl Context {
                 if self.is_shadowed_locally(n) {
                     return None;
                 }
-                self.facts.module_defs.get(n.as_str()).cloned()
+                self.facts.module_defs.get(n.as_str()).cloned().or_else(|| self.star_imported(n))
             }
             ExprKind::Attribute { value, .. } => {
                 // The root of the chain decides before any name is built.

@@ -49,7 +49,7 @@ impl IndexBuilder {
             functions.push(fs);
             rest.push((module, classes, calls, imports, applied));
         }
-        let (functions, (classes, aliases, applied, calls)) = rayon::join(
+        let (functions, (classes, aliases, applied, calls, stars)) = rayon::join(
             || {
                 let mut map: HashMap<String, FunctionSummary> = HashMap::default();
                 map.reserve(n_functions);
@@ -64,9 +64,16 @@ impl IndexBuilder {
                 let mut aliases: HashMap<String, String> = HashMap::default();
                 aliases.reserve(n_aliases);
                 let mut applied: HashSet<String> = HashSet::default();
+                let mut stars: HashMap<String, Vec<String>> = HashMap::default();
                 let mut calls = Vec::with_capacity(n_calls);
                 for (module, cs, file_calls, imports, file_applied) in rest {
                     for (local, q) in imports {
+                        if local == "*" {
+                            if let Some(target) = q.strip_suffix(".*") {
+                                stars.entry(module.path.clone()).or_default().push(target.to_string());
+                            }
+                            continue;
+                        }
                         let mut key = String::with_capacity(module.path.len() + 1 + local.len());
                         key.push_str(&module.path);
                         key.push('.');
@@ -79,7 +86,7 @@ impl IndexBuilder {
                     applied.extend(file_applied);
                     calls.extend(file_calls);
                 }
-                (classes, aliases, applied, calls)
+                (classes, aliases, applied, calls, stars)
             },
         );
         let mover_names = functions.values().filter(|f| f.moves_param.is_some()).map(|f| f.name.clone()).collect();
@@ -87,6 +94,7 @@ impl IndexBuilder {
             functions,
             classes,
             aliases,
+            stars,
             applied,
             moves_batches,
             torch_below,

@@ -240,6 +240,10 @@ pub struct ClassSummary {
     pub is_module_locally: bool,
     /// A base is a torch optimizer.
     pub is_optimizer_locally: bool,
+    /// A base is `torch.autograd.Function`: its static `forward` runs
+    /// through `apply(...)`, where a caller asks for it, and is no step of
+    /// its own.
+    pub autograd_function: bool,
     /// `self.<attr>` assigned an `nn.Parameter` somewhere in the class.
     pub parameter_attrs: Vec<String>,
     /// `__enter__` disables grad.
@@ -285,6 +289,9 @@ pub struct ProjectIndex {
     classes: HashMap<String, ClassSummary>,
     /// `module.name -> qualified target` for every import of every module.
     aliases: HashMap<String, String>,
+    /// The modules each module star-imports (`from utils import *` in
+    /// `train`: `train` -> `[utils]`), in order.
+    stars: HashMap<String, Vec<String>>,
     module_classes: HashSet<String>,
     optimizer_classes: HashSet<String>,
     grad_disabling: HashSet<String>,
@@ -461,5 +468,32 @@ mod tests {
         let ix = ProjectIndex::build(vec![a, b]);
         assert!(ix.only_called_without_grad("pkg.eval.run"));
         assert!(ix.only_called_without_grad("pkg.eval.inner"));
+    }
+
+    #[test]
+    fn names_through_star_imports_and_namespace_packages() {
+        let function = |q: &str| FunctionSummary { qualname: q.into(), name: q.rsplit('.').next().unwrap().into(), ..Default::default() };
+        // `util/util.py` outside any package: its module path is `util`.
+        let util = FileSummary { module: ModuleInfo::python("util", false), functions: vec![function("util.metric")], ..Default::default() };
+        let helpers = FileSummary {
+            module: ModuleInfo::python("helpers", false),
+            functions: vec![function("helpers.decode")],
+            classes: vec![ClassSummary { qualname: "helpers.Net".into(), is_module_locally: true, ..Default::default() }],
+            ..Default::default()
+        };
+        // `from helpers import *` in `utils`, `from utils import *` in `train`.
+        let utils = FileSummary {
+            module: ModuleInfo::python("utils", false),
+            imports: vec![("*".into(), "helpers.*".into())],
+            functions: vec![function("utils.calculate_map")],
+            ..Default::default()
+        };
+        let train = FileSummary { module: ModuleInfo::python("train", false), imports: vec![("*".into(), "utils.*".into())], ..Default::default() };
+        let ix = ProjectIndex::build(vec![util, helpers, utils, train]);
+        assert_eq!(ix.resolve_function("train.calculate_map").as_deref(), Some("utils.calculate_map"));
+        assert_eq!(ix.resolve_function("train.decode").as_deref(), Some("helpers.decode"), "two levels of star imports");
+        assert_eq!(ix.class_is_module("train.Net"), Some(true));
+        assert_eq!(ix.resolve_function("train.missing"), None);
+        assert_eq!(ix.resolve_function("util.util.metric").as_deref(), Some("util.metric"), "a namespace package's module");
     }
 }

@@ -42,7 +42,31 @@ impl ProjectIndex {
                 return found;
             }
         }
-        found
+        self.through_stars(found, 4).unwrap_or(found)
+    }
+
+    /// A name of a module that star-imports others (`train.f` with `from
+    /// utils import *` in `train`): the definition the first of them that
+    /// defines it holds (`utils.f`), through `depth` levels of star imports.
+    fn through_stars(&self, name: &str, depth: usize) -> Option<&str> {
+        if depth == 0 || self.stars.is_empty() {
+            return None;
+        }
+        let (module, last) = name.rsplit_once('.')?;
+        for target in self.stars.get(module)? {
+            let candidate = format!("{target}.{last}");
+            let found = self.follow_aliases(&candidate);
+            if let Some((key, _)) = self.functions.get_key_value(found) {
+                return Some(key.as_str());
+            }
+            if let Some((key, _)) = self.classes.get_key_value(found) {
+                return Some(key.as_str());
+            }
+            if let Some(deeper) = self.through_stars(found, depth - 1) {
+                return Some(deeper);
+            }
+        }
+        None
     }
 
     /// Follows import aliases (re-exports) from `name` while no function or
@@ -356,7 +380,11 @@ impl ProjectIndex {
                 let forward = f.name == "forward" && f.class.as_ref().is_some_and(|c| this.module_classes.contains(c));
                 // A function that merely contains a step loop is not step code
                 // itself: what it calls before or after the loop runs once.
-                if f.step_root || optimizer_step || forward {
+                // A custom autograd function's `forward` runs where its
+                // `apply` is called, not as a step of its own.
+                let autograd =
+                    f.class.as_ref().and_then(|c| this.classes.get(c.as_str())).is_some_and(|c| c.autograd_function);
+                if (f.step_root && !autograd) || optimizer_step || forward {
                     step[id as usize] = true;
                     work.push(id);
                 }
