@@ -52,14 +52,19 @@ declare_rule! {
     /// permutation to a step function), or that passes the model a part of
     /// the batch it never moves while it moves others
     /// (`model(image, caption)` with only `image` moved: the model copies
-    /// the rest itself), is not
+    /// the rest itself) or writes one into a tensor (`bank[a:b] = idx`),
+    /// is not
     /// reported: PyTorch waits for the stream after such a copy, so the
     /// host already waits for the device once per step, and a read adds
     /// only the overlap of the host's work before the next copy (loading
     /// the next batch: ML302 is the advice when that is slow). Pin the
     /// loader and copy with `non_blocking=True` first; the read then is
     /// the step's only wait, and it is reported. A read once per parameter
-    /// is reported either way.
+    /// is reported either way, unless each iteration of the loop over
+    /// parameters copies a value back to the device with a blocking copy
+    /// (`param.data -= lr * mean.cuda()` after a host-side all-reduce of
+    /// `param.grad.cpu()`): there the read is a leg of a round trip the
+    /// loop makes anyway.
     ///
     /// ## Why is this bad?
     /// CUDA runs kernels asynchronously: the Python loop normally runs
@@ -264,6 +269,17 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
             })
             .is_some_and(|c| *c);
     if waits {
+        return;
+    }
+    // Once per parameter, where each iteration copies a value back to the
+    // device (a host-side all-reduce of each gradient): the reads are legs
+    // of a round trip the loop makes anyway.
+    let round_trip = per_parameter
+        && checker
+            .file_memo()
+            .get_or("ML305-round-trip", &key, || Some(checker.module().stmt(loop_id).is_some_and(|s| cx.moves_back_every_iteration(s))))
+            .is_some_and(|r| *r);
+    if round_trip {
         return;
     }
     let rust = checker.is_rust();

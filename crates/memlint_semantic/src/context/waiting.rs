@@ -240,6 +240,15 @@ impl Context {
             matches!(&e.kind, ExprKind::Subscript { value, index } if matches!(index.kind, ExprKind::Slice { .. }) && self.is_host_index(value, &indices))
         };
         every_iteration(body).into_iter().any(|s| {
+            // `memory_index[start:end] = idx`: a part of the batch never
+            // moved written into a tensor, a blocking copy when the tensor
+            // lives on the device.
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                let into_tensor = |t: &Expr| matches!(&t.kind, ExprKind::Subscript { value, .. } if self.may_be_tensor(value));
+                if targets.iter().any(into_tensor) && unmoved_part(value) {
+                    return true;
+                }
+            }
             any_read_expr(s, &mut |x| match &x.kind {
                 ExprKind::Call { func, args, keywords, .. } => {
                     let values = || args.iter().chain(keywords.iter().map(|k| &k.value));
@@ -249,6 +258,29 @@ impl Context {
                     self.is_host_index(index, &indices) && !self.is_host_index(value, &indices) && self.may_be_tensor(value)
                 }
                 _ => false,
+            })
+        })
+    }
+
+    /// Whether every iteration of the loop statement `lp` (a loop over a
+    /// model's parameters) copies a value other than the loop's own back to
+    /// the device with a blocking copy (`param.data -= lr *
+    /// grad_mean.cuda()`, the mean a host-side collective returned): each
+    /// parameter's read then is a leg of a host round trip the loop makes
+    /// anyway, not a value read for its own sake.
+    pub fn moves_back_every_iteration(&self, lp: &Stmt) -> bool {
+        let StmtKind::For { body, target, .. } = &lp.kind else { return false };
+        let mut own = Vec::new();
+        crate::facts::scan::flatten_tuple_names(target, &mut own);
+        every_iteration(body).into_iter().any(|s| {
+            any_read_expr(s, &mut |x| {
+                self.accelerator_move(x).is_some_and(|(recv, non_blocking)| {
+                    non_blocking != Some(true)
+                        && match drawn_root(recv) {
+                            Root::Name(n) => !own.iter().any(|o| o == n),
+                            _ => true,
+                        }
+                })
             })
         })
     }
