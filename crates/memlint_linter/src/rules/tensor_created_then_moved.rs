@@ -81,7 +81,10 @@ declare_rule! {
     /// epoch or report) are not reported. The `forward` of a custom
     /// `torch.autograd.Function` is not step code of its own (it runs where
     /// its `apply` is called, which is not followed): a factory there is
-    /// reported only inside a hot loop.
+    /// reported only inside a hot loop. Nor is a tensor that two nested
+    /// loops of the function then fill element by element (`scores[b, i] =
+    /// self.score(...)`): vectorising that loop is the fix, and it removes
+    /// the line.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -145,6 +148,9 @@ impl Rule for TensorCreatedThenMoved {
                 .any(|w| w.starts_with("visuali") || w.starts_with("plot") || w == "show" || w == "display")
         };
         if cx.function_name().is_some_and(reports) {
+            return;
+        }
+        if filled_element_by_element(expr, checker) {
             return;
         }
         let name = checker.text(factory.span).to_string();
@@ -246,6 +252,35 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
         }
     };
     host_factory(binds(before, name)?, checker)
+}
+
+/// Whether the statement of the move binds a name (`scores =
+/// torch.zeros(b, s).cuda()`) that two nested loops of the same function
+/// then fill element by element (`scores[b, i] = self.score(...)`, an
+/// index of two or more parts): a Python loop of many small kernels whose
+/// cost dwarfs the one copy; vectorising it is the fix, and it removes the
+/// line. A decoder that writes one step's output per iteration
+/// (`outputs[t] = output`) is not such a loop.
+fn filled_element_by_element(expr: &Expr, checker: &Checker<'_>) -> bool {
+    fn writes(body: &[Stmt], name: &str, depth: usize) -> bool {
+        let element = |t: &Expr| {
+            matches!(&t.kind, ExprKind::Subscript { value, index }
+                if value.as_name() == Some(name) && matches!(&index.kind, ExprKind::Sequence(parts) if parts.len() >= 2))
+        };
+        body.iter().any(|s| match &s.kind {
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => writes(body, name, depth + 1),
+            StmtKind::Assign { targets, .. } => depth >= 2 && targets.iter().any(element),
+            StmtKind::AugAssign { target, .. } => depth >= 2 && element(target),
+            StmtKind::Function(_) | StmtKind::Class(_) => false,
+            _ => s.child_blocks().any(|b| writes(b, name, depth)),
+        })
+    }
+    let module = checker.module();
+    let Some(id) = module.tree.owner(expr.id) else { return false };
+    let Some(StmtKind::Assign { targets, .. }) = module.stmt(id).map(|s| &s.kind) else { return false };
+    let [target] = targets.as_slice() else { return false };
+    let Some(name) = target.as_name() else { return false };
+    writes(module.enclosing_function_body(id).unwrap_or(&module.body), name, 0)
 }
 
 /// The source text of the `.to(...)` call's device argument (its first
