@@ -329,6 +329,9 @@ pub struct ProjectIndex {
     /// time through the same chain of bases. Asked only once the
     /// definitions are all in.
     method_cache: MethodCache,
+    /// [`ProjectIndex::through_stars`]' answers by name, kept as they are
+    /// asked.
+    star_cache: std::sync::RwLock<HashMap<Box<str>, Option<Box<str>>>>,
 }
 
 /// A class, a method name, and the qualified name of the method found for

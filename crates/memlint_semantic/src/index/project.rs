@@ -42,7 +42,28 @@ impl ProjectIndex {
                 return found;
             }
         }
-        self.through_stars(found, 4).unwrap_or(found)
+        if self.stars.is_empty() || !found.rsplit_once('.').is_some_and(|(m, _)| self.stars.contains_key(m)) {
+            return found;
+        }
+        // Each name is followed through the star imports once: a package
+        // whose `__init__` star-imports hundreds of modules (transformers'
+        // type-checking imports) would be searched again at every query.
+        let cached = self.star_cache.read().ok().and_then(|c| c.get(found).cloned());
+        let target = match cached {
+            Some(t) => t,
+            None => {
+                let t: Option<Box<str>> = self.through_stars(found, 4).map(Into::into);
+                if let Ok(mut c) = self.star_cache.write() {
+                    c.insert(found.into(), t.clone());
+                }
+                t
+            }
+        };
+        let Some(target) = target else { return found };
+        match self.functions.get_key_value(&*target) {
+            Some((k, _)) => k.as_str(),
+            None => self.classes.get_key_value(&*target).map_or(found, |(k, _)| k.as_str()),
+        }
     }
 
     /// A name of a module that star-imports others (`train.f` with `from
