@@ -84,7 +84,9 @@ declare_rule! {
     /// reported only inside a hot loop. Nor is a tensor that two nested
     /// loops of the function then fill element by element (`scores[b, i] =
     /// self.score(...)`): vectorising that loop is the fix, and it removes
-    /// the line.
+    /// the line. Nor is code reached only once per epoch of a training loop
+    /// (a decode helper of the validation run after each epoch, through any
+    /// number of calls) outside a loop over data.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -130,11 +132,20 @@ impl Rule for TensorCreatedThenMoved {
         // outside loops) is hot when it iterates data or runs a model
         // (sampling, a rollout): a metric's loop over classes or k-means
         // over prototypes is not.
+        // A loop of a function reached only once per epoch (a decode
+        // helper of the validation run after each epoch) is not hot either,
+        // unless it iterates data.
         let hot_loop = cx.in_data_loop()
-            || (cx.in_loop() && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker)));
+            || (cx.in_loop()
+                && !cx.in_code_reached_once_per_epoch()
+                && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker)));
         // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
         // loop, before the loop over batches) is not what costs.
-        let repeated = (cx.in_step_code() || hot_loop) && !cx.in_epoch_loop_only();
+        // Step code reached only once per epoch (a helper of the validation
+        // run after each epoch, step code because that run loops over
+        // batches) repeats only as often as its own loops say.
+        let per_step = cx.in_step_code() && !cx.in_code_reached_once_per_epoch();
+        let repeated = (per_step || hot_loop) && !cx.in_epoch_loop_only();
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
         let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition();
         if !repeated || now_and_then || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {

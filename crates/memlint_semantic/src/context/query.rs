@@ -104,6 +104,13 @@ impl Context {
         self.frame().loops.iter().any(|l| l.direct_step)
     }
 
+    /// Whether the current point is in a function reached only once per
+    /// epoch of a training loop ([`ProjectIndex::is_reached_once_per_epoch`]):
+    /// its loops run a few times per epoch, however many times each.
+    pub fn in_code_reached_once_per_epoch(&self) -> bool {
+        self.function_qualname().is_some_and(|q| self.index.is_reached_once_per_epoch(q))
+    }
+
     /// Whether the code here runs a few times per program, epoch or
     /// evaluation: module-level code, or a function every known call of
     /// which runs outside loops or once per epoch

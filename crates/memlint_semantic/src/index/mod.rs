@@ -321,6 +321,8 @@ pub struct ProjectIndex {
     /// epoch (`calculate_map(...)` after the evaluation loop,
     /// `cluster_memory(...)` in the epoch loop).
     rarely_called: HashSet<String>,
+    /// Functions reached only once per epoch ([`ProjectIndex::is_reached_once_per_epoch`]).
+    epoch_only: HashSet<String>,
     /// The bare names of the functions with a [`FunctionSummary::moves_param`]:
     /// a cheap test before a call is resolved.
     mover_names: HashSet<String>,

@@ -307,6 +307,37 @@ impl ProjectIndex {
             }
         }
         self.rarely_called = rarely;
+        // Functions reached only once per epoch: every call site runs once
+        // per epoch of a training loop, or is in such a function (a decode
+        // helper of a validation run at the end of each epoch). The least
+        // fixpoint from the per-epoch sites, in rounds.
+        let mut epoch_only: HashSet<String> = HashSet::default();
+        if calls.iter().any(|c| c.per_epoch) {
+            let mut sites: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+            for c in calls {
+                let q = self.canonical_str(&c.callee);
+                if self.functions.contains_key(q) {
+                    sites.entry(q).or_default().push(c);
+                }
+            }
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for (q, ss) in &sites {
+                    if epoch_only.contains(*q) {
+                        continue;
+                    }
+                    let all = ss.iter().all(|c| {
+                        c.per_epoch || c.caller.as_deref().is_some_and(|caller| epoch_only.contains(self.canonical_str(caller)))
+                    });
+                    if all {
+                        epoch_only.insert(q.to_string());
+                        changed = true;
+                    }
+                }
+            }
+        }
+        self.epoch_only = epoch_only;
         let mut names = Names::default();
         names.ids.reserve(self.functions.len() + calls.len());
         // The summaries by id, so that no fact below looks a name up again.
@@ -671,6 +702,14 @@ impl ProjectIndex {
     /// once per epoch; `false` for a function nothing in the run calls.
     pub fn is_rarely_called(&self, qualname: &str) -> bool {
         self.rarely_called.contains(qualname)
+    }
+
+    /// Whether every known call of the function runs once per epoch of a
+    /// training loop, directly or through functions that are so reached
+    /// (`greedy_decode` called by `run_validation` at the end of each
+    /// epoch); `false` for a function nothing in the run calls.
+    pub fn is_reached_once_per_epoch(&self, qualname: &str) -> bool {
+        self.epoch_only.contains(qualname)
     }
 
     /// Whether some project function named `name` returns a parameter
