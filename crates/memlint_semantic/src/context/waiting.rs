@@ -10,11 +10,11 @@ use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 use super::sync::{any_read_expr, drawn_root, HostRead, Root};
 use super::Context;
 
-/// Functions that read a clock, to time code.
 /// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
 /// that reads the time between two recorded events.
 const EVENT_CLOCK: &str = "elapsed_time";
 
+/// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
 
 /// The statements of a loop body that run in every iteration: not under
