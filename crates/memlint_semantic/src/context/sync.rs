@@ -365,11 +365,7 @@ impl Context {
                     return false;
                 }
             }
-            let host_indexed = |x: &Expr| {
-                matches!(&x.kind, ExprKind::Subscript { value, index }
-                    if self.is_host_index(index, &indices) && !self.is_host_index(value, &indices) && self.may_be_tensor(value))
-            };
-            if !indices.is_empty() && any_read_expr(s, &mut |x| host_indexed(x)) {
+            if !indices.is_empty() && any_read_expr(s, &mut |x| self.indexes_with_host_indices(x, &indices)) {
                 return true;
             }
             let mut found = false;
@@ -435,6 +431,15 @@ impl Context {
     /// which waits as well.
     pub(super) fn may_be_tensor(&self, e: &Expr) -> bool {
         self.is_tensor_value(e) || self.kind_of(e).is_none()
+    }
+
+    /// Whether `x` indexes a tensor (or a value of unknown kind) with
+    /// indices computed on the host ([`Context::is_host_index`], `names`
+    /// bound to such): PyTorch copies the indices to the tensor's device
+    /// first, a blocking copy (`states[np.random.choice(n, b)]`).
+    pub(super) fn indexes_with_host_indices(&self, x: &Expr, names: &[String]) -> bool {
+        matches!(&x.kind, ExprKind::Subscript { value, index }
+            if self.is_host_index(index, names) && !self.is_host_index(value, names) && self.may_be_tensor(value))
     }
 
     /// Whether `e` is indices computed on the host: `list(range(n))`, a

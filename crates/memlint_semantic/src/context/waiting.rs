@@ -254,9 +254,7 @@ impl Context {
                     let values = || args.iter().chain(keywords.iter().map(|k| &k.value));
                     (!moved.is_empty() && self.is_model(func) && values().any(&unmoved_part)) || values().any(&index_slice)
                 }
-                ExprKind::Subscript { value, index } => {
-                    self.is_host_index(index, &indices) && !self.is_host_index(value, &indices) && self.may_be_tensor(value)
-                }
+                ExprKind::Subscript { .. } => self.indexes_with_host_indices(x, &indices),
                 _ => false,
             })
         })
@@ -316,9 +314,15 @@ impl Context {
         if counts {
             return false;
         }
+        !self.moves_anything(body)
+    }
+
+    /// Whether `body` (nested blocks included, not nested functions) moves
+    /// anything to an accelerator.
+    fn moves_anything(&self, body: &[Stmt]) -> bool {
         let mut moves = false;
         crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
-        !moves
+        moves
     }
 
     /// Whether the loop statement `lp` trains on the host: its body moves
@@ -330,9 +334,7 @@ impl Context {
     /// elsewhere). Its reads wait for nothing.
     pub fn trains_on_the_host(&self, lp: &Stmt, scope: &[Stmt]) -> bool {
         let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
-        let mut moves = false;
-        crate::ir::for_each_expr_in_function(body, &mut |x| moves = moves || self.accelerator_move(x).is_some());
-        if moves {
+        if self.moves_anything(body) {
             return false;
         }
         let mut leaves: Vec<&str> = Vec::new();

@@ -313,11 +313,12 @@ impl ProjectIndex {
         // fixpoint from the per-epoch sites, in rounds.
         let mut epoch_only: HashSet<String> = HashSet::default();
         if calls.iter().any(|c| c.per_epoch) {
-            let mut sites: HashMap<&str, Vec<&CallSite>> = HashMap::default();
+            // Each function's sites: per epoch, or the caller's name.
+            let mut sites: HashMap<&str, Vec<(bool, Option<&str>)>> = HashMap::default();
             for c in calls {
                 let q = self.canonical_str(&c.callee);
                 if self.functions.contains_key(q) {
-                    sites.entry(q).or_default().push(c);
+                    sites.entry(q).or_default().push((c.per_epoch, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
                 }
             }
             let mut changed = true;
@@ -327,9 +328,7 @@ impl ProjectIndex {
                     if epoch_only.contains(*q) {
                         continue;
                     }
-                    let all = ss.iter().all(|c| {
-                        c.per_epoch || c.caller.as_deref().is_some_and(|caller| epoch_only.contains(self.canonical_str(caller)))
-                    });
+                    let all = ss.iter().all(|(per_epoch, caller)| *per_epoch || caller.is_some_and(|c| epoch_only.contains(c)));
                     if all {
                         epoch_only.insert(q.to_string());
                         changed = true;
