@@ -95,13 +95,18 @@ impl<'c> Checker<'c> {
         self.source.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
-    /// Whether the file is written for PyTorch before 0.4
-    /// ([`memlint_semantic::facts::written_for_volatile_torch`]), asked once
-    /// per file whichever rule asks.
-    pub fn written_for_volatile_torch(&self) -> bool {
+    /// How the file uses `volatile=True` ([`memlint_semantic::facts::volatile_use`]),
+    /// asked once per file whichever rule asks.
+    pub fn volatile_use(&self) -> memlint_semantic::facts::Volatile {
         self.file
-            .get_or("volatile-torch", "", || Some(memlint_semantic::facts::written_for_volatile_torch(&self.module.body)))
-            .is_some_and(|l| *l)
+            .get_or("volatile-torch", "", || Some(memlint_semantic::facts::volatile_use(&self.module.body)))
+            .map_or(memlint_semantic::facts::Volatile::Unused, |v| *v)
+    }
+
+    /// Whether the file is written for PyTorch before 0.4 and cannot run on
+    /// a later one ([`memlint_semantic::facts::Volatile::OldTorch`]).
+    pub fn written_for_volatile_torch(&self) -> bool {
+        self.volatile_use() == memlint_semantic::facts::Volatile::OldTorch
     }
 
     /// Whether some expression of the statement that holds `e` (its own

@@ -15,7 +15,10 @@ declare_rule! {
     /// `except RuntimeError:`), under an interval guard
     /// (`if step % 1000 == 0:`), or under a user option
     /// (`if args.empty_unused_memory_level >= 1:`): a deliberate choice the
-    /// user turns on.
+    /// user turns on. Nor in an inference script's loop over files found on
+    /// disk (`for path in sorted(glob.glob(...))`, `os.listdir(d)`): inputs
+    /// of varying sizes, often beside another library holding GPU memory,
+    /// where giving the cache back between inputs is a choice.
     ///
     /// ## Why is this bad?
     /// `empty_cache()` returns the caching allocator's free blocks to the
@@ -91,12 +94,15 @@ impl Rule for EmptyCacheInLoop {
             || cx.guarded_by_interval()
             || cx.guarded_by_option()
             || cx.in_handler_catching(OOM_EXCEPTIONS)
+            || cx.in_loop_over_files()
         {
             return;
         }
+        let (place, next) =
+            if cx.in_training_loop() || !cx.in_loop() { ("the training step", "step") } else { ("an evaluation loop", "batch") };
         checker.report(
             Self::META
-                .diagnostic(expr.span, "`torch.cuda.empty_cache()` in the training step makes every next step `cudaMalloc` its blocks again")
+                .diagnostic(expr.span, format!("`torch.cuda.empty_cache()` in {place} makes every next {next} `cudaMalloc` its blocks again"))
                 .with_help("call it once outside the loop (or only in an out-of-memory handler); it frees nothing that is still referenced"),
         );
     }

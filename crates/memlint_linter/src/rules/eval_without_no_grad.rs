@@ -69,10 +69,17 @@ declare_rule! {
     /// tqdm(test_set)`), or in a comprehension over one. A single forward in
     /// straight-line code (one sample, one display batch, a prediction for
     /// one sentence) frees its graph at the next statement and is not
-    /// reported; nor a loop that steps an environment (`env.step(action)`:
+    /// reported, nor a loop over a loader that leaves at the end of its
+    /// first iteration (`...; break`: one batch to show); nor a loop that steps an environment (`env.step(action)`,
+    /// or an agent's own `next_state, reward, done = self.step(action)`:
     /// reinforcement learning's interaction loop, one observation per
     /// forward, its graph dropped every step), nor a call of a CamelCase
-    /// name (a class constructed, even a parameter annotated `nn.Module`).
+    /// name (a class constructed, even a parameter annotated `nn.Module`),
+    /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`), which has no
+    /// parameters. `range(iter)` counts iterations: it is no loop over
+    /// data. A loss handed to a local helper that takes gradients (`def
+    /// hvp(y, w, v): ... torch.autograd.grad(y, w, create_graph=True)`)
+    /// needs its graph, as a `backward()` does.
     /// Grad is off under `torch.no_grad()`/`torch.inference_mode()` (as a
     /// block or decorator), under a decorator or context manager of the
     /// project whose definition enters one of them (`@smart_inference_mode()`,
@@ -165,6 +172,8 @@ impl Rule for EvalWithoutNoGrad {
                 .diagnostic(expr.span, format!("forward pass of `{name}` in evaluation code{place} runs with autograd enabled"))
                 .with_help(if checker.is_rust() {
                     "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope"
+                } else if checker.volatile_use() == memlint_semantic::facts::Volatile::NoOp {
+                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`: `volatile=True` has turned nothing off since PyTorch 0.4"
                 } else {
                     "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`"
                 }),

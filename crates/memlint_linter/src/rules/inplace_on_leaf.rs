@@ -69,7 +69,8 @@ declare_rule! {
     /// Parameters of a model frozen first (`for p in ema.parameters():
     /// p.requires_grad_(False)` or `p.detach_()`, `ema.requires_grad_(False)`,
     /// a layer frozen as it is built, `fused =
-    /// nn.Conv2d(...).requires_grad_(False)`, then `fused.weight.copy_(...)`)
+    /// nn.Conv2d(...).requires_grad_(False)`, then `fused.weight.copy_(...)`,
+    /// and a deep copy of a frozen model, `G_ema = copy.deepcopy(G).eval()`)
     /// are not leaves that require grad: an EMA copy updated in place is not
     /// reported when it was frozen in the same function, in its class
     /// (`self.ema`, in any method), or, for a model the function is given

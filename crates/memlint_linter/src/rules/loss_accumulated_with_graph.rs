@@ -16,7 +16,10 @@ declare_rule! {
     /// dict (`for v in losses.values(): total += v`), and a call of the
     /// project's own accumulator (`meter.update(loss)` whose `update` does
     /// `self.sum += val`). A training loop is one whose body reaches
-    /// `backward()`, itself or through a per-batch helper of the project; the
+    /// `backward()`, itself or through a per-batch helper of the project (a
+    /// gradient taken with `create_graph=True`, as an IRM or gradient
+    /// penalty does, builds graph for a later backward and makes no loop a
+    /// training loop); the
     /// accumulator must outlive the iteration: it is not re-created on every
     /// path through the loop body (`if i % 100 == 0: total = 0` is not a
     /// reset).

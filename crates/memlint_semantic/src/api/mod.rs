@@ -241,3 +241,10 @@ pub fn is_random_draw(dotted: &str) -> bool {
         || dotted.ends_with(".gen_range")
         || dotted == "rand.random"
 }
+
+/// Calls that list files on disk (`glob.glob(pattern)`, `os.listdir(d)`):
+/// a loop over what they give is a script's loop over input files.
+pub const FILE_LISTING_FUNCTIONS: &[&str] = &["glob.glob", "glob.iglob", "os.listdir", "os.scandir", "os.walk"];
+
+/// `pathlib.Path` methods that list files (`root.glob("*.png")`).
+pub const FILE_LISTING_METHODS: &[&str] = &["glob", "rglob", "iterdir"];

@@ -54,6 +54,10 @@ pub const PARAMETER_SHARING_WRAPPERS: &[&str] = &[
     "torch.compile",
 ];
 
+/// `copy.deepcopy`: a module's copy (an EMA model, a target network), whose
+/// parameters keep the original's `requires_grad`.
+pub const COPY_DEEPCOPY: &str = "copy.deepcopy";
+
 /// Methods that return the same module (`model.to(device)`,
 /// `model.eval()`): its frozen parameters stay frozen.
 pub const SAME_MODULE_METHODS: &[&str] = &["to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"];

@@ -40,6 +40,9 @@ impl Context {
         if !summary_only && backward {
             frame.backward_outside_loops = backward_outside_loops(&func.body, flag.as_deref());
         }
+        if backward {
+            frame.backward_helpers = local_backward_helpers(&func.body);
+        }
         frame.flag_param = flag;
         frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
         // Without an index entry (a nested function), the name still says setup.
@@ -114,6 +117,10 @@ impl Context {
         if self.function_words().contains(Words::BACKWARD) && calls_backward(body) {
             return true;
         }
+        let helpers = &self.frame().backward_helpers;
+        if !helpers.is_empty() && calls_one_of(body, helpers) {
+            return true;
+        }
         // Without an index (one file's first pass) there is nothing to follow.
         if self.index.is_empty() {
             return false;
@@ -146,6 +153,7 @@ impl Context {
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
             steps_env: rules && steps_an_environment(body),
             over_data: false,
+            over_files: false,
             over_parameters: false,
             id: StmtId::DETACHED,
             backward_before: if calls_backward && rules {
@@ -614,6 +622,10 @@ impl Context {
             _ => {}
         }
         if let Some(q) = self.callee_name(v) {
+            // A deep copy keeps each parameter's `requires_grad`.
+            if q.is(nn::COPY_DEEPCOPY) {
+                return v.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|a| self.is_frozen_value(a));
+            }
             if !q.is_any(nn::PARAMETER_SHARING_WRAPPERS) {
                 return false;
             }
@@ -648,6 +660,20 @@ impl Context {
     /// Whether `iter` iterates over data: a data loader (by kind), or a
     /// collection named for data (`val_loader`, `test_set`, `batches`,
     /// `enumerate(tqdm(dataset))`).
+    /// Whether `iter` lists files found on disk: `sorted(glob.glob(p))`,
+    /// `os.listdir(d)`, `Path(d).glob("*.jpg")`.
+    pub(super) fn lists_files(&self, iter: &Expr) -> bool {
+        iter.any(&mut |e: &Expr| {
+            let Some((func, _, _)) = e.as_call() else { return false };
+            match &func.kind {
+                ExprKind::Attribute { attr, .. } if crate::api::FILE_LISTING_METHODS.contains(&attr.as_str()) => {
+                    self.qualified_name(func).is_none_or(|q| q.is_any(crate::api::FILE_LISTING_FUNCTIONS))
+                }
+                _ => self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::FILE_LISTING_FUNCTIONS)),
+            }
+        })
+    }
+
     pub(super) fn is_data_iterable(&self, iter: &Expr) -> bool {
         const DATA_WORDS: &[&str] = &[
             "loader", "loaders", "dataloader", "dataloaders", "dl", "dls", "dataset", "datasets", "ds", "data", "batches",
@@ -656,7 +682,11 @@ impl Context {
         ];
         let mut names = Vec::new();
         loader_names(iter, &mut names);
-        if names.iter().any(|n| words(n).iter().any(|w| DATA_WORDS.contains(&w.as_str()))) {
+        // `range(n_iter)`, `range(iter)`: a count of iterations, not a
+        // data iterator (`for x in train_iter`).
+        let counts = iter.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|f| f == "range");
+        let data_word = |w: &str| DATA_WORDS.contains(&w) && !(counts && matches!(w, "iter" | "iterator"));
+        if names.iter().any(|n| words(n).iter().any(|w| data_word(w))) {
             return true;
         }
         let loader = |e: &Expr| self.kind_of(e) == Some(ValueKind::DataLoader);
@@ -746,7 +776,8 @@ impl Context {
             if method == crate::api::tch::SET_REQUIRES_GRAD {
                 return v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_true));
             }
-            if !self.is_imported_path(recv) {
+            // (In Python, `g.var(dim=0)` is a variance.)
+            if self.language == Language::Rust && !self.is_imported_path(recv) {
                 let on_path = matches!(recv.as_method_call(), Some((_, "root")))
                     || matches!(&recv.kind, ExprKind::BinOp { op: crate::ir::BinOp::Div, .. });
                 if crate::api::tch::PATH_VARIABLE_METHODS.contains(&method)

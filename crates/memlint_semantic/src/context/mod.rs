@@ -146,8 +146,12 @@ struct LoopFrame {
     /// The body steps an environment (`env.step(action)`): an interaction
     /// loop of reinforcement learning, where a forward picks each action.
     steps_env: bool,
-    /// The loop iterates over data: a loader, a dataset or batches.
+    /// The loop iterates over data: a loader, a dataset or batches (and
+    /// does not leave after its first iteration by an unconditional `break`).
     over_data: bool,
+    /// The loop iterates over files found on disk (`glob.glob(...)`,
+    /// `os.listdir(d)`, `path.iterdir()`): an inference script's images.
+    over_files: bool,
     /// The loop iterates over a model's (or an optimizer group's) parameters.
     over_parameters: bool,
     /// The loop statement.
@@ -170,6 +174,9 @@ struct Frame {
     /// `backward()` is called outside every loop of the function (and not
     /// only under the train-mode flag).
     backward_outside_loops: bool,
+    /// Functions defined in this one whose body takes gradients (a local
+    /// `def hvp(y, w, v):` around `autograd.grad`): calling one is a backward.
+    backward_helpers: HashSet<String>,
     /// A caller passes `False` to the function's train-mode flag.
     eval_by_flag: bool,
     /// That flag parameter: `backward()` under `if <flag>:` runs only when training.

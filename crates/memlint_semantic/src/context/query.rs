@@ -417,6 +417,14 @@ impl Context {
         self.function_name().is_some_and(timing) || self.module_info().path.rsplit('.').next().is_some_and(timing)
     }
 
+    /// Whether the current point is in a loop over files found on disk
+    /// (`for path in sorted(glob.glob(...))`) and in no training loop: an
+    /// inference script's loop over a folder of inputs, whose sizes vary.
+    pub fn in_loop_over_files(&self) -> bool {
+        let loops = &self.frame().loops;
+        loops.iter().any(|l| l.over_files) && !self.in_training_loop()
+    }
+
     /// Whether the current point is inside a training loop (one whose body
     /// reaches `backward()`), within the current function.
     pub fn in_training_loop(&self) -> bool {

@@ -240,12 +240,16 @@ impl Context {
     /// The `torch.nn` layer class `self.<attr>` was assigned in its class
     /// (`self.act = nn.Sigmoid()` -> `Sigmoid`).
     pub fn layer_of(&self, func: &Expr) -> Option<String> {
-        let d = func.dotted()?;
-        let attr = d.strip_prefix("self.")?;
+        self.self_attr_layer(&func.dotted()?).cloned()
+    }
+
+    /// [`Context::layer_of`] of a dotted path (`self.loss` -> `CrossEntropyLoss`).
+    fn self_attr_layer(&self, dotted: &str) -> Option<&String> {
+        let attr = dotted.strip_prefix("self.")?;
         if attr.contains('.') {
             return None;
         }
-        self.class_layers.get(self.current_class()?)?.get(attr).cloned()
+        self.class_layers.get(self.current_class()?)?.get(attr)
     }
 
     /// What `value` saves of the tensor `dotted` for backward, by the span
@@ -488,7 +492,9 @@ impl Context {
     /// [`Context::is_loss_module`] of a dotted path.
     pub(super) fn is_loss_path(&self, dotted: &str) -> bool {
         let last = dotted.rsplit('.').next().unwrap_or(dotted);
-        LOSS_NAMES.iter().any(|n| last.eq_ignore_ascii_case(n)) || self.frame().losses.contains(dotted)
+        LOSS_NAMES.iter().any(|n| last.eq_ignore_ascii_case(n))
+            || self.frame().losses.contains(dotted)
+            || self.self_attr_layer(dotted).is_some_and(|l| l.ends_with("Loss"))
     }
 
     /// Whether a name or attribute chain starts at an import
@@ -611,6 +617,13 @@ impl Context {
             }
             // `nn.Parameter(t, requires_grad=False)`: a buffer kept with
             // the module's parameters, a tensor nothing differentiates.
+            // `copy.deepcopy(model)`: another module (an EMA copy, a target network).
+            ExprKind::Call { func, args, .. }
+                if self.qualified_name(func).is_some_and(|q| q.is(crate::api::nn::COPY_DEEPCOPY))
+                    && args.first().is_some_and(|a| self.kind_of(a) == Some(ValueKind::Module)) =>
+            {
+                Some(ValueKind::Module)
+            }
             ExprKind::Call { func, .. } => match self.kind_of_call(func) {
                 Some(ValueKind::Parameter) if expr.keyword("requires_grad").is_some_and(Expr::is_false) => Some(ValueKind::Tensor),
                 k => k,

@@ -190,19 +190,49 @@ pub(crate) fn is_backward_call(e: &Expr) -> bool {
         .is_some_and(|d| d.ends_with("autograd.grad") || d.ends_with("autograd.backward"))
 }
 
-/// Whether the body calls `.backward()` (or `torch.autograd.backward/grad`).
+/// Whether the body runs a backward pass that consumes a graph:
+/// `.backward()`, `torch.autograd.backward(...)`, or `torch.autograd.grad(...)`
+/// without `create_graph=True`. A gradient taken with `create_graph=True`
+/// (a gradient penalty, an IRM penalty, a Hessian-vector product) is part
+/// of a forward: it builds more graph for a later backward, and a loop
+/// that calls it is not a training loop.
 pub(crate) fn calls_backward(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_expr_in_function(body, &mut |e| {
-        if is_backward_call(e) {
-            found = true;
-        }
-        if let Some((func, _, _)) = e.as_call() {
-            if let Some(d) = func.dotted() {
-                if d.ends_with("autograd.grad") || d.ends_with("autograd.backward") {
-                    found = true;
-                }
+        found |= is_backward_call(e) && !e.keyword("create_graph").is_some_and(Expr::is_true);
+    });
+    found
+}
+
+/// Whether the body takes gradients of a graph in any way, `create_graph=True`
+/// included: what it differentiates needs its graph.
+pub(crate) fn takes_gradients(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| found |= is_backward_call(e));
+    found
+}
+
+/// The functions defined in `body` (not inside a nested function) whose
+/// own body takes gradients: a Hessian-vector product `def hvp(y, w, v):`
+/// local to the function that calls it with a loss.
+pub(crate) fn local_backward_helpers(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Function(f) = &s.kind {
+            if takes_gradients(&f.body) {
+                out.insert(f.name.to_string());
             }
+        }
+    });
+    out
+}
+
+/// Whether `body` calls one of `helpers` by name.
+pub(crate) fn calls_one_of(body: &[Stmt], helpers: &HashSet<String>) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        if let Some((func, _, _)) = e.as_call() {
+            found |= func.as_name().is_some_and(|n| helpers.contains(n));
         }
     });
     found
@@ -607,7 +637,8 @@ pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
 }
 
 /// Whether `body` steps an environment: a `.step(...)` call on a receiver
-/// named for one (`env`, `envs`, `self.test_env`, `vec_env`).
+/// named for one (`env`, `envs`, `self.test_env`, `vec_env`), or a step
+/// method whose results name a reward.
 pub(crate) fn steps_an_environment(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_expr_in_function(body, &mut |e| {
@@ -615,6 +646,22 @@ pub(crate) fn steps_an_environment(body: &[Stmt]) -> bool {
             return;
         }
         found = is_env_call(e, &["step"]);
+    });
+    // An agent's own wrapper of the environment's step, known by what it
+    // gives back: `next_state, reward, done = self.step(action)`.
+    for_each_stmt_in_function(body, &mut |s| {
+        if found {
+            return;
+        }
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            let rewards = |t: &Expr| match &t.kind {
+                ExprKind::Sequence(elts) => {
+                    elts.iter().any(|e| e.as_name().is_some_and(|n| words(n).iter().any(|w| matches!(w.as_str(), "reward" | "rewards" | "rew"))))
+                }
+                _ => false,
+            };
+            found = matches!(value.as_method_call(), Some((_, "step"))) && targets.iter().any(rewards);
+        }
     });
     found
 }
@@ -646,13 +693,24 @@ pub fn tests_for_the_device(test: &Expr) -> bool {
     })
 }
 
-/// Whether the module is written for PyTorch before 0.4 and cannot run on
-/// a later one: it turns grad off the old way (`Variable(x,
-/// volatile=True)`, which PyTorch 0.4 made a no-op) and reads a loss by
-/// indexing its data (`loss.data[0]`, which raises on a 0-dim tensor from
-/// PyTorch 0.5 on). On the PyTorch it runs on, `volatile=True` inputs
-/// record no graph.
-pub fn written_for_volatile_torch(body: &[Stmt]) -> bool {
+/// How a module uses `volatile=True`, PyTorch's way before 0.4 to turn
+/// grad off (`Variable(x, volatile=True)`), a no-op since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Volatile {
+    /// The module never passes `volatile=True`.
+    Unused,
+    /// It does, and it also reads a loss by indexing its data
+    /// (`loss.data[0]`, which raises on a 0-dim tensor from PyTorch 0.5
+    /// on): it is written for PyTorch before 0.4 and cannot run on a later
+    /// one. On the PyTorch it runs on, `volatile=True` inputs record no graph.
+    OldTorch,
+    /// It does, in code that runs on a current PyTorch, where the argument
+    /// does nothing.
+    NoOp,
+}
+
+/// [`Volatile`] of the module `body`.
+pub fn volatile_use(body: &[Stmt]) -> Volatile {
     let mut volatile = false;
     let mut indexes_loss = false;
     crate::ir::for_each_stmt_in_module(body, &mut |s| {
@@ -673,7 +731,11 @@ pub fn written_for_volatile_torch(body: &[Stmt]) -> bool {
             });
         });
     });
-    volatile && indexes_loss
+    match (volatile, indexes_loss) {
+        (false, _) => Volatile::Unused,
+        (true, true) => Volatile::OldTorch,
+        (true, false) => Volatile::NoOp,
+    }
 }
 
 /// `loss`, `self.d_loss`, `F.nll_loss(...)`, `criterion(...)`.
