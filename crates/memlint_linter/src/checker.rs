@@ -120,6 +120,13 @@ impl<'c> Checker<'c> {
         found
     }
 
+    /// Whether the loader `site` of `module` serves small images
+    /// ([`memlint_semantic::facts::pipeline::dataset_of_small_images`]).
+    pub fn loader_of_small_images(&self, module: &Module, site: &LoaderSite) -> bool {
+        memlint_semantic::facts::pipeline::call_at(module, site.span)
+            .is_some_and(|call| memlint_semantic::facts::pipeline::dataset_of_small_images(call, module))
+    }
+
     /// The file's `DataLoader(...)` calls with their options
     /// ([`memlint_semantic::facts::pipeline::Pipeline::loaders`]), resolved once per file for every rule that
     /// asks; call it once the walk is done (`check_file`).

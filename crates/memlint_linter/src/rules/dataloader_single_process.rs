@@ -40,13 +40,19 @@ declare_rule! {
     /// per GPU) and raise it while the step time falls.
     ///
     /// ## Known false positives
+    /// A notebook rebinds its loader names from cell to cell: a loader
+    /// bound at module level is judged by the module-level loops between
+    /// its binding and the next `DataLoader(...)` bound to the same name (a
+    /// first `train_loader` that only computes channel means on the CPU is
+    /// not the one the training loop iterates).
     /// A dataset already in memory as tensors (`TensorDataset`, a
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, or a Hugging Face dataset prepared ahead and
     /// formatted with `with_format`/`set_format`, also in place in another
     /// method, `self.dataset[split].set_format(...)`; also when a loader
     /// helper's `dataset` parameter gets one from every call in the file)
-    /// needs no workers and is not reported (also a class of another
+    /// needs no workers and is not reported (also its parts,
+    /// `random_split(ds, [n, m])` or `Subset(ds, idx)`; also a class of another
     /// module of the run, one whose `__getitem__` binds the items to names
     /// first, or what a function of the file returns); neither is a
     /// loader named for evaluation or built in a method named so

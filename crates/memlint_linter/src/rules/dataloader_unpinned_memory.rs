@@ -45,7 +45,13 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// A `pin_memory` from a variable (`pin_memory=use_cuda`) or from a
+    /// A loader of a torchvision dataset of small images (MNIST,
+    /// Fashion-MNIST, CIFAR-10/100, SVHN, also through `Subset` or
+    /// `random_split`) whose transform does not resize them to 64 pixels or
+    /// more is not reported: a batch is a copy of a megabyte or two next to
+    /// the step's kernels. Moves outside training (one batch looked at
+    /// before it, `for x, y in loader: ...; break`) do not decide whether
+    /// the training step already waits. A `pin_memory` from a variable (`pin_memory=use_cuda`) or from a
     /// `**kwargs` dict the rule cannot read is not reported, nor a loader
     /// named for evaluation (`val_loader`, `test_loader`), nor a loader
     /// without workers: there the training process would pin each batch
@@ -105,12 +111,17 @@ impl Rule for DataloaderUnpinnedMemory {
             if checker.cx.pipeline().moves_only_in_synced_loops(site) {
                 continue;
             }
+            // MNIST or CIFAR batches: a copy of a megabyte or two, next to
+            // the step's kernels.
+            if checker.loader_of_small_images(module, site) {
+                continue;
+            }
             // Only a loop over the loader's own name in this file shows what
             // else the step waits for; a loader passed to a `train()` of
             // another cell or module is not judged (its step may read a
             // value back every step there).
             let pipeline = checker.cx.pipeline();
-            if !site.bound_to.as_deref().is_some_and(|b| pipeline.iterates(b) && pipeline.moves_batches_of(b)) {
+            if !site.bound_to.as_deref().is_some_and(|b| pipeline.iterates(b) && pipeline.moves_batches_of(site)) {
                 continue;
             }
             drop(pipeline);

@@ -99,10 +99,10 @@ impl Rule for EmptyCacheInLoop {
             return;
         }
         let (place, next) =
-            if cx.in_training_loop() || !cx.in_loop() { ("the training step", "step") } else { ("an evaluation loop", "batch") };
+            if cx.in_training_loop() || !cx.in_loop() { ("the training step", "next step") } else { ("an evaluation loop", "next batch") };
         checker.report(
             Self::META
-                .diagnostic(expr.span, format!("`torch.cuda.empty_cache()` in {place} makes every next {next} `cudaMalloc` its blocks again"))
+                .diagnostic(expr.span, format!("`torch.cuda.empty_cache()` in {place} makes every {next} `cudaMalloc` its blocks again"))
                 .with_help("call it once outside the loop (or only in an out-of-memory handler); it frees nothing that is still referenced"),
         );
     }

@@ -71,8 +71,9 @@ declare_rule! {
     /// `torch.cat`): it has nothing to copy. Once-only code (module
     /// level, `__init__`, setup), a loop that neither iterates data nor
     /// runs a model in module-level code or in a function called only
-    /// outside loops or once per epoch (a metric's loop over classes, ten
-    /// plots in a notebook), code under an interval or logging test
+    /// outside loops or once per epoch (a metric's loop over classes), or
+    /// one there that shows a figure each iteration (`plt.subplots(...)`,
+    /// `plt.show()`: ten pictures of samples in a notebook), code under an interval or logging test
     /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
@@ -357,6 +358,11 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>) -> bool {
             StmtKind::For { body, .. } | StmtKind::While { body, .. } => body,
             _ => return false,
         };
+        // A loop that shows a figure each iteration runs as often as
+        // someone looks at one (`for i in range(10): ... plt.show()`).
+        if checker.cx.shows_a_figure_every_iteration(stmt) {
+            return false;
+        }
         let mut found = false;
         memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
             if !found {

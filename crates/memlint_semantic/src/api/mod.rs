@@ -248,3 +248,21 @@ pub const FILE_LISTING_FUNCTIONS: &[&str] = &["glob.glob", "glob.iglob", "os.lis
 
 /// `pathlib.Path` methods that list files (`root.glob("*.png")`).
 pub const FILE_LISTING_METHODS: &[&str] = &["glob", "rglob", "iterdir"];
+
+/// matplotlib calls that draw or show a figure (`plt.show()`,
+/// `plt.subplots(...)`): a loop that runs one each iteration is a display
+/// loop, as many iterations as there are pictures.
+pub const FIGURE_FUNCTIONS: &[&str] = &[
+    "matplotlib.pyplot.show",
+    "matplotlib.pyplot.subplots",
+    "matplotlib.pyplot.figure",
+    "matplotlib.pyplot.imshow",
+    "matplotlib.pyplot.savefig",
+];
+
+/// torchvision datasets of small images (28x28 or 32x32): a batch of them
+/// is a copy of a megabyte or two, however it is made.
+pub const SMALL_IMAGE_DATASETS: &[&str] = &["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS"];
+
+/// torchvision transforms that set an image's size (`Resize(224)`).
+pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale"];

@@ -67,6 +67,14 @@ impl Context {
         if func.words.contains(Words::DATA) {
             frame.data_restores = data_restores(&func.body);
         }
+        // A model every caller passes frozen (`def embed(model, loader)`
+        // after `freeze_model(model)` at each call) is frozen here.
+        let offset = usize::from(self.frame().is_class);
+        for &i in self.index.frozen_args(frame.qualname.as_deref().unwrap_or_default()) {
+            if let Some(p) = func.params.get(offset + i) {
+                frame.frozen.insert(p.name.to_string());
+            }
+        }
         for p in &func.params {
             frame.params.insert(p.name.clone());
             if let Some(k) = self.param_kind(p) {
@@ -799,6 +807,14 @@ impl Context {
     /// Effects of a call statement: `x.requires_grad_()`, `model.eval()`,
     /// `torch.set_grad_enabled(False)`, `x.requires_grad = ...` handled in bind.
     pub(super) fn apply_call_effects(&mut self, e: &Expr) {
+        // `freeze_model(alex)`, a function of this file that freezes the
+        // parameters of what it is given.
+        if let Some((func, args, _)) = e.as_call() {
+            if let Some(positions) = func.as_name().filter(|n| self.lookup_import(n).is_none()).and_then(|n| self.facts.freezers.get(n)) {
+                let frozen: Vec<String> = positions.iter().filter_map(|&i| args.get(i)?.dotted().map(|d| d.to_string())).collect();
+                self.frame_mut().frozen.extend(frozen);
+            }
+        }
         if let Some((recv, method)) = e.as_method_call() {
             if !self.is_imported_path(recv) {
                 let (_, args, _) = e.as_call().unwrap_or((e, &[], &[]));

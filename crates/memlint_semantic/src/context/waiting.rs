@@ -445,4 +445,20 @@ impl Context {
             _ => false,
         })
     }
+
+    /// Whether every iteration of the loop statement `lp` draws or shows a
+    /// figure (`plt.subplots(...)`, `plt.show()` in a statement that runs
+    /// every iteration): a loop over pictures to look at, as many as a
+    /// person looks at.
+    pub fn shows_a_figure_every_iteration(&self, lp: &Stmt) -> bool {
+        let (StmtKind::For { body, .. } | StmtKind::While { body, .. }) = &lp.kind else { return false };
+        let figure = |e: &Expr| {
+            e.as_call().is_some_and(|(func, _, _)| self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::FIGURE_FUNCTIONS)))
+        };
+        every_iteration(body).iter().any(|s| match &s.kind {
+            StmtKind::Expr(e) => figure(e),
+            StmtKind::Assign { value, .. } => figure(value),
+            _ => false,
+        })
+    }
 }

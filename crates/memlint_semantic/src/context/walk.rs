@@ -81,6 +81,14 @@ impl Context {
             let q = self.qualify(&d);
             facts.module_defs.insert(d, q);
         }
+        for s in body {
+            if let StmtKind::Function(f) = &s.kind {
+                let frozen = frozen_params(f);
+                if !frozen.is_empty() {
+                    facts.freezers.insert(f.name.clone(), frozen);
+                }
+            }
+        }
         // Module-level imports (not those of functions and classes), for
         // function bodies that run after the module did.
         fn module_level(body: &[Stmt], module: &crate::index::ModuleInfo, out: &mut ImportMap) {
@@ -435,15 +443,15 @@ impl Context {
             StmtKind::For { target, iter, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = self.classify_loop(iter, body, calls_backward);
-                if !self.options.summary_only {
-                    if let Some(model) = frozen_by_loop(target, iter, body) {
-                        self.frame_mut().frozen.insert(model);
-                    } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
-                        self.note_unfrozen(&model);
-                    } else if let Some((model, kept)) = frozen_but_named_by_loop(target, iter, body) {
-                        self.frame_mut().frozen.insert(model);
-                        self.note_unfrozen(&kept);
-                    }
+                // Frozen models are known to the summaries too: a call site
+                // records which arguments it passes frozen.
+                if let Some(model) = frozen_by_loop(target, iter, body) {
+                    self.frame_mut().frozen.insert(model);
+                } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
+                    self.note_unfrozen(&model);
+                } else if let Some((model, kept)) = frozen_but_named_by_loop(target, iter, body) {
+                    self.frame_mut().frozen.insert(model);
+                    self.note_unfrozen(&kept);
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
                 // `for x, y in loader: ...; break`: one batch, to show or probe.

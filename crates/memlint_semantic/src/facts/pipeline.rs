@@ -63,6 +63,11 @@ pub struct LoaderSite {
     /// name it is bound to is `next(iter(name))` (a sample to plot, a
     /// shape to print). It feeds no loop.
     pub one_batch: bool,
+    /// For a loader bound at module level: where the next module-level
+    /// `DataLoader(...)` bound to the same name starts. A notebook reuses
+    /// `train_loader` from cell to cell; the module-level loops between
+    /// the two bindings iterate this one.
+    pub until: Option<u32>,
 }
 
 impl LoaderSite {
@@ -134,11 +139,26 @@ impl Pipeline {
         self.iterated.iter().any(|l| l == loader)
     }
 
-    /// Whether some training loop of the file moves the batches of
-    /// `loader` to an accelerator (a loop that only extracts features or
-    /// runs inference, under `no_grad`, feeds no training).
-    pub fn moves_batches_of(&self, loader: &str) -> bool {
-        self.moves.iter().any(|m| m.loader.as_deref() == Some(loader) && m.in_training)
+    /// The moves of the batches of `site`: from loops over the name it is
+    /// bound to, and for a loader bound at module level, module-level loops
+    /// between its binding and the next one of the same name
+    /// ([`LoaderSite::until`]).
+    fn moves_of<'a>(&'a self, site: &'a LoaderSite) -> impl Iterator<Item = &'a BatchMove> + 'a {
+        let bound = site.bound_to.as_deref();
+        self.moves.iter().filter(move |m| {
+            bound.is_some()
+                && m.loader.as_deref() == bound
+                && (site.function.is_some()
+                    || m.function.is_some()
+                    || (m.span.start > site.span.start && site.until.is_none_or(|u| m.span.start < u)))
+        })
+    }
+
+    /// Whether some training loop of the file moves the batches of `site`
+    /// to an accelerator (a loop that only extracts features or runs
+    /// inference, under `no_grad`, feeds no training).
+    pub fn moves_batches_of(&self, site: &LoaderSite) -> bool {
+        self.moves_of(site).any(|m| m.in_training)
     }
 
     /// Whether the batches of `site` go to an accelerator. When a loop of
@@ -149,19 +169,19 @@ impl Pipeline {
     /// (`run_moves`) moves some loader's batches to an accelerator.
     pub fn feeds_accelerator(&self, site: &LoaderSite, run_moves: bool) -> bool {
         match &site.bound_to {
-            Some(b) if self.iterates(b) => self.moves_batches_of(b),
+            Some(b) if self.iterates(b) => self.moves_batches_of(site),
             _ => !self.moves.is_empty() || run_moves,
         }
     }
 
-    /// Whether every move of the batches of `site` that the file makes
-    /// (from a loop over the name it is bound to) is in a training-step
-    /// loop that already reads a value back to the host every step: there
-    /// the host waits for the device each step anyway. `false` when the
-    /// file moves none of its batches.
+    /// Whether every move of the batches of `site` in training that the
+    /// file makes (from a loop over the name it is bound to) is in a
+    /// training-step loop that already reads a value back to the host
+    /// every step: there the host waits for the device each step anyway.
+    /// Moves outside training (one batch peeked at, an evaluation) do not
+    /// decide. `false` when the file moves none of its batches in training.
     pub fn moves_only_in_synced_loops(&self, site: &LoaderSite) -> bool {
-        let Some(b) = &site.bound_to else { return false };
-        let mut moves = self.moves.iter().filter(|m| m.loader.as_deref() == Some(b.as_str())).peekable();
+        let mut moves = self.moves_of(site).filter(|m| m.in_training).peekable();
         moves.peek().is_some() && moves.all(|m| m.step_loop.is_some_and(|l| self.synced_loops.contains(&l)))
     }
 
@@ -178,7 +198,8 @@ impl Pipeline {
     /// `in_memory_class` answers for a dataset class of another module
     /// ([`dataset_in_memory`]).
     pub fn loaders(&self, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> Vec<LoaderSite> {
-        self.loader_calls
+        let mut sites = self
+            .loader_calls
             .iter()
             .filter_map(|(span, function)| {
                 let call = call_at(module, *span)?;
@@ -206,9 +227,20 @@ impl Pipeline {
                     returned,
                     in_memory: dataset_in_memory(call, module, in_memory_class),
                     one_batch,
+                    until: None,
                 })
             })
-            .collect()
+            .collect::<Vec<_>>();
+        let module_level: Vec<(u32, Option<String>)> =
+            sites.iter().filter(|s| s.function.is_none()).map(|s| (s.span.start, s.bound_to.clone())).collect();
+        for site in sites.iter_mut().filter(|s| s.function.is_none() && s.bound_to.is_some()) {
+            site.until = module_level
+                .iter()
+                .filter(|(start, b)| *start > site.span.start && *b == site.bound_to)
+                .map(|(start, _)| *start)
+                .min();
+        }
+        sites
     }
 }
 
@@ -401,6 +433,98 @@ fn int_constant(v: &Expr, scope: &[Stmt], module_body: &[Stmt]) -> Option<i64> {
     }
 }
 
+/// The values `name` is assigned (alone on the left) in `scope`, nested
+/// blocks included, or, when `scope` binds it nowhere, at module level.
+fn bound_values<'a>(name: &str, scope: &'a [Stmt], module_body: &'a [Stmt]) -> Vec<&'a Expr> {
+    let lookup = |body: &'a [Stmt]| {
+        let mut values: Vec<&'a Expr> = Vec::new();
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                // `train, val = random_split(ds, [n, m])` binds a part of
+                // what the call gives.
+                let part = |t: &Expr| matches!(&t.kind, ExprKind::Sequence(items) if items.iter().any(|i| i.as_name() == Some(name)));
+                if targets.len() == 1 && (targets[0].as_name() == Some(name) || part(&targets[0])) {
+                    values.push(value.as_ref());
+                }
+            }
+        });
+        values
+    };
+    let local = lookup(scope);
+    if local.is_empty() && !std::ptr::eq(scope, module_body) {
+        lookup(module_body)
+    } else {
+        local
+    }
+}
+
+/// Whether the dataset of the `DataLoader(...)` call `call` holds small
+/// images: a torchvision dataset of 28x28 or 32x32 images
+/// ([`crate::api::SMALL_IMAGE_DATASETS`], built in the call or bound to the
+/// name passed) whose transform does not resize them to 64 pixels or more.
+/// Each batch is a copy of a megabyte or two.
+pub fn dataset_of_small_images<'m>(call: &'m Expr, module: &'m Module) -> bool {
+    let Some((_, args, _)) = call.as_call() else { return false };
+    let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
+    let scope = scope_at(module, call.span.start);
+    let values = |e: &'m Expr| -> Vec<&'m Expr> {
+        match e.as_name() {
+            Some(n) => bound_values(n, scope, &module.body),
+            None => Vec::new(),
+        }
+    };
+    fn small<'a>(made: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>, depth: u8) -> bool {
+        let Some((func, args, _)) = made.as_call() else { return false };
+        // A part of such a dataset (`Subset(ds, idx)`, `random_split(ds, ...)`).
+        if func.dotted().is_some_and(|d| matches!(d.as_str().rsplit('.').next(), Some("Subset" | "random_split"))) {
+            let Some(whole) = args.first() else { return false };
+            if depth == 0 {
+                return false;
+            }
+            if whole.as_call().is_some() {
+                return small(whole, values, depth - 1);
+            }
+            let made = values(whole);
+            return !made.is_empty() && made.iter().all(|m| small(m, values, depth - 1));
+        }
+        if !func.dotted().is_some_and(|d| crate::api::SMALL_IMAGE_DATASETS.contains(&d.as_str().rsplit('.').next().unwrap_or_default())) {
+            return false;
+        }
+        let Some(transform) = made.keyword("transform") else { return true };
+        let mut transforms: Vec<&Expr> = values(transform);
+        if transforms.is_empty() {
+            transforms.push(transform);
+        }
+        !transforms.iter().any(|t| enlarges(t))
+    }
+    if dataset.as_call().is_some() {
+        return small(dataset, &values, 3);
+    }
+    let made = values(dataset);
+    !made.is_empty() && made.iter().all(|m| small(m, &values, 3))
+}
+
+/// Whether a transform resizes to 64 pixels or more, or to a size not
+/// written as a literal.
+fn enlarges(transform: &Expr) -> bool {
+    transform.any(&mut |e| {
+        let Some((func, args, _)) = e.as_call() else { return false };
+        if !func.dotted().is_some_and(|d| crate::api::RESIZING_TRANSFORMS.contains(&d.as_str().rsplit('.').next().unwrap_or_default())) {
+            return false;
+        }
+        let size = args.first().or_else(|| e.keyword("size"));
+        let literal = |x: &Expr| match &x.kind {
+            ExprKind::Literal(Literal::Int(n)) => Some(*n),
+            _ => None,
+        };
+        let side = size.and_then(|s| match &s.kind {
+            ExprKind::Sequence(items) => items.first().and_then(literal),
+            _ => literal(s),
+        });
+        side.is_none_or(|n| n >= 64)
+    })
+}
+
 /// The keys of a `**name` spread (each with its value when the dict
 /// literal shows one): `name` assigned once in `scope` (statements of the
 /// function or module, nested blocks included) to a dict literal,
@@ -515,7 +639,7 @@ fn literal_eq(a: &Expr, b: &Expr) -> bool {
 pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> bool {
     let Some((_, args, _)) = call.as_call() else { return false };
     let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
-    let values = InMemory { module: &module.body, in_memory_class };
+    let values = InMemory { module: &module.body, in_memory_class, depth: std::cell::Cell::new(0) };
     if values.value(dataset, scope_at(module, call.span.start)) {
         return true;
     }
@@ -547,6 +671,9 @@ pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(
 struct InMemory<'m> {
     module: &'m [Stmt],
     in_memory_class: &'m dyn Fn(&Expr) -> bool,
+    /// How many splits deep [`InMemory::value`] follows (`a = Subset(b)`,
+    /// `b = Subset(a)` must not recurse for ever).
+    depth: std::cell::Cell<u8>,
 }
 
 impl InMemory<'_> {
@@ -583,14 +710,14 @@ impl InMemory<'_> {
             return true;
         }
         let mut found = false;
-        crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= self.binds(s, name));
+        crate::ir::for_each_stmt_in_function(scope, &mut |s| found |= self.binds(s, name, scope));
         // An attribute set in another method (`self.trainset =
         // ABSADataset(...)` in `__init__`, read in `run()`).
         if !found && name.starts_with("self.") {
-            crate::ir::for_each_stmt_in_module(self.module, &mut |s| found |= self.binds(s, name));
+            crate::ir::for_each_stmt_in_module(self.module, &mut |s| found |= self.binds(s, name, scope));
         }
         // A name of the module (a notebook's earlier cell) seen from a function.
-        found || (!std::ptr::eq(scope, self.module) && self.module.iter().any(|s| self.binds(s, name)))
+        found || (!std::ptr::eq(scope, self.module) && self.module.iter().any(|s| self.binds(s, name, self.module)))
     }
 
     /// Whether the module formats the dataset `name` (or an item of it) in
@@ -616,8 +743,25 @@ impl InMemory<'_> {
     /// Whether `s` binds `name` to an in-memory dataset: `name = <made>`,
     /// or `name = f(...)` / `a, name, c = f(...)` of a function of the file
     /// every `return` of which gives one there.
-    fn binds(&self, s: &Stmt, name: &str) -> bool {
+    fn binds(&self, s: &Stmt, name: &str, scope: &[Stmt]) -> bool {
         let StmtKind::Assign { targets, value, .. } = &s.kind else { return false };
+        // `train, val = random_split(dataset, [n, m])`, `Subset(dataset,
+        // idx)`: parts of an in-memory dataset are in memory.
+        let split_of = value.as_call().filter(|(f, _, _)| {
+            f.dotted().is_some_and(|d| matches!(d.as_str().rsplit('.').next(), Some("random_split" | "Subset")))
+        });
+        if let Some(whole) = split_of.and_then(|(_, args, _)| args.first()) {
+            let binds_name = |t: &Expr| match &t.kind {
+                ExprKind::Sequence(items) => items.iter().any(|i| i.as_name() == Some(name)),
+                _ => t.dotted().as_deref() == Some(name),
+            };
+            if targets.iter().any(binds_name) && whole.dotted().as_deref() != Some(name) && self.depth.get() < 4 {
+                self.depth.set(self.depth.get() + 1);
+                let whole_in_memory = self.value(whole, scope);
+                self.depth.set(self.depth.get() - 1);
+                return whole_in_memory;
+            }
+        }
         targets.iter().any(|t| {
             if t.dotted().as_deref() == Some(name) {
                 return self.made(value) || self.returned(value, None);

@@ -397,6 +397,33 @@ pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Optio
     grad_switched_by_loop(target, iter, body, false)
 }
 
+/// The parameters (by position) that a function freezes whole, in its
+/// top-level statements: `def freeze_model(model): for p in
+/// model.parameters(): p.requires_grad = False`, or
+/// `model.requires_grad_(False)`. A freeze under a condition (`if
+/// feature_extracting:`) is not counted.
+pub(crate) fn frozen_params(f: &crate::ir::Function) -> Vec<usize> {
+    let mut out = Vec::new();
+    for s in &f.body {
+        let frozen = match &s.kind {
+            StmtKind::For { target, iter, body, .. } => frozen_by_loop(target, iter, body),
+            StmtKind::Expr(e) => match e.as_method_call() {
+                Some((recv, "requires_grad_")) if e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false)) => {
+                    recv.dotted().map(|d| d.to_string())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(i) = frozen.and_then(|m| f.params.iter().position(|p| p.name == m)) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
 /// `for name, p in model.named_parameters(): if name not in ["fc.weight",
 /// "fc.bias"]: p.requires_grad = False` freezes all of `model` but the
 /// part the test keeps (`fc`): the model and that part's dotted name. The

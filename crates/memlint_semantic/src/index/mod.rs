@@ -223,6 +223,10 @@ pub struct CallSite {
     pub false_positions: Vec<usize>,
     /// Keyword names passed the literal `False`.
     pub false_keywords: Vec<String>,
+    /// Argument positions (after `self` for methods) passed a model whose
+    /// parameters are all frozen at the site (`freeze_model(alex)` or a
+    /// loop over `alex.parameters()` before `extract(alex, loader)`).
+    pub frozen_positions: Vec<usize>,
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
@@ -296,6 +300,9 @@ pub struct ProjectIndex {
     optimizer_classes: HashSet<String>,
     grad_disabling: HashSet<String>,
     no_grad_only: HashSet<String>,
+    /// Functions every known call of which passes a frozen model at some
+    /// positions (after `self`): qualified name -> those positions.
+    frozen_args: HashMap<String, Vec<usize>>,
     step_code: HashSet<String>,
     reaches_backward: HashSet<String>,
     /// Functions one call of which runs `backward()` about once (not in a

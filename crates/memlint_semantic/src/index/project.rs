@@ -553,14 +553,30 @@ impl ProjectIndex {
             }
             eval_by_flag
         };
-        let ((no_grad_only, (reaches_backward, backward_per_call, step_code)), (performs, eval_by_flag)) = rayon::join(
+        // Positions at which every known call passes a frozen model.
+        let frozen_args = || {
+            let mut out = HashMap::default();
+            for id in 0..names.functions as u32 {
+                let mut sites = sites.of(id).iter().map(|&i| &calls[i as usize]);
+                let Some(first) = sites.next() else { continue };
+                let mut common = first.frozen_positions.clone();
+                for s in sites {
+                    common.retain(|p| s.frozen_positions.contains(p));
+                }
+                if !common.is_empty() {
+                    out.insert(names.list[id as usize].to_string(), common);
+                }
+            }
+            out
+        };
+        let ((no_grad_only, (reaches_backward, backward_per_call, step_code)), (performs, (eval_by_flag, frozen_args))) = rayon::join(
             || {
                 rayon::join(grad_off_only, || {
                     let (reaches, per_call, step_helpers) = backward();
                     (reaches, per_call, step_code(&step_helpers))
                 })
             },
-            || (performs(), eval_by_flag()),
+            || (performs(), (eval_by_flag(), frozen_args())),
         );
         self.no_grad_only = no_grad_only;
         self.step_code = step_code;
@@ -568,6 +584,7 @@ impl ProjectIndex {
         self.backward_per_call = backward_per_call;
         self.performs = performs;
         self.eval_by_flag = eval_by_flag;
+        self.frozen_args = frozen_args;
     }
 
     /// The summary of a project function.
@@ -606,6 +623,12 @@ impl ProjectIndex {
     /// included): `backward()`, optimizer steps, zeroing, scaler calls.
     pub fn performs(&self, qualname: &str) -> StepKinds {
         self.performs.get(qualname).copied().unwrap_or_default()
+    }
+
+    /// The argument positions (after `self`) at which every known call of
+    /// the function passes a model whose parameters are all frozen.
+    pub fn frozen_args(&self, qualname: &str) -> &[usize] {
+        self.frozen_args.get(qualname).map_or(&[], Vec::as_slice)
     }
 
     /// Whether the function evaluates when a caller passes `False` to its

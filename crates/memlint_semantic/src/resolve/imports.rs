@@ -23,6 +23,9 @@ pub struct ModuleFacts {
     /// freezes (`for p in self.ema.parameters(): p.requires_grad_(False)`
     /// gives `ema`).
     pub(crate) frozen_names: HashSet<String>,
+    /// Top-level functions of the file that freeze some of their
+    /// parameters ([`crate::facts::scan::frozen_params`]): name -> positions.
+    pub(crate) freezers: HashMap<String, Vec<usize>>,
     /// Every module-level import of the file (top level and its `if`/`try`
     /// blocks), wherever it stands: a function body runs after the module
     /// was executed, so it sees an import written below it (`if __name__ ==
