@@ -18,7 +18,8 @@ declare_rule! {
     /// optimizer steps after it (nanoGPT's shape). The
     /// loss counts as scaled when it is divided or multiplied by a factor on
     /// its way to `backward()` (`loss = loss / n`, `(loss * scale).backward()`,
-    /// `loss /= n`), also inside the project's loss helper that returns it.
+    /// `loss /= n`, `loss.sum().mul(scale / total).backward()`), also inside
+    /// the project's loss helper that returns it.
     ///
     /// ## Why is this bad?
     /// `backward()` adds each micro-batch's gradient into `.grad`, so after
@@ -188,9 +189,15 @@ fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> boo
             }
             values.iter().any(|(at, v)| scaled(v, body, *at, cx, depth + 1))
         }
-        ExprKind::Call { func, .. } => {
+        ExprKind::Call { func, args, .. } => {
             if let Some(f) = cx.project_callee(e) {
                 return f.scales_values;
+            }
+            // `loss.sum().mul(scale / total)`: `*` and `/` spelled as methods.
+            if matches!(&func.kind, ExprKind::Attribute { attr, .. } if memlint_semantic::api::SCALING_METHODS.contains(&attr.as_str()))
+                && !args.is_empty()
+            {
+                return true;
             }
             // `loss.mean()`, `losses.sum()`: the receiver.
             match &func.kind {

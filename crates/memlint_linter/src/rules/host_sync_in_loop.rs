@@ -1,5 +1,5 @@
 use memlint_semantic::api::{nn, OOM_EXCEPTIONS};
-use memlint_semantic::ir::{Expr, Stmt, StmtKind, Words};
+use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind, Words};
 use memlint_semantic::{HostRead, Role};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -123,6 +123,10 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
+    /// A test that compares a validation value with the best so far (`if
+    /// val_loss < best_loss:`: keeping the best model, early stopping) is
+    /// not reported, even where each iteration is one full-batch step: the
+    /// choice needs the value each time it is measured.
     /// A read under a logging condition (`if step % k == 0:`, also after
     /// one in an `and`: `if step % k == 0 and torch.isnan(loss):`) or a user
     /// option (`if args.verbose:`) is not reported, nor one in an
@@ -201,6 +205,11 @@ impl Rule for HostSyncInLoop {
             return;
         }
         let Some(read) = checker.cx.condition_read(test) else { return };
+        // `if val_loss < best_loss:`: keeping the best model so far, or
+        // early stopping, needs the value each time it is measured.
+        if compares_with_best(test) {
+            return;
+        }
         let text = short_text(read, checker).unwrap_or("the condition").to_string();
         report_read(read.span, &text, true, checker);
     }
@@ -350,4 +359,23 @@ fn func_tail(call: &Expr, method: &str, checker: &Checker<'_>) -> memlint_diagno
         Some(i) => memlint_diagnostics::Span::new(call.span.start + i as u32, call.span.end),
         None => call.span,
     }
+}
+
+/// Whether a test compares a validation value with a best-so-far one
+/// (`val_loss < best_loss`, `valid_acc > self.best_acc - min_delta`): model
+/// selection or early stopping. A training loss compared with the best
+/// training loss (`if loss < best:` each step) is not.
+fn compares_with_best(test: &Expr) -> bool {
+    let ExprKind::Compare { left, comparators, .. } = &test.kind else { return false };
+    let names = |pred: &dyn Fn(&str) -> bool| {
+        std::iter::once(left.as_ref()).chain(comparators.iter()).any(|e| {
+            e.any(&mut |x| {
+                x.dotted().is_some_and(|d| {
+                    let last = d.as_str().rsplit('.').next().unwrap_or_default();
+                    memlint_semantic::resolve::words(last).iter().any(|w| pred(w))
+                })
+            })
+        })
+    };
+    names(&|w| w == "best") && names(&|w| matches!(w, "val" | "valid" | "validation" | "test" | "eval" | "dev"))
 }

@@ -266,3 +266,7 @@ pub const SMALL_IMAGE_DATASETS: &[&str] = &["MNIST", "FashionMNIST", "KMNIST", "
 
 /// torchvision transforms that set an image's size (`Resize(224)`).
 pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale"];
+
+/// Tensor methods that scale a value by a factor (`loss.mul(k / n)`,
+/// `loss.div(n)`): the method spelling of `*` and `/`.
+pub const SCALING_METHODS: &[&str] = &["mul", "mul_", "div", "div_", "true_divide", "multiply", "divide"];

@@ -657,7 +657,18 @@ impl Context {
         if !self.grad_enabled() {
             return false;
         }
-        let in_roots = self.frame().loops.iter().any(|l| l.kind == LoopKind::Train && l.backward_roots.contains(dotted));
+        // Only before the last backward of the innermost such loop's
+        // iteration: a name rebound after it (`loss = mlogloss(y_test,
+        // pred)` once a fold's training is over) holds whatever its
+        // producer gives.
+        let at = self.current_stmt.start;
+        let in_roots = self
+            .frame()
+            .loops
+            .iter()
+            .rev()
+            .find(|l| l.kind == LoopKind::Train && l.backward_roots.contains(dotted))
+            .is_some_and(|l| at < l.backward_before);
         in_roots
             && matches!(value.kind, ExprKind::Call { .. } | ExprKind::BinOp { .. })
             && !is_detached(value)

@@ -105,8 +105,9 @@ impl Context {
     }
 
     /// Whether the current point is in a function reached only once per
-    /// epoch of a training loop ([`ProjectIndex::is_reached_once_per_epoch`]):
-    /// its loops run a few times per epoch, however many times each.
+    /// epoch of a training loop or less often, under a logging interval
+    /// ([`ProjectIndex::is_reached_once_per_epoch`]): its loops run a few
+    /// times per epoch, however many times each.
     pub fn in_code_reached_once_per_epoch(&self) -> bool {
         self.function_qualname().is_some_and(|q| self.index.is_reached_once_per_epoch(q))
     }

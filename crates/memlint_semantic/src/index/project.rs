@@ -309,16 +309,17 @@ impl ProjectIndex {
         self.rarely_called = rarely;
         // Functions reached only once per epoch: every call site runs once
         // per epoch of a training loop, or is in such a function (a decode
-        // helper of a validation run at the end of each epoch). The least
-        // fixpoint from the per-epoch sites, in rounds.
+        // helper of a validation run at the end of each epoch), or less
+        // often: under a logging interval (`if step % k == 0:
+        // debug_image(...)`). The least fixpoint from those sites, in rounds.
         let mut epoch_only: HashSet<String> = HashSet::default();
-        if calls.iter().any(|c| c.per_epoch) {
+        if calls.iter().any(|c| c.per_epoch || c.logged) {
             // Each function's sites: per epoch, or the caller's name.
             let mut sites: HashMap<&str, Vec<(bool, Option<&str>)>> = HashMap::default();
             for c in calls {
                 let q = self.canonical_str(&c.callee);
                 if self.functions.contains_key(q) {
-                    sites.entry(q).or_default().push((c.per_epoch, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
+                    sites.entry(q).or_default().push((c.per_epoch || c.logged, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
                 }
             }
             let mut changed = true;
@@ -727,9 +728,12 @@ impl ProjectIndex {
     }
 
     /// Whether every known call of the function runs once per epoch of a
-    /// training loop, directly or through functions that are so reached
-    /// (`greedy_decode` called by `run_validation` at the end of each
-    /// epoch); `false` for a function nothing in the run calls.
+    /// training loop or less often (under a logging interval or a
+    /// debugging condition), directly or through functions that are so
+    /// reached (`greedy_decode` called by `run_validation` at the end of
+    /// each epoch, `translate_using_latent` called by a `debug_image` run
+    /// every `sample_every` steps); `false` for a function nothing in the
+    /// run calls.
     pub fn is_reached_once_per_epoch(&self, qualname: &str) -> bool {
         self.epoch_only.contains(qualname)
     }
