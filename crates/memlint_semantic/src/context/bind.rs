@@ -675,10 +675,6 @@ impl Context {
             && !crate::facts::scan::is_env_call(value, &["step", "reset"])
     }
 
-    /// Whether assigning `v` creates a leaf tensor that requires grad.
-    /// Whether `iter` iterates over data: a data loader (by kind), or a
-    /// collection named for data (`val_loader`, `test_set`, `batches`,
-    /// `enumerate(tqdm(dataset))`).
     /// Whether `iter` lists files found on disk: `sorted(glob.glob(p))`,
     /// `os.listdir(d)`, `Path(d).glob("*.jpg")`.
     pub(super) fn lists_files(&self, iter: &Expr) -> bool {
@@ -693,6 +689,9 @@ impl Context {
         })
     }
 
+    /// Whether `iter` iterates over data: a data loader (by kind), or a
+    /// collection named for data (`val_loader`, `test_set`, `batches`,
+    /// `enumerate(tqdm(dataset))`).
     pub(super) fn is_data_iterable(&self, iter: &Expr) -> bool {
         const DATA_WORDS: &[&str] = &[
             "loader", "loaders", "dataloader", "dataloaders", "dl", "dls", "dataset", "datasets", "ds", "data", "batches",
@@ -769,6 +768,7 @@ impl Context {
         }
     }
 
+    /// Whether assigning `v` creates a leaf tensor that requires grad.
     pub(super) fn makes_leaf(&self, v: &Expr, kind: Option<ValueKind>) -> bool {
         // `y = x` of a leaf: the same tensor under a second name.
         if matches!(v.kind, ExprKind::Name(_) | ExprKind::Attribute { .. }) {
