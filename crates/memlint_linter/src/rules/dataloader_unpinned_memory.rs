@@ -62,9 +62,12 @@ declare_rule! {
     /// step waits twice, and neither the copy nor the read alone lets the
     /// host run ahead (ML305 is silent there too, since the blocking copy
     /// already waits; the pair is left unreported for want of a measured
-    /// gain). A loader returned by a helper, or passed to a `train()`
-    /// function elsewhere, is not judged: the step that would wait is out
-    /// of sight (a missed finding where it does not wait). Code written
+    /// gain). A loader passed to a `train()` function elsewhere is not
+    /// judged: the step that would wait is out of sight (a missed finding
+    /// where it does not wait). A loader a helper of the file builds and
+    /// returns is judged only when a loop of the file iterates the name the
+    /// helper binds it to (`train_loader = DataLoader(...)` in
+    /// `get_dataloaders(...)`, `for x, y in train_loader:` in the caller). Code written
     /// for PyTorch before 0.4 (`volatile=True`, `loss.data[0]`) is not
     /// checked. Pinned memory
     /// is a limited resource: with very large batches and many workers a
