@@ -820,7 +820,7 @@ impl Context {
     pub(super) fn apply_call_effects(&mut self, e: &Expr) {
         // `freeze_model(alex)`, a function of this file that freezes the
         // parameters of what it is given.
-        if let Some((func, args, _)) = e.as_call() {
+        if let Some((func, args, _)) = e.as_call().filter(|_| !self.facts.freezers.is_empty()) {
             if let Some(positions) = func.as_name().filter(|n| self.lookup_import(n).is_none()).and_then(|n| self.facts.freezers.get(n)) {
                 let frozen: Vec<String> = positions.iter().filter_map(|&i| args.get(i)?.dotted().map(|d| d.to_string())).collect();
                 self.frame_mut().frozen.extend(frozen);
