@@ -109,6 +109,8 @@ impl IndexBuilder {
     /// the classes classified and the call-graph facts computed.
     pub(super) fn finish(self) -> ProjectIndex {
         let IndexBuilder { mut ix, mut calls } = self;
+        let keys = ix.functions.keys().chain(ix.classes.keys()).chain(ix.aliases.keys());
+        ix.last_segments = keys.map(|k| last_segment_hash(k)).collect();
         // Resolve every call's callee once (in parallel: the maps are
         // complete), while the classes are classified.
         let ((module_classes, optimizer_classes), grad_disabling) = {
@@ -135,6 +137,14 @@ impl IndexBuilder {
         ix.propagate(&calls);
         ix
     }
+}
+
+/// The hash [`ProjectIndex::last_segments`] keeps of a dotted name's last
+/// segment.
+pub(super) fn last_segment_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let last = name.rsplit_once('.').map_or(name, |(_, l)| l);
+    rustc_hash::FxBuildHasher.hash_one(last)
 }
 
 /// Interned names of the call graph: every function's qualified name

@@ -341,6 +341,12 @@ pub struct ProjectIndex {
     /// [`ProjectIndex::through_stars`]' answers by name, kept as they are
     /// asked.
     star_cache: std::sync::RwLock<HashMap<Box<str>, Option<Box<str>>>>,
+    /// Hashes of the last segment of every name the index defines or
+    /// aliases (`f` of `utils.f`): a name whose last segment is not among
+    /// them (most calls of torch and the standard library) is no alias of
+    /// a definition, under any prefix or star import, and is its own
+    /// canonical name without a search.
+    last_segments: HashSet<u64>,
 }
 
 /// A class, a method name, and the qualified name of the method found for

@@ -23,6 +23,9 @@ impl ProjectIndex {
     /// [`ProjectIndex::canonical`] without allocating: the name itself or
     /// an alias target the index holds.
     pub(super) fn canonical_str<'a>(&'a self, name: &'a str) -> &'a str {
+        if !self.last_segments.is_empty() && !self.last_segments.contains(&build::last_segment_hash(name)) {
+            return name;
+        }
         let found = self.follow_aliases(name);
         if self.is_defined(found) {
             return found;
@@ -45,6 +48,7 @@ impl ProjectIndex {
         if self.stars.is_empty() || !found.rsplit_once('.').is_some_and(|(m, _)| self.stars.contains_key(m)) {
             return found;
         }
+
         // Each name is followed through the star imports once: a package
         // whose `__init__` star-imports hundreds of modules (transformers'
         // type-checking imports) would be searched again at every query.
@@ -290,23 +294,27 @@ impl ProjectIndex {
     /// The call-graph facts, each a fixpoint computed with a worklist over
     /// integer ids of the names that appear as callers and callees.
     pub(super) fn propagate(&mut self, calls: &[CallSite]) {
-        self.called = calls.iter().map(|c| self.canonical(&c.callee)).collect();
+        // Each callee's canonical name, once (in parallel): the facts
+        // below ask it of every call.
+        let canon: Vec<&str> = {
+            use rayon::prelude::*;
+            calls.par_iter().with_min_len(1024).map(|c| self.canonical_str(&c.callee)).collect()
+        };
+        let called: HashSet<String> = canon.iter().map(|q| q.to_string()).collect();
         // Functions called only outside loops or once per epoch: a callee
         // any site calls in a loop drops out.
         let mut rarely: HashSet<String> = HashSet::default();
         let mut often: HashSet<&str> = HashSet::default();
-        for c in calls {
+        for (c, q) in calls.iter().zip(&canon) {
             if c.in_loop && !c.per_epoch {
-                often.insert(self.canonical_str(&c.callee));
+                often.insert(q);
             }
         }
-        for c in calls {
-            let q = self.canonical_str(&c.callee);
+        for &q in &canon {
             if !often.contains(q) && self.functions.contains_key(q) && !rarely.contains(q) {
                 rarely.insert(q.to_string());
             }
         }
-        self.rarely_called = rarely;
         // Functions reached only once per epoch: every call site runs once
         // per epoch of a training loop, or is in such a function (a decode
         // helper of a validation run at the end of each epoch), or less
@@ -316,8 +324,7 @@ impl ProjectIndex {
         if calls.iter().any(|c| c.per_epoch || c.logged) {
             // Each function's sites: per epoch, or the caller's name.
             let mut sites: HashMap<&str, Vec<(bool, Option<&str>)>> = HashMap::default();
-            for c in calls {
-                let q = self.canonical_str(&c.callee);
+            for (c, &q) in calls.iter().zip(&canon) {
                 if self.functions.contains_key(q) {
                     sites.entry(q).or_default().push((c.per_epoch || c.logged, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
                 }
@@ -337,6 +344,9 @@ impl ProjectIndex {
                 }
             }
         }
+        drop(canon);
+        self.called = called;
+        self.rarely_called = rarely;
         self.epoch_only = epoch_only;
         let mut names = Names::default();
         names.ids.reserve(self.functions.len() + calls.len());
