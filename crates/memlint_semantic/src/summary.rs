@@ -113,7 +113,10 @@ impl SummaryVisitor {
             setup_named: is_setup_name(&f.name),
             init_named: is_init_name(&f.name),
             unit_test: self.is_test_file,
-            step_root: STEP_ROOTS.contains(&f.name.as_str()),
+            // A `def forward(self, x)` outside any class (a method pasted
+            // into a notebook cell to explain it) is no method nothing
+            // could call as a step.
+            step_root: STEP_ROOTS.contains(&f.name.as_str()) && (offset == 1 || params.first().is_none_or(|p| p != "self")),
             step_kinds: crate::step::StepKinds::empty(),
             steps_once: false,
             scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),

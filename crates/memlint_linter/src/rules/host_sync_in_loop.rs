@@ -129,7 +129,9 @@ declare_rule! {
     /// choice needs the value each time it is measured.
     /// A read under a logging condition (`if step % k == 0:`, also after
     /// one in an `and`: `if step % k == 0 and torch.isnan(loss):`) or a user
-    /// option (`if args.verbose:`) is not reported, nor one in an
+    /// option (`if args.verbose:`, or an option of the class that is off
+    /// by default, `if self.individual:`), nor one in a recovery branch
+    /// that runs when values go bad (`if torch.isnan(k).any():`), nor one in an
     /// environment-interaction loop (reinforcement learning: the action
     /// goes to a CPU environment every step, so the step synchronises
     /// anyway), nor one in an `except` handler. A loop that decides every
@@ -225,6 +227,7 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
     if !(per_step || per_parameter)
         || cx.guarded_by_interval()
         || cx.guarded_by_option()
+        || cx.in_rarely_taken_branch()
         || cx.guarded_by_logging_condition()
         || cx.in_interaction_loop()
         || cx.in_handler_catching(OOM_EXCEPTIONS)

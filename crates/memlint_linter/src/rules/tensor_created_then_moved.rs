@@ -87,7 +87,17 @@ declare_rule! {
     /// self.score(...)`): vectorising that loop is the fix, and it removes
     /// the line. Nor is code reached only once per epoch of a training loop
     /// (a decode helper of the validation run after each epoch, through any
-    /// number of calls) outside a loop over data.
+    /// number of calls) outside a loop over data. Nor is a branch a step
+    /// rarely takes: under an option of the class that is off by default
+    /// (`if self.individual:`, where `__init__` keeps `individual=False` as
+    /// `self.individual` and nothing else assigns it), or under a test for
+    /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
+    /// path). A `def forward(self, x)` outside any class (a method pasted
+    /// into a notebook cell to explain it) is not step code.
+    ///
+    /// ## Known false negatives
+    /// A caller may turn an off-by-default option on for every step
+    /// (`Model(configs, individual=True)`); the branch is still skipped.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -148,7 +158,9 @@ impl Rule for TensorCreatedThenMoved {
         let per_step = cx.in_step_code() && !cx.in_code_reached_once_per_epoch();
         let repeated = (per_step || hot_loop) && !cx.in_epoch_loop_only();
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
-        let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition();
+        // Under an option of the class that is off by default (`if
+        // self.individual:`): a variant that runs only when asked for.
+        let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition() || cx.in_rarely_taken_branch();
         if !repeated || now_and_then || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
             return;
         }

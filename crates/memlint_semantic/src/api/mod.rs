@@ -270,3 +270,7 @@ pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale
 /// Tensor methods that scale a value by a factor (`loss.mul(k / n)`,
 /// `loss.div(n)`): the method spelling of `*` and `/`.
 pub const SCALING_METHODS: &[&str] = &["mul", "mul_", "div", "div_", "true_divide", "multiply", "divide"];
+
+/// Functions and tensor methods that test for NaN or infinite values
+/// (`torch.isnan(k)`, `loss.isinf()`, `math.isnan(v)`).
+pub const NAN_TESTS: &[&str] = &["isnan", "isinf", "isneginf", "isposinf"];

@@ -312,6 +312,10 @@ pub struct Context {
     written: std::cell::RefCell<Vec<ExprId>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
+    /// Per class: the `self.<attr>` options its `__init__` sets from a
+    /// parameter that defaults to `False` or `None` and nothing else in
+    /// the class assigns ([`off_by_default_options`]).
+    class_off_options: HashMap<String, HashSet<String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
     /// Per class (qualified): `self.<attr>` assigned a `torch.nn` layer,
     /// by the layer's class name (`self.act = nn.Sigmoid()` -> `Sigmoid`).
@@ -334,6 +338,11 @@ pub struct Context {
     /// Depth of `if` bodies under a user option (`if args.empty_cache:`,
     /// `if self.config.x >= 1:`).
     option_depth: usize,
+    /// Depth of `if` bodies that run only now and then: under an option of
+    /// the class that is off by default (`if self.individual:` with
+    /// `individual=False` in `__init__`), or a test for NaN or infinite
+    /// values (a recovery path).
+    rare_branch_depth: usize,
     /// Depth of `if` bodies under a logging, debugging or profiling
     /// condition (`if args.verbose:`, `if log_this_step:`, `if cfg.profile:`).
     logging_depth: usize,
@@ -403,6 +412,7 @@ impl Context {
             copied_reads: std::cell::RefCell::new(Vec::new()),
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
+            class_off_options: HashMap::default(),
             class_instances: HashMap::default(),
             class_layers: HashMap::default(),
             assign_targets: Vec::new(),
@@ -413,6 +423,7 @@ impl Context {
             non_torch_depth: 0,
             interval_depth: 0,
             option_depth: 0,
+            rare_branch_depth: 0,
             logging_depth: 0,
             debug_depth: 0,
             handlers: Vec::new(),

@@ -199,6 +199,27 @@ impl Context {
         self.option_depth > 0
     }
 
+    /// Whether the current point runs only now and then: when an option
+    /// of the class that is off by default is turned on (the body of `if
+    /// self.individual:` in a method of a class whose `__init__` takes
+    /// `individual=False` and keeps it as `self.individual`: a variant a
+    /// caller must ask for), or when values have gone bad (the body of
+    /// `if torch.isnan(k).any():`, a recovery path).
+    pub fn in_rarely_taken_branch(&self) -> bool {
+        self.rare_branch_depth > 0
+    }
+
+    /// Whether an `if` test turns on an option of the current class that
+    /// is off by default: `self.individual`, alone or in an `and`.
+    pub(super) fn tests_an_off_option(&self, test: &Expr) -> bool {
+        let Some(options) = self.current_class().and_then(|c| self.class_off_options.get(c)) else { return false };
+        let reads_option = |e: &Expr| e.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).is_some_and(|a| options.contains(a));
+        match &test.kind {
+            ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(reads_option),
+            _ => reads_option(test),
+        }
+    }
+
     /// Whether the current point runs only under a logging, debugging or
     /// profiling condition, or a user option: the body of `if
     /// args.verbose:`, `if log_now:`, `if cfg.profile:`, `if

@@ -843,6 +843,52 @@ fn plain_variable(value: &Expr, cx: &Context) -> bool {
     }) && value.keyword("requires_grad").is_none_or(Expr::is_false)
 }
 
+/// The options of a class that are off by default: `self.<attr>` set in
+/// `__init__` from a parameter whose default is `False` or `None`
+/// (`def __init__(self, configs, individual=False): self.individual =
+/// individual`), and assigned nowhere else in the class. A branch under
+/// one runs only for a caller that turns it on.
+pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    let Some(init) = body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(f),
+        _ => None,
+    }) else {
+        return out;
+    };
+    let off = |p: &crate::ir::Param| {
+        p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None)))
+    };
+    if !init.params.iter().any(off) {
+        return out;
+    }
+    // Every assignment of a `self.<attr>` in the class: an option set from
+    // the parameter once, and never again.
+    let mut assigned: HashMap<String, usize> = HashMap::default();
+    let mut from_off_param: HashSet<String> = HashSet::default();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        let is_init = std::ptr::eq(f, init);
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
+                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
+                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
+                _ => return,
+            };
+            for t in targets {
+                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                *assigned.entry(attr.clone()).or_default() += 1;
+                let param = value.and_then(Expr::as_name);
+                if is_init && param.is_some_and(|n| init.params.iter().any(|p| p.name == n && off(p))) {
+                    from_off_param.insert(attr);
+                }
+            }
+        });
+    }
+    out.extend(from_off_param.into_iter().filter(|a| assigned.get(a) == Some(&1)));
+    out
+}
+
 /// Per class: `self.<attr>` frozen in any method, `self.<attr>`
 /// assigned an instance of a project class, and `self.<attr>` assigned a
 /// `torch.nn` layer (by its class name).

@@ -493,6 +493,8 @@ impl Context {
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
                 let debug = usize::from(logging > 0 && crate::facts::scan::is_debug_guard(test));
+                let rare = usize::from(self.tests_an_off_option(test) || crate::facts::scan::tests_for_nan(test));
+                self.rare_branch_depth += rare;
                 self.option_depth += option;
                 self.logging_depth += logging;
                 self.debug_depth += debug;
@@ -509,6 +511,7 @@ impl Context {
                 self.frame_mut().eval_mode = before;
                 self.frame_mut().graph_built = built_before;
                 self.interval_depth -= interval;
+                self.rare_branch_depth -= rare;
                 self.option_depth -= option;
                 self.logging_depth -= logging;
                 self.debug_depth -= debug;
@@ -595,12 +598,13 @@ impl Context {
                     std::mem::take(&mut self.logging_depth),
                     std::mem::take(&mut self.debug_depth),
                     std::mem::take(&mut self.handlers),
+                    std::mem::take(&mut self.rare_branch_depth),
                 );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
                 visitor.leave_stmt(stmt, self);
                 self.frames.pop();
-                (self.interval_depth, self.option_depth, self.logging_depth, self.debug_depth, self.handlers) = saved;
+                (self.interval_depth, self.option_depth, self.logging_depth, self.debug_depth, self.handlers, self.rare_branch_depth) = saved;
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }
@@ -616,6 +620,10 @@ impl Context {
                 let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
                 let (frozen, instances, layers) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
+                let off = super::values::off_by_default_options(body);
+                if !off.is_empty() {
+                    self.class_off_options.insert(qualname.clone(), off);
+                }
                 self.class_instances.insert(qualname.clone(), instances);
                 self.class_layers.insert(qualname.clone(), layers);
                 // A class with a `forward` method or its own parameters is

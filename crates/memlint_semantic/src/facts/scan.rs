@@ -597,6 +597,21 @@ pub(crate) fn is_option_guard(test: &Expr) -> bool {
     })
 }
 
+/// Whether an `if` test looks for NaN or infinite values (`if
+/// torch.isnan(k).any():`, `if math.isinf(v):`): its body is a recovery
+/// path that runs when values go bad. Not a negated test (`if not
+/// torch.isnan(loss):` guards the usual path).
+pub(crate) fn tests_for_nan(test: &Expr) -> bool {
+    if matches!(test.kind, ExprKind::Unary { op: crate::ir::UnaryOp::Not, .. }) {
+        return false;
+    }
+    test.any(&mut |e| match e.as_call().map(|(f, _, _)| &f.kind) {
+        Some(ExprKind::Attribute { attr, .. }) => crate::api::NAN_TESTS.contains(&attr.as_str()),
+        Some(ExprKind::Name(n)) => crate::api::NAN_TESTS.contains(&n.as_str()),
+        _ => false,
+    })
+}
+
 /// Whether an `if` test is a logging, debugging or profiling condition or
 /// a user option: it names a word like `log`, `verbose`, `debug`,
 /// `profile`, `print`, `display` (`if log_now:`, `if self.verbose > 1:`),
