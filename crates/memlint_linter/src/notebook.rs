@@ -408,6 +408,17 @@ fn is_ipython_line(line: &str) -> bool {
     if t.starts_with('%') || t.starts_with('!') || t.starts_with('?') {
         return true;
     }
+    // Automagic, on by default: a line magic runs without its `%` (`pip
+    // install -r requirements.txt`, `conda install x`, `cd data`). Two
+    // names side by side are never Python.
+    let mut words = t.split_whitespace();
+    if let (Some(first), Some(second)) = (words.next(), words.next()) {
+        let word = second.starts_with(|c: char| c.is_ascii_alphabetic());
+        let path = second.starts_with(|c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '/' | '~' | '$'));
+        if matches!(first, "pip" | "conda") && word || first == "cd" && path && !second.starts_with("..=") {
+            return true;
+        }
+    }
     // `obj?`, `obj??`: Python has no `?`, so a trailing one (outside a
     // comment) is the help syntax.
     let code = t.split('#').next().unwrap_or("").trim_end();
@@ -999,6 +1010,16 @@ mod tests {
         assert_eq!(lines[4], "pass  ");
         assert_eq!(lines[7], format!("    pass{}", " ".repeat(6)));
         assert!(memlint_python::parse(&py).errors.is_empty());
+    }
+
+    #[test]
+    fn automagic_lines_are_blanked() {
+        for line in ["pip install -r requirements.txt", "conda install -c conda-forge x", "cd data", "cd ../src"] {
+            assert!(is_ipython_line(line), "{line}");
+        }
+        for line in ["pip = 3", "pip(install)", "cd = path", "cd.x", "pip", "cd"] {
+            assert!(!is_ipython_line(line), "{line}");
+        }
     }
 
     #[test]
