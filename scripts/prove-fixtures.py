@@ -19,7 +19,10 @@ A flagged line outside every case is an error of the fixture.
   step with the recorded gradients:
   - ML104 flagged: at a step after k >= 2 micro-batches, `.grad` equals
     the sum of their gradients (k times the scaled version, their mean);
-    near miss: at every such step it equals the mean.
+    near miss: at every such step it equals the gradient one step over
+    the large batch would take: the mean, or, for the losses summed over
+    the samples that the module names in `SUMMED_LOSSES` (wrapped as
+    `loss_fn` is), the sum.
   - ML105 flagged: at some optimizer's second or later step, `.grad`
     equals the sum of every gradient since the start (the first step's
     gradient applied again) and not the sum since its previous step;
@@ -128,10 +131,12 @@ class Recorder:
         self.last_step = {}  # id(optimizer) -> seq of its previous step
         self.steps = []  # (optimizer step number, [(grad, fresh, total, k)])
         self.counts = {}
+        self.summed = False  # a loss summed over the samples was recorded
 
-    def wrap(self, fn):
+    def wrap(self, fn, summed=False):
         def wrapped(*args, **kwargs):
             loss = fn(*args, **kwargs)
+            self.summed |= summed
             ps = [p for p in leaves(loss) if p.requires_grad]
             if ps:
                 grads = torch.autograd.grad(loss, ps, retain_graph=True, allow_unused=True)
@@ -188,6 +193,9 @@ def measured_verdict(code, flagged, rec):
             ok = any(all(close(g, f) and not close(g, f / k) for g, f, _, k in rows) for _, rows in acc)
             ks = sorted({k for _, rows in acc for *_, k in rows})
             return ok, f"grad = sum of {ks} micro-batch gradients (k x their mean)" if ok else "grad is not the unscaled sum"
+        if rec.summed:
+            ok = all(all(close(g, f) for g, f, _, _ in rows) for _, rows in acc)
+            return ok, "grad = sum of the summed losses' gradients, the large batch's" if ok else "grad is not the large batch's sum"
         ok = all(all(close(g, f / k) for g, f, _, k in rows) for _, rows in acc)
         return ok, "grad = mean of the micro-batch gradients" if ok else "grad is not the mean of the micro-batch gradients"
     # ML105
@@ -204,6 +212,9 @@ def run_case(code, module, name, flagged):
         rec = Recorder()
         original = module.loss_fn
         module.loss_fn = rec.wrap(original)
+        summed = {n: getattr(module, n) for n in getattr(module, "SUMMED_LOSSES", ())}
+        for n, f in summed.items():
+            setattr(module, n, rec.wrap(f, summed=True))
         handle = register_optimizer_step_pre_hook(rec.pre_step)
         try:
             fn()
@@ -212,6 +223,8 @@ def run_case(code, module, name, flagged):
         finally:
             handle.remove()
             module.loss_fn = original
+            for n, f in summed.items():
+                setattr(module, n, f)
         return measured_verdict(code, flagged, rec)
     exc_types, pattern = RAISES[code]
     must_raise = flagged and not name.startswith("case_silent_")

@@ -73,6 +73,11 @@ impl<'c> Checker<'c> {
         Checker { cx, source, module, diagnostics, loop_body: None, loop_events: OnceCell::new(), file }
     }
 
+    /// The statements of the file's module.
+    pub fn module_body(&self) -> &'c [Stmt] {
+        &self.module.body
+    }
+
     /// Per-file answers that do not depend on the node at hand.
     pub fn file_memo(&self) -> &'c FileMemo {
         self.file

@@ -159,7 +159,11 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
     let frontend = frontend::frontend_of(parsed.module.language);
     let mut diagnostics = Vec::new();
     if let Some(first) = parsed.errors.first() {
-        if options.rules.contains(PARSE_ERROR.code) {
+        // A course's homework left for students to fill in (`# TODO(student)`
+        // over an empty block): the file is meant not to run yet.
+        let homework = frontend.language() == memlint_semantic::ir::Language::Python
+            && notebook::exercise_blanks_in_module(source, &parsed.errors);
+        if options.rules.contains(PARSE_ERROR.code) && !homework {
             let more = parsed.errors.len() - 1;
             let mut message = format!("syntax error: {}", first.message);
             if more > 0 {

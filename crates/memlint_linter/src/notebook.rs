@@ -533,6 +533,19 @@ pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
 /// line before; or a body left out (`def forward(self, x):` followed by
 /// comments only).
 fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool {
+    blanks(source, errors.iter().map(|e| (e.message.as_str(), e.span.start)), true)
+}
+
+/// [`exercise_blanks`] for a module (a `.py` file of a course's homework:
+/// `for i in range(n):` then `# TODO(student): implement CEM`): a block
+/// left empty counts only when a comment right above the error marks the
+/// blank; any other empty block is a mistake.
+pub(crate) fn exercise_blanks_in_module(source: &str, errors: &[crate::frontend::SyntaxError]) -> bool {
+    blanks(source, errors.iter().map(|e| (e.message.as_str(), e.span.start)), false)
+}
+
+/// The errors as `(message, offset)`.
+fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_empty_block: bool) -> bool {
     fn blank_after_equals(code: &str) -> bool {
         let bytes = code.as_bytes();
         bytes.iter().enumerate().any(|(i, &b)| {
@@ -543,14 +556,21 @@ fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool
             rest.is_empty() || rest.starts_with(',') || rest.starts_with(')') || rest == "pass" || rest.starts_with("pass ")
         })
     }
-    !errors.is_empty()
-        && errors.iter().all(|e| {
-            if e.message.starts_with("Expected an indented block") {
-                return true;
-            }
-            let at = (e.span.start as usize).min(source.len());
+    let mut errors = errors.peekable();
+    errors.peek().is_some()
+        && errors.all(|(message, start)| {
+            let at = (start as usize).min(source.len());
             let Some(before) = source.get(..at) else { return false };
             let line_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+            if message.starts_with("Expected an indented block") {
+                // The comments that stand for the block: after the header
+                // (where the parser reports the error) or before the line
+                // that ends it.
+                let only_comments = |l: &&str| l.trim().is_empty() || l.trim_start().starts_with('#');
+                let after = source[at..].lines().skip(1).take_while(only_comments);
+                let above = before[..line_start].lines().rev().take_while(only_comments);
+                return any_empty_block || after.chain(above).any(marks_a_blank);
+            }
             let prefix = &before[line_start..];
             let line = if prefix.trim().is_empty() {
                 // The error opens a line: the blank is on the line before.
@@ -1081,6 +1101,13 @@ mod tests {
         assert!(blank("one_hot = pass\n"));
         assert!(blank("opt = Adam(params, lr=)\n"));
         assert!(blank("def forward(self, x):\n    # TODO\n"));
+        let in_module = |src: &str| {
+            let parsed = crate::frontend::frontend_of(memlint_semantic::ir::Language::Python).parse(src);
+            exercise_blanks_in_module(src, &parsed.errors)
+        };
+        assert!(in_module("for i in range(n):\n    # TODO(student): implement CEM\n    # HINT: start from the mean\nelse:\n    pass\n"));
+        assert!(!in_module("for i in range(n):\n    # the elite mean\nx = 1\n"));
+        assert!(!in_module("def f(:\n    pass\n"));
         assert!(!blank("y = (1,\n"));
         assert!(!blank("def f(:\n    pass\n"));
         assert!(!blank("if a == :\n    pass\n"));

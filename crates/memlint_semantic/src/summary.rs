@@ -120,6 +120,8 @@ impl SummaryVisitor {
             step_kinds: crate::step::StepKinds::empty(),
             steps_once: false,
             scales_values: f.words.contains(Words::DIV_MUL) && scales_values(&f.body),
+            sums_losses: (matches!(f.name.as_str(), "forward" | "__call__") || f.name.contains("loss"))
+                && crate::facts::scan::sums_losses(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
             waits_for_device: cx.waits_for_device_in(&f.body),
             // A helper that moves its argument is a few lines long.

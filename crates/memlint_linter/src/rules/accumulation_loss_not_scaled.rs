@@ -1,6 +1,7 @@
 use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
 use memlint_semantic::step::{accumulation_count, micro_step_count, StepEvent, StepKind, StepKinds};
 use memlint_semantic::Context;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -55,8 +56,14 @@ declare_rule! {
     /// anything; a loss that comes from outside the loop is not checked.
     /// `accelerator.backward(loss)` and other wrappers that scale for you
     /// are not checked, nor loops whose `backward()` runs only in a helper.
-    /// Deliberately summed gradients (a loss already reduced with
-    /// `reduction="sum"` over the whole accumulated batch) are reported.
+    /// A loss summed over the samples is not reported: a torch loss with
+    /// `reduction="sum"` (or `size_average=False`), a name bound to one
+    /// (`criterion = nn.MSELoss(reduction="sum")`), a project loss function
+    /// or loss module whose `forward` reduces with `reduction="sum"` and
+    /// averages nothing (YOLO's loss, with the learning rate divided by
+    /// the batch size). Accumulated, its micro-batch gradients add up to the
+    /// gradient of the large batch's sum, as one step over that batch would
+    /// give.
     /// Test modules are not checked. An inner loop over `range(n)` whose
     /// names say nothing of accumulation (`for k in range(n_heads)`: one
     /// backward per head, summed on purpose) is not taken as micro-steps.
@@ -102,7 +109,11 @@ impl AccumulationLossNotScaled {
     fn report_unscaled(checker: &mut Checker<'_>, e: &StepEvent<'_>, body: &[Stmt], n_text: &str, why: &str) {
         let StepKind::Backward { wrapper: false, .. } = e.kind else { return };
         let Some(loss) = e.loss else { return };
-        if scaled(loss, body, e.span.start, checker.cx, 0) {
+        let sums = checker
+            .file_memo()
+            .get_or("sum-reduced-names", "", || Some(memlint_semantic::facts::sum_reduced_names(checker.module_body())))
+            .unwrap_or_default();
+        if scaled(loss, body, e.span.start, checker.cx, &sums, 0) {
             return;
         }
         let loss_text = checker.text(loss.span).to_string();
@@ -152,20 +163,20 @@ impl Rule for AccumulationLossNotScaled {
 /// multiplied by a factor, or made by a project function that scales, or
 /// out of sight (not assigned in the loop before `before`). Doubt counts as
 /// scaled.
-fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> bool {
+fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, sums: &HashSet<String>, depth: u32) -> bool {
     if depth > 8 {
         return true;
     }
     match &e.kind {
         ExprKind::BinOp { op: BinOp::Div | BinOp::Mult | BinOp::FloorDiv, .. } => true,
-        ExprKind::BinOp { left, right, .. } => scaled(left, body, before, cx, depth + 1) || scaled(right, body, before, cx, depth + 1),
-        ExprKind::Unary { operand: x, .. } => scaled(x, body, before, cx, depth + 1),
-        ExprKind::Subscript { value, .. } => scaled(value, body, before, cx, depth + 1),
+        ExprKind::BinOp { left, right, .. } => scaled(left, body, before, cx, sums, depth + 1) || scaled(right, body, before, cx, sums, depth + 1),
+        ExprKind::Unary { operand: x, .. } => scaled(x, body, before, cx, sums, depth + 1),
+        ExprKind::Subscript { value, .. } => scaled(value, body, before, cx, sums, depth + 1),
         ExprKind::Name(_) | ExprKind::Attribute { .. } => {
             let Some(d) = e.dotted() else {
                 // `model(x).loss`: the base.
                 let ExprKind::Attribute { value, .. } = &e.kind else { return true };
-                return scaled(value, body, before, cx, depth + 1);
+                return scaled(value, body, before, cx, sums, depth + 1);
             };
             let mut values = Vec::new();
             let mut aug_scaled = false;
@@ -182,14 +193,19 @@ fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> boo
                         assignments(body, &b, before, &mut v, &mut a);
                         !v.is_empty() || a
                     }) {
-                        return scaled(value, body, before, cx, depth + 1);
+                        return scaled(value, body, before, cx, sums, depth + 1);
                     }
                 }
                 return true;
             }
-            values.iter().any(|(at, v)| scaled(v, body, *at, cx, depth + 1))
+            values.iter().any(|(at, v)| scaled(v, body, *at, cx, sums, depth + 1))
         }
         ExprKind::Call { func, args, .. } => {
+            // A loss summed over the samples (`reduction="sum"`, YOLO's
+            // loss module): accumulated, it is the large batch's sum.
+            if cx.sums_losses(e) || func.dotted().is_some_and(|d| sums.contains(d.as_str())) {
+                return true;
+            }
             if let Some(f) = cx.project_callee(e) {
                 return f.scales_values;
             }
@@ -202,12 +218,12 @@ fn scaled(e: &Expr, body: &[Stmt], before: u32, cx: &Context, depth: u32) -> boo
             // `loss.mean()`, `losses.sum()`: the receiver.
             match &func.kind {
                 ExprKind::Attribute { value, .. } if cx.qualified_name(func).is_none() && !cx.is_model(value) => {
-                    scaled(value, body, before, cx, depth + 1)
+                    scaled(value, body, before, cx, sums, depth + 1)
                 }
                 _ => false,
             }
         }
-        ExprKind::IfExp { body: b, orelse, .. } => scaled(b, body, before, cx, depth + 1) || scaled(orelse, body, before, cx, depth + 1),
+        ExprKind::IfExp { body: b, orelse, .. } => scaled(b, body, before, cx, sums, depth + 1) || scaled(orelse, body, before, cx, sums, depth + 1),
         _ => false,
     }
 }

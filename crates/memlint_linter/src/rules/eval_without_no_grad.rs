@@ -16,7 +16,10 @@ declare_rule! {
     /// train flag off) is evaluation by itself. A `backward()` in the same region makes it
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every
-    /// loop, in the function outside its loops. An evaluation loop that
+    /// loop, in the function outside its loops. So does a loop that runs an
+    /// adversarial attack from a library or helper (`adversary.perturb(x,
+    /// y)`, `pgd_attack(model, x, y)`: a call named for perturbing or
+    /// attacking), whose gradients need autograd on. An evaluation loop that
     /// follows a training loop in the same function is still evaluation,
     /// and so is the code from `model.eval()` to `model.train()` in an
     /// epoch loop whose batch loop trained before it (sampling a GAN's
@@ -135,6 +138,7 @@ impl Rule for EvalWithoutNoGrad {
             || !(cx.in_eval_code() || eval_mode_forward)
             || !cx.grad_enabled()
             || cx.backward_in_scope()
+            || cx.in_attack_loop()
             || cx.in_non_torch_branch()
         {
             return;

@@ -271,6 +271,28 @@ pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale
 /// `loss.div(n)`): the method spelling of `*` and `/`.
 pub const SCALING_METHODS: &[&str] = &["mul", "mul_", "div", "div_", "true_divide", "multiply", "divide"];
 
+/// Whether a call reduces a loss by summing it over the samples:
+/// `reduction="sum"` (`nn.MSELoss(reduction="sum")`, `F.cross_entropy(...,
+/// reduction="sum")`), or the legacy `size_average=False`.
+pub fn sums_over_samples(call: &Expr) -> bool {
+    call.keyword("reduction").is_some_and(|v| matches!(&v.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s.as_str() == "sum"))
+        || call.keyword("size_average").is_some_and(Expr::is_false)
+}
+
+/// Whether a call averages: `reduction="mean"`, `x.mean()`, `torch.mean(x)`.
+pub fn averages(call: &Expr) -> bool {
+    let Some((func, _, _)) = call.as_call() else { return false };
+    let named_mean = match &func.kind {
+        ExprKind::Attribute { attr, .. } => matches!(attr.as_str(), "mean" | "nanmean"),
+        ExprKind::Name(n) => matches!(n.as_str(), "mean" | "nanmean"),
+        _ => false,
+    };
+    named_mean
+        || call.keyword("reduction").is_some_and(|v| {
+            matches!(&v.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if matches!(s.as_str(), "mean" | "elementwise_mean"))
+        })
+}
+
 /// Functions and tensor methods that test for NaN or infinite values
 /// (`torch.isnan(k)`, `loss.isinf()`, `math.isnan(v)`).
 pub const NAN_TESTS: &[&str] = &["isnan", "isinf", "isneginf", "isposinf"];

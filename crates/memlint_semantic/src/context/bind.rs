@@ -160,6 +160,7 @@ impl Context {
             unconditional: if in_train && rules { unconditional_assigned(body) } else { HashMap::default() },
             backward_roots: if self.function_words().contains(Words::BACKWARD) { backward_roots(body) } else { HashSet::default() },
             steps_env: rules && steps_an_environment(body),
+            runs_attack: rules && kind != LoopKind::Train && crate::facts::scan::runs_an_attack(body),
             over_data: false,
             over_files: false,
             over_parameters: false,

@@ -146,6 +146,9 @@ struct LoopFrame {
     /// The body steps an environment (`env.step(action)`): an interaction
     /// loop of reinforcement learning, where a forward picks each action.
     steps_env: bool,
+    /// The body runs an adversarial attack
+    /// ([`crate::facts::scan::runs_an_attack`]): it needs autograd on.
+    runs_attack: bool,
     /// The loop iterates over data: a loader, a dataset or batches (and
     /// does not leave after its first iteration by an unconditional `break`).
     over_data: bool,

@@ -355,6 +355,13 @@ impl Context {
         self.data_comprehension.get() > 0 || self.frame().loops.iter().any(|l| l.over_data)
     }
 
+    /// Whether an enclosing loop runs an adversarial attack (`adv =
+    /// adversary.perturb(x, y)`): adversarial evaluation, which needs
+    /// autograd on for the attack.
+    pub fn in_attack_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| l.runs_attack)
+    }
+
     /// Whether the current point is in a loop that steps an environment
     /// (`env.step(action)`, `envs.step(...)`): reinforcement learning's
     /// interaction loop, where a forward on one observation picks an action.

@@ -154,6 +154,19 @@ impl Context {
         self.class_instances.get(self.current_class()?)?.get(attr).cloned()
     }
 
+    /// Whether a call returns a loss summed over the samples: a torch loss
+    /// with `reduction="sum"`, a project loss function that sums its
+    /// losses, or an instance of a project loss module whose `forward`
+    /// does ([`crate::index::FunctionSummary::sums_losses`]).
+    pub fn sums_losses(&self, call: &Expr) -> bool {
+        if crate::api::sums_over_samples(call) || self.project_callee(call).is_some_and(|f| f.sums_losses) {
+            return true;
+        }
+        let Some((func, _, _)) = call.as_call() else { return false };
+        let Some(class) = func.dotted().and_then(|d| self.instance_class(&d)) else { return false };
+        self.index.method_of(&class, crate::api::nn::FORWARD).and_then(|q| self.index.function(&q)).is_some_and(|f| f.sums_losses)
+    }
+
     /// The project function a call resolves to, with its summary.
     pub fn project_callee(&self, call: &Expr) -> Option<&crate::index::FunctionSummary> {
         if self.index.is_empty() {

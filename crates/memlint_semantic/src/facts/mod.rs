@@ -5,4 +5,4 @@ pub mod pipeline;
 pub(crate) mod scan;
 pub mod views;
 
-pub use scan::{tests_for_the_device, volatile_use, Volatile};
+pub use scan::{sum_reduced_names, tests_for_the_device, volatile_use, Volatile};

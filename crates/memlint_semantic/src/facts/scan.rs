@@ -597,6 +597,36 @@ pub(crate) fn is_option_guard(test: &Expr) -> bool {
     })
 }
 
+/// Whether a loss function sums over the samples: it reduces some loss
+/// with `reduction="sum"` (or `size_average=False`) and averages nothing
+/// (YOLO's losses, summed over the batch, with the learning rate divided
+/// by the batch size instead). Accumulating such a loss over micro-batches
+/// gives the sum over the large batch, as one step of it would.
+pub(crate) fn sums_losses(body: &[Stmt]) -> bool {
+    let (mut sums, mut averages) = (false, false);
+    for_each_expr_in_function(body, &mut |e| {
+        if e.as_call().is_some() {
+            sums |= crate::api::sums_over_samples(e);
+            averages |= crate::api::averages(e);
+        }
+    });
+    sums && !averages
+}
+
+/// The names the module binds to a loss reduced by summing over the
+/// samples (`criterion = nn.MSELoss(reduction="sum")`), in any function.
+pub fn sum_reduced_names(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    crate::ir::for_each_stmt_in_module(body, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            if value.as_call().is_some() && crate::api::sums_over_samples(value) {
+                out.extend(targets.iter().filter_map(|t| t.dotted().map(|d| d.to_string())));
+            }
+        }
+    });
+    out
+}
+
 /// Whether an `if` test looks for NaN or infinite values (`if
 /// torch.isnan(k).any():`, `if math.isinf(v):`): its body is a recovery
 /// path that runs when values go bad. Not a negated test (`if not
@@ -676,6 +706,28 @@ pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
         }
     });
     out
+}
+
+/// Whether `body` runs an adversarial attack: it calls a function or
+/// method named for one (`adversary.perturb(x, y)`, `pgd_attack(model, x,
+/// y)`, `fgsm(...)`, `generate_adversarial(...)`). An attack takes
+/// gradients of the model's output with respect to its input, so the
+/// loop runs with autograd on by design.
+pub(crate) fn runs_an_attack(body: &[Stmt]) -> bool {
+    const ATTACK_WORDS: &[&str] = &["perturb", "attack", "fgsm", "pgd", "adversarial", "adversary"];
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        if found {
+            return;
+        }
+        let name = match e.as_call().map(|(f, _, _)| &f.kind) {
+            Some(ExprKind::Attribute { attr, .. }) => attr.as_str(),
+            Some(ExprKind::Name(n)) => n.as_str(),
+            _ => return,
+        };
+        found = words(name).iter().any(|w| ATTACK_WORDS.contains(&w.as_str()));
+    });
+    found
 }
 
 /// Whether `body` steps an environment: a `.step(...)` call on a receiver

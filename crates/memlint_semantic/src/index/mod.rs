@@ -182,6 +182,10 @@ pub struct FunctionSummary {
     /// The body divides or multiplies a value by a non-literal
     /// (`loss / self.accum_steps`): a loss it returns may be scaled.
     pub scales_values: bool,
+    /// A loss function (a `forward`, `__call__` or a function named for a
+    /// loss) that sums its losses over the samples and averages nothing
+    /// ([`crate::facts::scan::sums_losses`]).
+    pub sums_losses: bool,
     /// Each call waits for the device: outside any `if` or `try`, the body
     /// reads a value back to the host (`.item()`, `.cpu()`,
     /// `i64::try_from(&t)`, `torch.cuda.synchronize()`) or copies host
