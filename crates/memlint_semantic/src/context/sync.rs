@@ -112,6 +112,8 @@ pub(super) fn drawn_root(e: &Expr) -> Root<'_> {
             ExprKind::Subscript { value, .. } | ExprKind::Attribute { value, .. } => e = value,
             ExprKind::Unary { op: UnaryOp::Ref | UnaryOp::RefMut, operand } => e = operand,
             ExprKind::Call { func, .. } => match &func.kind {
+                // `it.next()` (Python 2's spelling, kept by old scripts), `it.__next__()`.
+                ExprKind::Attribute { attr, .. } if matches!(attr.as_str(), "next" | "__next__") => return Root::Next,
                 ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device" | "type") => e = value,
                 ExprKind::Name(n) if n == "next" => return Root::Next,
                 _ => return Root::Other,

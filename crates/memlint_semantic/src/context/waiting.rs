@@ -177,9 +177,14 @@ impl Context {
                 return true;
             }
             // Names made from what the loop draws are drawn too:
-            // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`.
+            // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`,
+            // and what it draws by hand: `x, y = next(source_iter)`.
             if let StmtKind::Assign { targets, value, .. } = &s.kind {
-                let from_drawn = |v: &Expr| matches!(drawn_root(v), Root::Name(n) if drawn.iter().any(|d| d == n));
+                let from_drawn = |v: &Expr| match drawn_root(v) {
+                    Root::Name(n) => drawn.iter().any(|d| d == n),
+                    Root::Next => true,
+                    Root::Other => false,
+                };
                 let parts: Vec<&Expr> = match &value.kind {
                     ExprKind::Sequence(items) => items.iter().collect(),
                     _ => vec![value],
