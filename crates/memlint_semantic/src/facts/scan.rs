@@ -628,18 +628,28 @@ pub fn sum_reduced_names(body: &[Stmt]) -> HashSet<String> {
 }
 
 /// Whether an `if` test looks for NaN or infinite values (`if
-/// torch.isnan(k).any():`, `if math.isinf(v):`): its body is a recovery
-/// path that runs when values go bad. Not a negated test (`if not
+/// torch.isnan(k).any():`, `if math.isinf(v):`, or such a test in an
+/// `and`, or every operand of an `or` one): its body is a recovery path
+/// that runs when values go bad. Not a negated test (`if not
 /// torch.isnan(loss):` guards the usual path).
 pub(crate) fn tests_for_nan(test: &Expr) -> bool {
-    if matches!(test.kind, ExprKind::Unary { op: crate::ir::UnaryOp::Not, .. }) {
-        return false;
+    fn nan_test(e: &Expr) -> bool {
+        let Some((func, args, _)) = e.as_call() else { return false };
+        match &func.kind {
+            // `torch.isnan(k).any()`, `loss.isinf().all()`: the test below.
+            ExprKind::Attribute { value, attr, .. } if args.is_empty() && matches!(attr.as_str(), "any" | "all" | "item") => {
+                nan_test(value)
+            }
+            ExprKind::Attribute { attr, .. } => crate::api::NAN_TESTS.contains(&attr.as_str()),
+            ExprKind::Name(n) => crate::api::NAN_TESTS.contains(&n.as_str()),
+            _ => false,
+        }
     }
-    test.any(&mut |e| match e.as_call().map(|(f, _, _)| &f.kind) {
-        Some(ExprKind::Attribute { attr, .. }) => crate::api::NAN_TESTS.contains(&attr.as_str()),
-        Some(ExprKind::Name(n)) => crate::api::NAN_TESTS.contains(&n.as_str()),
-        _ => false,
-    })
+    match &test.kind {
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(nan_test),
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::Or, values } => values.iter().all(nan_test),
+        _ => nan_test(test),
+    }
 }
 
 /// Whether an `if` test is a logging, debugging or profiling condition or
@@ -710,11 +720,11 @@ pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
 
 /// Whether `body` runs an adversarial attack: it calls a function or
 /// method named for one (`adversary.perturb(x, y)`, `pgd_attack(model, x,
-/// y)`, `fgsm(...)`, `generate_adversarial(...)`). An attack takes
+/// y)`, `fgsm(...)`; not `adversarial_loss(...)`, a GAN's loss). An attack takes
 /// gradients of the model's output with respect to its input, so the
 /// loop runs with autograd on by design.
 pub(crate) fn runs_an_attack(body: &[Stmt]) -> bool {
-    const ATTACK_WORDS: &[&str] = &["perturb", "attack", "fgsm", "pgd", "adversarial", "adversary"];
+    const ATTACK_WORDS: &[&str] = &["perturb", "attack", "fgsm", "pgd", "adversary"];
     let mut found = false;
     for_each_expr_in_function(body, &mut |e| {
         if found {
