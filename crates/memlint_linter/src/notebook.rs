@@ -537,9 +537,10 @@ fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool
 }
 
 /// [`exercise_blanks`] for a module (a `.py` file of a course's homework:
-/// `for i in range(n):` then `# TODO(student): implement CEM`): a block
-/// left empty counts only when a comment right above the error marks the
-/// blank; any other empty block is a mistake.
+/// `for i in range(n):` then `# TODO(student): implement CEM`): only a
+/// marked blank counts (a placeholder, a comment that marks it; a block
+/// left empty when one of its comments does); an unmarked `loss = ` or
+/// empty block may be a mistake.
 pub(crate) fn exercise_blanks_in_module(source: &str, errors: &[crate::frontend::SyntaxError]) -> bool {
     blanks(source, errors.iter().map(|e| (e.message.as_str(), e.span.start)), false)
 }
@@ -580,7 +581,9 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
                 &source[line_start..end]
             };
             let code = line.split('#').next().unwrap_or("");
-            if blank_after_equals(code) {
+            // In a module, only a marked blank counts: `loss = ` alone may
+            // be a line left half-written.
+            if any_empty_block && blank_after_equals(code) {
                 return true;
             }
             // A placeholder (`a = <YOUR CODE: sample an action>`, a line
@@ -590,7 +593,7 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
             let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
             let here = &source[line_start..end];
             let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l)) || has_question_blank(code)
+            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l)) || any_empty_block && has_question_blank(code)
         })
 }
 
@@ -1108,6 +1111,8 @@ mod tests {
         assert!(in_module("for i in range(n):\n    # TODO(student): implement CEM\n    # HINT: start from the mean\nelse:\n    pass\n"));
         assert!(!in_module("for i in range(n):\n    # the elite mean\nx = 1\n"));
         assert!(!in_module("def f(:\n    pass\n"));
+        assert!(!in_module("loss = \n"));
+        assert!(in_module("loss =  # TODO: your code\n"));
         assert!(!blank("y = (1,\n"));
         assert!(!blank("def f(:\n    pass\n"));
         assert!(!blank("if a == :\n    pass\n"));
