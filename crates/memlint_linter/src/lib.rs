@@ -161,9 +161,10 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
     if let Some(first) = parsed.errors.first() {
         // A course's homework left for students to fill in (`# TODO(student)`
         // over an empty block): the file is meant not to run yet.
-        let homework = frontend.language() == memlint_semantic::ir::Language::Python
-            && notebook::exercise_blanks_in_module(source, &parsed.errors);
-        if options.rules.contains(PARSE_ERROR.code) && !homework {
+        let homework = || {
+            frontend.language() == memlint_semantic::ir::Language::Python && notebook::exercise_blanks_in_module(source, &parsed.errors)
+        };
+        if options.rules.contains(PARSE_ERROR.code) && !homework() {
             let more = parsed.errors.len() - 1;
             let mut message = format!("syntax error: {}", first.message);
             if more > 0 {

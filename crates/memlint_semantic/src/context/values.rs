@@ -849,18 +849,17 @@ fn plain_variable(value: &Expr, cx: &Context) -> bool {
 /// individual`), and assigned nowhere else in the class. A branch under
 /// one runs only for a caller that turns it on.
 pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::default();
     let Some(init) = body.iter().find_map(|s| match &s.kind {
         StmtKind::Function(f) if f.name == "__init__" => Some(f),
         _ => None,
     }) else {
-        return out;
+        return HashSet::default();
     };
     let off = |p: &crate::ir::Param| {
         p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None)))
     };
     if !init.params.iter().any(off) {
-        return out;
+        return HashSet::default();
     }
     // Every assignment of a `self.<attr>` in the class: an option set from
     // the parameter once, and never again.
@@ -885,8 +884,8 @@ pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
             }
         });
     }
-    out.extend(from_off_param.into_iter().filter(|a| assigned.get(a) == Some(&1)));
-    out
+    from_off_param.retain(|a| assigned.get(a) == Some(&1));
+    from_off_param
 }
 
 /// Per class: `self.<attr>` frozen in any method, `self.<attr>`

@@ -493,7 +493,11 @@ impl Context {
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
                 let debug = usize::from(logging > 0 && crate::facts::scan::is_debug_guard(test));
-                let rare = usize::from(self.tests_an_off_option(test) || crate::facts::scan::tests_for_nan(test));
+                // Only rules ask whether a branch is rarely taken: the
+                // summary walk skips the tests.
+                let rare = usize::from(
+                    !self.options.summary_only && (self.tests_an_off_option(test) || crate::facts::scan::tests_for_nan(test)),
+                );
                 self.rare_branch_depth += rare;
                 self.option_depth += option;
                 self.logging_depth += logging;
@@ -620,9 +624,11 @@ impl Context {
                 let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
                 let (frozen, instances, layers) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
-                let off = super::values::off_by_default_options(body);
-                if !off.is_empty() {
-                    self.class_off_options.insert(qualname.clone(), off);
+                if !self.options.summary_only {
+                    let off = super::values::off_by_default_options(body);
+                    if !off.is_empty() {
+                        self.class_off_options.insert(qualname.clone(), off);
+                    }
                 }
                 self.class_instances.insert(qualname.clone(), instances);
                 self.class_layers.insert(qualname.clone(), layers);
