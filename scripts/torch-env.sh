@@ -8,6 +8,8 @@
 # Idempotent: a second source with torch present does no network work.
 # The install is about 4.6 GB (torch pulls the CUDA runtime wheels, which
 # libtorch_cpu.so needs even on a CPU-only machine) and takes a minute or two.
+# pip keeps no copy of the downloaded wheels (--no-cache-dir): that would be
+# gigabytes more on the same disk.
 
 _memprobe_torch_env() {
     local here repo venv want
@@ -26,7 +28,7 @@ _memprobe_torch_env() {
     if [ "$have" != "$want" ]; then
         echo "torch-env: installing torch==$want into $venv (about 4.6 GB, a few minutes)" >&2
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 || return 1
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off "torch==$want" >&2 \
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off --no-cache-dir "torch==$want" >&2 \
             || { echo "torch-env: pip install torch==$want failed" >&2; return 1; }
         echo "torch-env: torch $want installed" >&2
     fi
