@@ -342,6 +342,16 @@ fn blank(s: &str) -> String {
     s.bytes().map(|b| if b == b'\n' || b == b'\r' { b as char } else { ' ' }).collect()
 }
 
+/// A module's source with its IPython lines (`!pip install x`, `%time
+/// f()`) replaced as in a notebook cell, same length; `None` when it has
+/// none or opens with a cell magic.
+pub(crate) fn ipython_view_of_module(source: &str) -> Option<String> {
+    match python_view(source) {
+        (view, CellRole::Module) if view != source => Some(view),
+        _ => None,
+    }
+}
+
 /// A cell's source with IPython syntax replaced (same length), and how the
 /// cell is checked.
 fn python_view(source: &str) -> (String, CellRole) {

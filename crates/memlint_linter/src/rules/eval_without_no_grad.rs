@@ -78,8 +78,8 @@ declare_rule! {
     /// reinforcement learning's interaction loop, one observation per
     /// forward, its graph dropped every step), nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`),
-    /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`), which has no
-    /// parameters. `range(iter)` counts iterations: it is no loop over
+    /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`, also moved:
+    /// `nn.CrossEntropyLoss().to(device)`), which has no parameters. `range(iter)` counts iterations: it is no loop over
     /// data. A loss handed to a local helper that takes gradients (`def
     /// hvp(y, w, v): ... torch.autograd.grad(y, w, create_graph=True)`)
     /// needs its graph, as a `backward()` does.

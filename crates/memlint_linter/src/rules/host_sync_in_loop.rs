@@ -52,7 +52,8 @@ declare_rule! {
     /// permutation to a step function), or that passes the model a part of
     /// the batch it never moves while it moves others
     /// (`model(image, caption)` with only `image` moved: the model copies
-    /// the rest itself) or writes one into a tensor (`bank[a:b] = idx`),
+    /// the rest itself) or writes one into a tensor (`bank[a:b] = idx`,
+    /// a device buffer refilled by `im_data.resize_(...).copy_(data[0])`),
     /// is not
     /// reported: PyTorch waits for the stream after such a copy, so the
     /// host already waits for the device once per step, and a read adds

@@ -62,7 +62,8 @@ declare_rule! {
     /// pieces returned together). A local list that is neither returned nor
     /// stored and is filled outside a training or evaluation loop dies with
     /// the function (typically right after a `torch.stack`), and a copy into
-    /// a tensor (`buf[i] = x[0]`) pins nothing: neither is reported. The rule
+    /// a tensor (`buf[i] = x[0]`) or into a slice of an array (`self.obs[s:e]
+    /// = x[0]`) pins nothing: neither is reported. The rule
     /// stays quiet when the base stays alive anyway (it is itself stored,
     /// returned or an attribute), when the base's tensor type is not visible
     /// (an unannotated parameter), for indexing with a variable (`x[i]` may
@@ -190,6 +191,16 @@ impl ViewRetainsBase {
     }
 }
 
+/// Whether a subscript's index slices (`a:b`, or a tuple holding one):
+/// only arrays and tensors are indexed so, and a store into one copies.
+fn is_slicing(index: &Expr) -> bool {
+    match &index.kind {
+        ExprKind::Slice { .. } => true,
+        ExprKind::Sequence(items) => items.iter().any(|i| matches!(i.kind, ExprKind::Slice { .. })),
+        _ => false,
+    }
+}
+
 impl Rule for ViewRetainsBase {
     fn meta(&self) -> &'static RuleMeta {
         &Self::META
@@ -210,6 +221,9 @@ impl Rule for ViewRetainsBase {
                             let name = checker.text(t.span).to_string();
                             Self::check_stored(checker, value, &format!("`{name}`"), stmt.span, false);
                         }
+                        // `self.obs[start:end] = x[0]`, `buf[:, i] = x[0]`: a slice
+                        // of an array is written in place, a copy that pins nothing.
+                        ExprKind::Subscript { index, .. } if is_slicing(index) => {}
                         ExprKind::Subscript { value: container, .. } if Self::container_outlives(checker, container) => {
                             let name = checker.text(container.span).to_string();
                             Self::check_stored(checker, value, &format!("`{name}`"), stmt.span, false);

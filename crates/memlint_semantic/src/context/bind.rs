@@ -649,6 +649,12 @@ impl Context {
     }
 
     pub(super) fn is_loss_constructor(&self, v: &Expr) -> bool {
+        // `nn.CrossEntropyLoss().to(device)`, `.cuda()`: the module moved is
+        // the same loss.
+        let mut v = v;
+        while let Some((inner, "to" | "cuda" | "cpu" | "half" | "float")) = v.as_method_call() {
+            v = inner;
+        }
         self.callee_name(v).is_some_and(|q| q.starts_with_module("torch.nn") && q.last().ends_with("Loss"))
     }
 

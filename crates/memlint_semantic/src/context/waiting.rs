@@ -62,6 +62,21 @@ fn drawn_names(target: &Expr, iter: &Expr) -> Vec<String> {
     names
 }
 
+/// Whether the call `x` writes a part of what the loop draws into a tensor
+/// made before it (`im_data.resize_(data[0].size()).copy_(data[0])`, a
+/// buffer on the device refilled each step): a copy from the host without
+/// `non_blocking=True`, which waits as a move does.
+fn writes_drawn_into_buffer(x: &Expr, drawn: &[String]) -> bool {
+    let Some((recv, "copy_")) = x.as_method_call() else { return false };
+    let Some((_, [source], _)) = x.as_call() else { return false };
+    let from_drawn = |e: &Expr| match drawn_root(e) {
+        Root::Name(n) => drawn.iter().any(|d| d == n),
+        Root::Next => true,
+        Root::Other => false,
+    };
+    from_drawn(source) && !from_drawn(recv) && x.keyword("non_blocking").is_none_or(|v| v.is_false())
+}
+
 impl Context {
     /// Whether the loop statement `lp` times its iterations and waits for
     /// the device on purpose to do it: its body (not under an `if`) calls
@@ -166,6 +181,7 @@ impl Context {
                     || e.any(&mut |x| {
                         x.as_call().is_some()
                             && (self.moves_blocking(x, false, &drawn)
+                                || writes_drawn_into_buffer(x, &drawn)
                                 || self.copies_host_data(x)
                                 || self.called_summary(x).is_some_and(|f| f.waits_for_device)
                                 || crate::step::classify(x, self)
