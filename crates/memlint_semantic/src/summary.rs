@@ -38,10 +38,12 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         order: Vec::new(),
         is_test_file: options.is_test_file,
         facts: None,
+        dynamic: Default::default(),
     };
     Context::walk(module, options, &mut v);
-    let SummaryVisitor { mut summary, mut functions, order, facts, .. } = v;
+    let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], .. } = v;
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
+    summary.dynamic_calls = on.into_iter().map(|n| (n, false)).chain(off.into_iter().map(|n| (n, true))).collect();
     (summary, facts.unwrap_or_default())
 }
 
@@ -67,9 +69,26 @@ struct SummaryVisitor {
     is_test_file: bool,
     /// The walk's pre-scan of the module, taken when the walk ends.
     facts: Option<Arc<ModuleFacts>>,
+    /// Methods called on receivers the file cannot resolve: with grad on
+    /// (`[0]`), with grad off (`[1]`).
+    dynamic: [rustc_hash::FxHashSet<String>; 2],
 }
 
 impl SummaryVisitor {
+    /// Records a method called on a receiver the file cannot resolve: a
+    /// local or parameter (`unit.load_from(w)`), not `self`, not an import.
+    fn dynamic_call(&mut self, func: &Expr, cx: &Context) {
+        let ExprKind::Attribute { value, attr, .. } = &func.kind else { return };
+        let Some((root, _)) = value.dotted_root() else { return };
+        if matches!(root, "self" | "cls") || cx.lookup_import(root).is_some() {
+            return;
+        }
+        let seen = &mut self.dynamic[usize::from(!cx.grad_enabled())];
+        if !seen.contains(attr.as_str()) {
+            seen.insert(attr.to_string());
+        }
+    }
+
     fn function(&mut self, f: &crate::ir::Function, cx: &Context) {
         let qualname = cx.qualname_for(&f.name);
         let class = if cx.in_class_body() { cx.current_class_qualname() } else { None };
@@ -251,7 +270,10 @@ impl Visitor for SummaryVisitor {
         if cx.in_non_torch_branch() {
             return;
         }
-        let Some(callee) = cx.project_name(func) else { return };
+        let Some(callee) = cx.project_name(func) else {
+            self.dynamic_call(func, cx);
+            return;
+        };
         let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
         let false_keywords =
             keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();

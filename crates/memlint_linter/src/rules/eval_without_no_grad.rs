@@ -95,9 +95,10 @@ declare_rule! {
     /// nn.Flatten())`, `nn.DataParallel(backbone)`, `backbone.to(device)`)
     /// with no layer of its own that holds parameters, is not reported, nor a call of an instance of a project
     /// class that is not an `nn.Module` (a trainer or predictor wrapping a
-    /// model). Callers reached by dynamic dispatch or outside the run are
-    /// not seen: an evaluation function whose only callers are there is
-    /// reported. A file written for PyTorch before 0.4 (it passes
+    /// model). Callers outside the run, and calls by `getattr` or through a
+    /// callback, are not seen: an evaluation function whose only callers
+    /// are there is reported (a method called by name on receivers the run
+    /// cannot resolve, all with grad off, counts as called with grad off). A file written for PyTorch before 0.4 (it passes
     /// `volatile=True`, which turned grad off then, and reads a loss as
     /// `loss.data[0]`, which raises from PyTorch 0.5 on) is not checked:
     /// on the PyTorch it runs on, its volatile inputs record no graph. Models are recognised by their constructor (`nn.*`, a

@@ -73,14 +73,20 @@ declare_rule! {
     /// and a deep copy of a frozen model, `G_ema = copy.deepcopy(G).eval()`)
     /// are not leaves that require grad: an EMA copy updated in place is not
     /// reported when it was frozen in the same function, in its class
-    /// (`self.ema`, in any method), or, for a model the function is given
+    /// (`self.ema`, in any method, also reached through an accessor method
+    /// of the class that returns it, `self.getOriginalAvgG().parameters()`),
+    /// or, for a model the function is given
     /// (`def update(ema, model)`), by a loop of the same file that freezes a
     /// model of that name. A model frozen in another file is still taken as
     /// requiring grad.
     /// A function whose every known caller (in any file of the run) runs it
-    /// under `torch.no_grad()` is analysed with grad off; callers reached by
-    /// dynamic dispatch or outside the run are not seen, so such updates are
-    /// reported. Tensors that are not in-place operands of a known leaf (e.g.
+    /// under `torch.no_grad()` is analysed with grad off; so is a method no
+    /// call resolves to whose name the run calls only with grad off on
+    /// receivers it cannot resolve (`unit.load_from(w)` for each `unit` of
+    /// `block.named_children()`, under `torch.no_grad()`). A call on an
+    /// instance of a project class (`model = ViT(cfg); model.load_from(w)`)
+    /// is resolved to the class's method. Callers outside the run are not
+    /// seen, so such updates are reported. Tensors that are not in-place operands of a known leaf (e.g.
     /// `w.data.add_()`, see ML103; a view through `detach()`) are not
     /// reported, nor is code in test modules.
     ///

@@ -66,7 +66,9 @@ declare_rule! {
     /// A `device` that is the CPU at run time makes the move a no-op (then
     /// `device=` is as good). `torch.tensor(data)` and the `*_like`
     /// factories are not reported: the first copies from host data either
-    /// way, the others follow their input's device. Nor is a factory given
+    /// way, the others follow their input's device. Nor is a random draw
+    /// from a generator passed as `generator=` (seeded, on the host:
+    /// drawing on the device would need a generator there). Nor is a factory given
     /// a literal `0` size (`torch.empty(0).to(device)`, the seed of a
     /// `torch.cat`): it has nothing to copy. Once-only code (module
     /// level, `__init__`, setup), a loop that neither iterates data nor
@@ -87,7 +89,9 @@ declare_rule! {
     /// self.score(...)`): vectorising that loop is the fix, and it removes
     /// the line. Nor is code reached only once per epoch of a training loop
     /// (a decode helper of the validation run after each epoch, through any
-    /// number of calls) outside a loop over data. Nor is a branch a step
+    /// number of calls) outside a loop over data, unless a `for` loop over a
+    /// `range` there runs a model each step (a diffusion sampler's
+    /// denoising steps, hundreds per call). Nor is a branch a step
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
     /// `self.individual` and nothing else assigns it), or under a test for
@@ -146,10 +150,14 @@ impl Rule for TensorCreatedThenMoved {
         // A loop of a function reached only once per epoch (a decode
         // helper of the validation run after each epoch) is not hot either,
         // unless it iterates data.
+        // A sampler's denoising steps (`for i in reversed(range(T)):` that
+        // runs the model each step) repeat hundreds of times per call, even
+        // when the sampler runs once per epoch.
         let hot_loop = cx.in_data_loop()
             || (cx.in_loop()
                 && !cx.in_code_reached_once_per_epoch()
-                && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker)));
+                && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker, false)))
+            || (cx.in_loop() && cx.in_code_reached_once_per_epoch() && a_loop_around_runs_a_model(expr, checker, true));
         // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
         // loop, before the loop over batches) is not what costs.
         // Step code reached only once per epoch (a helper of the validation
@@ -231,6 +239,11 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
     }
     let ExprKind::Call { func, args, .. } = &recv.kind else { return None };
     let q = cx.qualified_name(func)?;
+    // A draw from a seeded generator (`generator=self._rng`) is made on
+    // the generator's device: `device=` would need a generator there too.
+    if recv.keyword(nn::GENERATOR).is_some() {
+        return None;
+    }
     if classify(recv, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true }) {
         return Some(recv);
     }
@@ -352,7 +365,7 @@ fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
 
 /// Whether a loop of the function around `expr` calls a model in its body
 /// (`model(x)`, `self.G(z)`, `policy.act(obs)` on a model).
-fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>) -> bool {
+fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool) -> bool {
     let module = checker.module();
     let Some(id) = module.stmt_at(expr.span.start) else { return false };
     let runs_a_model = |e: &Expr| {
@@ -367,6 +380,13 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>) -> bool {
     while let Some(l) = at {
         let Some(stmt) = module.stmt(l) else { return false };
         let body = match &stmt.kind {
+            // With `counted`, only a `for` over a `range` (steps counted
+            // up front, not a decode that stops at its end token).
+            StmtKind::For { body, iter, .. } if !counted || iterates_a_range(iter) => body,
+            StmtKind::For { .. } | StmtKind::While { .. } if counted => {
+                at = module.tree.enclosing_loop(l);
+                continue;
+            }
             StmtKind::For { body, .. } | StmtKind::While { body, .. } => body,
             _ => return false,
         };
@@ -387,6 +407,12 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>) -> bool {
         at = module.tree.enclosing_loop(l);
     }
     false
+}
+
+/// Whether a loop's iterable counts steps with `range` (`range(T)`,
+/// `tqdm(reversed(range(1, T)))`).
+fn iterates_a_range(iter: &Expr) -> bool {
+    iter.any(&mut |x| x.as_call().is_some_and(|(func, _, _)| func.as_name() == Some("range")))
 }
 
 /// `self.cache is not None`, `hasattr(self, "cache")`, `key in self.cache`,

@@ -12,6 +12,8 @@ pub const ITEM: &str = "item";
 pub const DETACH: &str = "detach";
 /// `Tensor.pin_memory()`: a copy into page-locked host memory.
 pub const PIN_MEMORY: &str = "pin_memory";
+/// The keyword of a random factory that draws from a given generator.
+pub const GENERATOR: &str = "generator";
 /// What a tensor tells of its shape, type and place without its values
 /// (`w.data.size()`, `x.data.shape`).
 pub const SHAPE_ACCESSORS: &[&str] = &["size", "shape", "dim", "ndim", "ndimension", "numel", "nelement", "dtype", "device", "is_cuda"];

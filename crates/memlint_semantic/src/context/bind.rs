@@ -605,11 +605,22 @@ impl Context {
         let Some((model, "parameters" | "named_parameters")) = unwrap_iter_call(iter).as_method_call() else {
             return false;
         };
-        let Some(d) = model.dotted() else { return false };
+        // `self.get_ema().parameters()`: an accessor of the class.
+        let Some(d) = model.dotted().map(|d| d.to_string()).or_else(|| self.accessed_attr(model)) else { return false };
         // By name only for a model this function is given: a local copy
         // made here (`ema = deepcopy(model)`) is frozen only where it is.
         self.is_frozen(&d)
             || (self.frame().params.contains(d.as_str()) && self.facts.frozen_names.contains(d.as_str()))
+    }
+
+    /// The `self.<attr>` a call of an accessor of the current class
+    /// returns (`self.getOriginalAvgG()`, [`super::values::self_accessors`]).
+    fn accessed_attr(&self, call: &Expr) -> Option<String> {
+        let (func, [], []) = call.as_call()? else { return None };
+        let name = func.dotted()?;
+        let method = name.strip_prefix("self.")?;
+        let attr = self.class_accessors.get(self.current_class()?)?.get(method)?;
+        Some(format!("self.{attr}"))
     }
 
     /// Whether `v` is a module whose parameters are all frozen: a frozen

@@ -315,6 +315,9 @@ pub struct Context {
     written: std::cell::RefCell<Vec<ExprId>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
+    /// Per class (qualified, lint walk only): its accessor methods, each
+    /// with the `self.<attr>` it returns ([`self_accessors`]).
+    class_accessors: HashMap<String, HashMap<String, String>>,
     /// Per class: the `self.<attr>` options its `__init__` sets from a
     /// parameter that defaults to `False` or `None` and nothing else in
     /// the class assigns ([`off_by_default_options`]).
@@ -415,6 +418,7 @@ impl Context {
             copied_reads: std::cell::RefCell::new(Vec::new()),
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
+            class_accessors: HashMap::default(),
             class_off_options: HashMap::default(),
             class_instances: HashMap::default(),
             class_layers: HashMap::default(),

@@ -785,7 +785,17 @@ impl Context {
     /// The qualified name of the project class a call constructs.
     pub fn project_class_of_call(&self, func: &Expr) -> Option<String> {
         if self.index.is_empty() {
-            return None;
+            // The summary walk, before the index exists: a project name
+            // called like a class (`model = VisionTransformer(cfg)`) is
+            // taken as one, so that a method called on the instance
+            // (`model.load_from(w)`) is recorded as a call of
+            // `VisionTransformer.load_from`, which the index resolves.
+            if !self.options.summary_only {
+                return None;
+            }
+            let q = self.project_name(func)?;
+            let last = q.rsplit('.').next()?;
+            return last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(q);
         }
         let q = self.project_name(func)?;
         self.index.class_is_module(&q)?;
@@ -886,6 +896,40 @@ pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
     }
     from_off_param.retain(|a| assigned.get(a) == Some(&1));
     from_off_param
+}
+
+/// A class's accessor methods: `def m(self)` whose every return gives
+/// `self.<attr>` or, for a wrapped model, `self.<attr>.module` (`def
+/// getOriginalG(self): if isinstance(self.netG, nn.DataParallel): return
+/// self.netG.module; return self.netG`), the same attribute each time. A
+/// call `self.m()` reaches the attribute's parameters.
+pub(super) fn self_accessors(body: &[Stmt]) -> HashMap<String, String> {
+    let mut out = HashMap::default();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        if f.params.len() != 1 {
+            continue;
+        }
+        let mut attr: Option<String> = None;
+        let mut ok = true;
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let StmtKind::Return(value) = &s.kind else { return };
+            let returned = value.as_ref().and_then(|v| v.dotted()).and_then(|d| {
+                let d = d.strip_prefix("self.")?;
+                let d = d.strip_suffix(".module").unwrap_or(d);
+                (!d.is_empty() && !d.contains('.')).then(|| d.to_string())
+            });
+            match (returned, &attr) {
+                (Some(r), None) => attr = Some(r),
+                (Some(r), Some(a)) if r == *a => {}
+                _ => ok = false,
+            }
+        });
+        if let (true, Some(a)) = (ok, attr) {
+            out.insert(f.name.to_string(), a);
+        }
+    }
+    out
 }
 
 /// Per class: `self.<attr>` frozen in any method, `self.<attr>`

@@ -625,6 +625,10 @@ impl Context {
                 let (frozen, instances, layers) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
                 if !self.options.summary_only {
+                    let accessors = super::values::self_accessors(body);
+                    if !accessors.is_empty() {
+                        self.class_accessors.insert(qualname.clone(), accessors);
+                    }
                     let off = super::values::off_by_default_options(body);
                     if !off.is_empty() {
                         self.class_off_options.insert(qualname.clone(), off);

@@ -21,6 +21,13 @@ impl IndexBuilder {
         let (n_functions, n_classes, n_aliases, n_calls) =
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
         let moves_batches = files.iter().any(|f| f.moves_batches);
+        let (mut dynamic_on, mut dynamic_off): (HashSet<String>, HashSet<String>) = Default::default();
+        for (name, off) in files.iter().flat_map(|f| &f.dynamic_calls) {
+            let set = if *off { &mut dynamic_off } else { &mut dynamic_on };
+            if !set.contains(name) {
+                set.insert(name.clone());
+            }
+        }
         let torch_below = files.iter().filter_map(|f| f.torch_below).min();
         // Each imported name's prefixes, and their dotted suffixes (a
         // namespace package's `src.data` is the run's module `data`), that
@@ -100,6 +107,8 @@ impl IndexBuilder {
             torch_below,
             imported,
             mover_names,
+            dynamic_on,
+            dynamic_off,
             ..ProjectIndex::default()
         };
         IndexBuilder { ix, calls }

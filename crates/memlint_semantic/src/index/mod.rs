@@ -280,6 +280,11 @@ pub struct FileSummary {
     /// The names the file imports, at any level (`data.get_loader`,
     /// `src.data.get_data` of a namespace package, `torch.nn`).
     pub imported: Vec<String>,
+    /// Methods the file calls on a receiver it cannot resolve
+    /// (`unit.load_from(w)` with `unit` from `block.named_children()`):
+    /// each name once with grad on at some such call, once with grad off
+    /// at some such call.
+    pub dynamic_calls: Vec<(String, bool)>,
     /// The file imports torch: without it no rule has anything to check.
     pub imports_torch: bool,
     /// A loop of the file moves a loader's batches to an accelerator.
@@ -337,6 +342,11 @@ pub struct ProjectIndex {
     /// The bare names of the functions with a [`FunctionSummary::moves_param`]:
     /// a cheap test before a call is resolved.
     mover_names: HashSet<String>,
+    /// Method names some call of the run makes on a receiver its file
+    /// cannot resolve, with grad on ([`FileSummary::dynamic_calls`]).
+    dynamic_on: HashSet<String>,
+    /// The same, with grad off.
+    dynamic_off: HashSet<String>,
     /// [`ProjectIndex::method_of`]'s answers by class and method, kept as
     /// they are asked: many call sites look up one inherited method, each
     /// time through the same chain of bases. Asked only once the

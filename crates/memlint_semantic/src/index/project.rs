@@ -407,7 +407,18 @@ impl ProjectIndex {
             // recursive helper called only under no_grad from outside counts.
             // A function with no known caller runs with grad on as far as we know.
             let decorated: Vec<bool> = (0..n as u32).map(|id| is_function(id) && this.decorated_off(fsum(id))).collect();
-            let mut off: Vec<bool> = (0..n).map(|id| decorated[id] || !sites.of(id as u32).is_empty()).collect();
+            // A method no call resolves to, whose name is called only with
+            // grad off on receivers their files cannot resolve
+            // (`unit.load_from(w)` over `block.named_children()` under
+            // `torch.no_grad()`): those calls are the ones that run it.
+            let dynamic_off = |id: u32| {
+                is_function(id) && sites.of(id).is_empty() && fsum(id).class.is_some() && {
+                    let name = fsum(id).name.as_str();
+                    this.dynamic_off.contains(name) && !this.dynamic_on.contains(name)
+                }
+            };
+            let mut off: Vec<bool> =
+                (0..n).map(|id| decorated[id] || !sites.of(id as u32).is_empty() || dynamic_off(id as u32)).collect();
             let mut work: Vec<u32> = (0..n as u32).filter(|id| !sites.of(*id).is_empty()).collect();
             while let Some(id) = work.pop() {
                 let id_ = id as usize;
