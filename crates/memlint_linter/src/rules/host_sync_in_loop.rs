@@ -32,7 +32,9 @@ declare_rule! {
     /// not reported.
     ///
     /// A step that copies its input to the device with a blocking copy
-    /// every iteration (`x.to(device)`, `x.cuda()` or
+    /// every iteration (also in a `try` body, or in the GPU arm of `if
+    /// torch.cuda.is_available(): ... else: ...`) (`x.to(device)`,
+    /// `x.cuda()`, `Variable(x).cuda()` or
     /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
     /// the loop draws (also its parts: `batch.text`, `xs =
     /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`),

@@ -116,6 +116,11 @@ pub(super) fn drawn_root(e: &Expr) -> Root<'_> {
                 ExprKind::Attribute { attr, .. } if matches!(attr.as_str(), "next" | "__next__") => return Root::Next,
                 ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device" | "type") => e = value,
                 ExprKind::Name(n) if n == "next" => return Root::Next,
+                // `Variable(x)`: the drawn tensor wrapped (PyTorch before 0.4).
+                ExprKind::Name(n) if n == "Variable" => match e.as_call() {
+                    Some((_, [inner, ..], _)) => e = inner,
+                    _ => return Root::Other,
+                },
                 _ => return Root::Other,
             },
             ExprKind::Name(n) => return Root::Name(n),

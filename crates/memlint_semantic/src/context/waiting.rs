@@ -18,9 +18,9 @@ const EVENT_CLOCK: &str = "elapsed_time";
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
 
 /// The statements of a loop body that run in every iteration: not under
-/// an `if`, a nested loop or a `try`, but inside a `with`, and under an
-/// `if` without `else` that tests for the GPU (`if cuda:`,
-/// `if self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
+/// an `if` or a nested loop, but inside a `with`, a `try` body, and the
+/// body of an `if` that tests for the GPU (`if cuda:`, `if
+/// self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
 fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
     let mut out = Vec::new();
     every_iteration_into(body, &mut out);
@@ -34,17 +34,18 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
                 out.push(s);
                 every_iteration_into(body, out);
             }
-            // `if cuda:` / `if self.gpu_mode:` without `else`: on
-            // the GPU, where a wait matters, it runs every time.
-            StmtKind::If { test, body, orelse } if orelse.is_empty() && crate::facts::tests_for_the_device(test) => {
+            // `if cuda:` / `if self.gpu_mode:`: on the GPU, where a wait
+            // matters, its body runs every time (the `else`, if any, is the
+            // CPU's).
+            StmtKind::If { test, body, .. }
+                if crate::facts::tests_for_the_device(test)
+                    && !matches!(test.kind, ExprKind::Unary { op: crate::ir::UnaryOp::Not, .. }) =>
+            {
                 every_iteration_into(body, out);
             }
-            StmtKind::If { .. }
-            | StmtKind::For { .. }
-            | StmtKind::While { .. }
-            | StmtKind::Try { .. }
-            | StmtKind::Function(_)
-            | StmtKind::Class(_) => {}
+            // A `try` body runs every time, unless it raises.
+            StmtKind::Try(t) => every_iteration_into(&t.body, out),
+            StmtKind::If { .. } | StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
             _ => out.push(s),
         }
     }

@@ -231,17 +231,35 @@ impl Pipeline {
                 })
             })
             .collect::<Vec<_>>();
+        // A module-level loader name is the loader's until the module
+        // binds the name again: another loader, or whatever a later cell
+        // assigns (`train_loader, test_loader = make_loaders(features)`).
         let module_level: Vec<(u32, Option<String>)> =
             sites.iter().filter(|s| s.function.is_none()).map(|s| (s.span.start, s.bound_to.clone())).collect();
         for site in sites.iter_mut().filter(|s| s.function.is_none() && s.bound_to.is_some()) {
+            let name = site.bound_to.as_deref().unwrap_or_default();
+            let rebound = first_module_level_binding_after(&module.body, name, site.span.end);
             site.until = module_level
                 .iter()
                 .filter(|(start, b)| *start > site.span.start && *b == site.bound_to)
                 .map(|(start, _)| *start)
+                .chain(rebound)
                 .min();
         }
         sites
     }
+}
+
+/// The start of the first statement outside functions and classes,
+/// after `after`, that assigns `name` (also as part of a tuple target).
+fn first_module_level_binding_after(body: &[Stmt], name: &str, after: u32) -> Option<u32> {
+    body.iter()
+        .filter(|s| s.span.end > after)
+        .find_map(|s| match &s.kind {
+            StmtKind::Function(_) | StmtKind::Class(_) => None,
+            StmtKind::Assign { targets, .. } if s.span.start > after && targets.iter().any(|t| t.binds(name)) => Some(s.span.start),
+            _ => s.child_blocks().find_map(|b| first_module_level_binding_after(b, name, after)),
+        })
 }
 
 /// Whether every use of `name` in `module` (apart from assignments to it)
