@@ -510,7 +510,7 @@ impl Context {
                     }
                     _ => (Vec::new(), false),
                 };
-                let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.project_class_of_call(func));
+                let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.instance_class_of_call(func));
                 // Only argument-less calls return a context to enter later
                 // (`ctx = self.get_inference_context()`).
                 let factory = value

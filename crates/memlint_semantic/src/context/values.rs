@@ -785,21 +785,26 @@ impl Context {
     /// The qualified name of the project class a call constructs.
     pub fn project_class_of_call(&self, func: &Expr) -> Option<String> {
         if self.index.is_empty() {
-            // The summary walk, before the index exists: a project name
-            // called like a class (`model = VisionTransformer(cfg)`) is
-            // taken as one, so that a method called on the instance
-            // (`model.load_from(w)`) is recorded as a call of
-            // `VisionTransformer.load_from`, which the index resolves.
-            if !self.options.summary_only {
-                return None;
-            }
-            let q = self.project_name(func)?;
-            let last = q.rsplit('.').next()?;
-            return last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(q);
+            return None;
         }
         let q = self.project_name(func)?;
         self.index.class_is_module(&q)?;
         Some(q)
+    }
+
+    /// The class whose instance a call makes, for resolving the methods
+    /// later called on it: [`Context::project_class_of_call`], and in the
+    /// summary walk, before the index exists, a project name called like a
+    /// class (`model = VisionTransformer(cfg)`, CamelCase), so that
+    /// `model.load_from(w)` is recorded as a call of
+    /// `VisionTransformer.load_from`, which the index resolves.
+    pub(super) fn instance_class_of_call(&self, func: &Expr) -> Option<String> {
+        if !(self.index.is_empty() && self.options.summary_only) {
+            return self.project_class_of_call(func);
+        }
+        let q = self.project_name(func)?;
+        let last = q.rsplit('.').next()?;
+        last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(q)
     }
 
     /// Whether a decorator disables grad for the whole function.
@@ -966,7 +971,7 @@ pub(super) fn class_attr_facts(
                 }
                 StmtKind::Assign { targets, value, .. } => {
                     if let Some((func, _, _)) = value.as_call() {
-                        if let Some(class) = cx.project_class_of_call(func) {
+                        if let Some(class) = cx.instance_class_of_call(func) {
                             for t in targets {
                                 if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
                                     instances.insert(attr.to_string(), class.clone());
