@@ -182,6 +182,86 @@ fn callers_and_helpers_in_other_files() {
     assert!(stdout(&o).contains("lib/evaluation.py:5:13: ML201"), "{}", stdout(&o));
 }
 
+/// A method called on an instance of a class of another file resolves to
+/// that class's method; one called on children it cannot resolve counts
+/// with the grad mode of those calls.
+#[test]
+fn method_calls_on_instances_and_children_in_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "models/units.py",
+        "import torch
+from torch import nn
+
+class Unit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+
+    def load_from(self, w):
+        self.gn.weight.copy_(w)
+",
+    );
+    write(
+        dir.path(),
+        "models/vit.py",
+        "import torch
+from torch import nn
+from models.units import Unit
+
+class ViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(4, 2)
+        self.body = nn.Sequential(Unit(), Unit())
+
+    def load_from(self, w):
+        with torch.no_grad():
+            self.head.bias.zero_()
+            for name, unit in self.body.named_children():
+                unit.load_from(w)
+
+    def reset_head(self):
+        self.head.bias.zero_()
+",
+    );
+    write(
+        dir.path(),
+        "train.py",
+        "import torch
+from models.vit import ViT
+
+def setup(w):
+    model = ViT()
+    model.load_from(w)
+    with torch.no_grad():
+        model.reset_head()
+    return model
+",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--select", "ML101", "--format", "concise", "--quiet"]);
+    assert_eq!(stdout(&o), "", "every in-place write runs under no_grad");
+    // Without the caller that turns grad off, `reset_head` is reported.
+    write(
+        dir.path(),
+        "train.py",
+        "import torch
+from models.vit import ViT
+
+def setup(w):
+    model = ViT()
+    model.load_from(w)
+    model.reset_head()
+    return model
+",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--select", "ML101", "--format", "concise", "--quiet"]);
+    let out = stdout(&o);
+    assert!(out.contains("models/vit.py:18:24: ML101"), "{out}");
+    assert!(!out.contains("units.py"), "{out}");
+}
+
 /// The training-step rules see zeroing, stepping and scaling done by
 /// helpers in other files of the run.
 #[test]

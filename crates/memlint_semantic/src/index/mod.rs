@@ -503,6 +503,32 @@ mod tests {
     }
 
     #[test]
+    fn a_method_called_only_by_name_with_grad_off_runs_with_grad_off() {
+        let method = |q: &str| FunctionSummary {
+            qualname: q.into(),
+            name: q.rsplit('.').next().unwrap().into(),
+            class: Some(q.rsplit_once('.').unwrap().0.into()),
+            ..Default::default()
+        };
+        let units = FileSummary {
+            module: ModuleInfo::python("units", false),
+            functions: vec![method("units.Unit.load_from"), method("units.Unit.restore"), method("units.Unit.reset")],
+            ..Default::default()
+        };
+        // `unit.load_from(w)` under no_grad only; `unit.restore(w)` with
+        // grad on somewhere; nothing calls `reset` by any name.
+        let model = FileSummary {
+            module: ModuleInfo::python("model", false),
+            dynamic_calls: vec![("load_from".into(), true), ("restore".into(), true), ("restore".into(), false)],
+            ..Default::default()
+        };
+        let ix = ProjectIndex::build(vec![units, model]);
+        assert!(ix.only_called_without_grad("units.Unit.load_from"));
+        assert!(!ix.only_called_without_grad("units.Unit.restore"));
+        assert!(!ix.only_called_without_grad("units.Unit.reset"));
+    }
+
+    #[test]
     fn names_through_star_imports_and_namespace_packages() {
         let function = |q: &str| FunctionSummary { qualname: q.into(), name: q.rsplit('.').next().unwrap().into(), ..Default::default() };
         // `util/util.py` outside any package: its module path is `util`.
