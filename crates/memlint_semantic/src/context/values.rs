@@ -107,6 +107,12 @@ impl Context {
         if self.module_level(dotted, |m| m.requires_grad.contains(dotted).then_some(())).is_some() {
             return true;
         }
+        // `self.mean = torch.randn(3, d)` earlier in this function: until
+        // `self.mean = nn.Parameter(self.mean)`, a plain tensor, whatever
+        // the class makes of the attribute later.
+        if f.kinds.contains_key(dotted) {
+            return false;
+        }
         if dotted.strip_prefix("self.").is_some_and(|attr| self.class_attr(attr) == Some(ValueKind::Parameter)) {
             return true;
         }
@@ -606,6 +612,8 @@ impl Context {
             ExprKind::Literal(_) => Some(ValueKind::NonTensor),
             ExprKind::Subscript { value, .. } => match self.kind_of(value) {
                 Some(ValueKind::Tensor | ValueKind::Parameter) => Some(ValueKind::Tensor),
+                // `torch.autograd.grad(y, x)[0]`: one of the gradients.
+                _ if self.callee_name(value).is_some_and(|q| q.is("torch.autograd.grad")) => Some(ValueKind::Tensor),
                 _ => None,
             },
             ExprKind::BinOp { left, right, .. } => {
@@ -657,6 +665,11 @@ impl Context {
             }
             if q.starts_with_module("torchvision.models") || s == "timm.create_model" {
                 return Some(ValueKind::Module);
+            }
+            // `torch.autograd.grad(...)`: a tuple of gradients, each a
+            // tensor of its own (`g[1]` picks one; it is no view).
+            if q.is("torch.autograd.grad") {
+                return None;
             }
             if q.starts_with_module("torch") {
                 let last = q.last();
