@@ -78,7 +78,10 @@ declare_rule! {
     /// or, for a model the function is given
     /// (`def update(ema, model)`), by a loop of the same file that freezes a
     /// model of that name. A model frozen in another file is still taken as
-    /// requiring grad.
+    /// requiring grad. An attribute the function bound to a plain tensor
+    /// (`self.mean = torch.randn(3, d); self.mean[0] += 1`) is not a
+    /// parameter there until the function wraps it (`self.mean =
+    /// nn.Parameter(self.mean)`), whatever the class makes of it.
     /// A function whose every known caller (in any file of the run) runs it
     /// under `torch.no_grad()` is analysed with grad off; so is a method no
     /// call resolves to whose name the run calls only with grad off on

@@ -67,7 +67,9 @@ declare_rule! {
     /// stays quiet when the base stays alive anyway (it is itself stored,
     /// returned or an attribute), when the base's tensor type is not visible
     /// (an unannotated parameter), for indexing with a variable (`x[i]` may
-    /// be advanced indexing, which copies), for slices that only drop a
+    /// be advanced indexing, which copies), for an element of the tuple
+    /// `torch.autograd.grad` returns (`grads[1]`, a tensor of its own),
+    /// for slices that only drop a
     /// margin (`x[1:]`, `x[:-1]`), for a single index into a model's output
     /// (`outputs[0]` may pick a tuple element), and in test modules. Nor when the function
     /// stores other views of the same base on `self` (`self.lo = ar[:, 0];
