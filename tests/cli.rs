@@ -226,38 +226,16 @@ class ViT(nn.Module):
         self.head.bias.zero_()
 ",
     );
-    write(
-        dir.path(),
-        "train.py",
-        "import torch
-from models.vit import ViT
-
-def setup(w):
-    model = ViT()
-    model.load_from(w)
-    with torch.no_grad():
-        model.reset_head()
-    return model
-",
-    );
-    let o = memlint(dir.path(), &["check", ".", "--select", "ML101", "--format", "concise", "--quiet"]);
-    assert_eq!(stdout(&o), "", "every in-place write runs under no_grad");
+    // `setup` builds the model, loads it, then resets its head with `reset`.
+    let train = |reset: &str| {
+        format!("import torch\nfrom models.vit import ViT\n\ndef setup(w):\n    model = ViT()\n    model.load_from(w)\n{reset}    return model\n")
+    };
+    let ml101 = || stdout(&memlint(dir.path(), &["check", ".", "--select", "ML101", "--format", "concise", "--quiet"]));
+    write(dir.path(), "train.py", train("    with torch.no_grad():\n        model.reset_head()\n"));
+    assert_eq!(ml101(), "", "every in-place write runs under no_grad");
     // Without the caller that turns grad off, `reset_head` is reported.
-    write(
-        dir.path(),
-        "train.py",
-        "import torch
-from models.vit import ViT
-
-def setup(w):
-    model = ViT()
-    model.load_from(w)
-    model.reset_head()
-    return model
-",
-    );
-    let o = memlint(dir.path(), &["check", ".", "--select", "ML101", "--format", "concise", "--quiet"]);
-    let out = stdout(&o);
+    write(dir.path(), "train.py", train("    model.reset_head()\n"));
+    let out = ml101();
     assert!(out.contains("models/vit.py:18:24: ML101"), "{out}");
     assert!(!out.contains("units.py"), "{out}");
 }

@@ -129,6 +129,16 @@ pub(super) fn drawn_root(e: &Expr) -> Root<'_> {
     }
 }
 
+/// Whether `e` is (a part of) what a loop draws: rooted at one of the
+/// `drawn` names, or at what `next(...)` draws from an iterator.
+pub(super) fn is_drawn(e: &Expr, drawn: &[String]) -> bool {
+    match drawn_root(e) {
+        Root::Name(n) => drawn.iter().any(|d| d == n),
+        Root::Next => true,
+        Root::Other => false,
+    }
+}
+
 /// The last names of the calls [`Context::waits_for_device_in`] looks at:
 /// host reads, conversions, `synchronize`, and moves.
 const WAITING_CALLS: &[&str] = &[
@@ -503,11 +513,7 @@ impl Context {
         if any_receiver || self.batch_base(recv).is_some() || self.host_built(recv) {
             return true;
         }
-        match drawn_root(recv) {
-            Root::Name(n) => drawn.iter().any(|d| d == n),
-            Root::Next => true,
-            Root::Other => false,
-        }
+        is_drawn(recv, drawn)
     }
 
     /// Whether the call `e` builds a device tensor from host data, a

@@ -7,7 +7,7 @@
 use crate::api::{classify, Callee, Event};
 use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 
-use super::sync::{any_read_expr, drawn_root, HostRead, Root};
+use super::sync::{any_read_expr, drawn_root, is_drawn, HostRead, Root};
 use super::Context;
 
 /// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
@@ -70,12 +70,7 @@ fn drawn_names(target: &Expr, iter: &Expr) -> Vec<String> {
 fn writes_drawn_into_buffer(x: &Expr, drawn: &[String]) -> bool {
     let Some((recv, "copy_")) = x.as_method_call() else { return false };
     let Some((_, [source], _)) = x.as_call() else { return false };
-    let from_drawn = |e: &Expr| match drawn_root(e) {
-        Root::Name(n) => drawn.iter().any(|d| d == n),
-        Root::Next => true,
-        Root::Other => false,
-    };
-    from_drawn(source) && !from_drawn(recv) && x.keyword("non_blocking").is_none_or(|v| v.is_false())
+    is_drawn(source, drawn) && !is_drawn(recv, drawn) && x.keyword("non_blocking").is_none_or(|v| v.is_false())
 }
 
 impl Context {
@@ -197,16 +192,11 @@ impl Context {
             // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`,
             // and what it draws by hand: `x, y = next(source_iter)`.
             if let StmtKind::Assign { targets, value, .. } = &s.kind {
-                let from_drawn = |v: &Expr| match drawn_root(v) {
-                    Root::Name(n) => drawn.iter().any(|d| d == n),
-                    Root::Next => true,
-                    Root::Other => false,
-                };
                 let parts: Vec<&Expr> = match &value.kind {
                     ExprKind::Sequence(items) => items.iter().collect(),
                     _ => vec![value],
                 };
-                if parts.iter().all(|p| from_drawn(p)) {
+                if parts.iter().all(|p| is_drawn(p, &drawn)) {
                     for t in targets {
                         crate::facts::scan::flatten_tuple_names(t, &mut drawn);
                     }
