@@ -125,11 +125,11 @@ impl<'c> Checker<'c> {
         found
     }
 
-    /// Whether the loader `site` of `module` serves small images
-    /// ([`memlint_semantic::facts::pipeline::dataset_of_small_images`]).
-    pub fn loader_of_small_images(&self, module: &Module, site: &LoaderSite) -> bool {
+    /// How large the samples of the loader `site` of `module` are
+    /// ([`memlint_semantic::facts::pipeline::loader_samples`]).
+    pub fn loader_samples(&self, module: &Module, site: &LoaderSite) -> memlint_semantic::facts::pipeline::Samples {
         memlint_semantic::facts::pipeline::call_at(module, site.span)
-            .is_some_and(|call| memlint_semantic::facts::pipeline::dataset_of_small_images(call, module))
+            .map_or(memlint_semantic::facts::pipeline::Samples::Unknown, |call| memlint_semantic::facts::pipeline::loader_samples(call, module))
     }
 
     /// The file's `DataLoader(...)` calls with their options

@@ -1,3 +1,4 @@
+use memlint_semantic::facts::pipeline::Samples;
 use memlint_semantic::ir::Module;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -45,11 +46,19 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// A loader of a torchvision dataset of small images (MNIST,
-    /// Fashion-MNIST, CIFAR-10/100, SVHN, also through `Subset` or
-    /// `random_split`) whose transform does not resize them to 64 pixels or
-    /// more is not reported: a batch is a copy of a megabyte or two next to
-    /// the step's kernels. Moves outside training (one batch looked at
+    /// Only loaders whose samples may be large are reported. A dataset
+    /// built in view (in the call, or bound to the name passed, also
+    /// through `Subset` or `random_split`) must show it: a torchvision
+    /// dataset of photographs (`ImageFolder`, `CelebA`, `ImageNet`), or a
+    /// transform that resizes or crops to 64 pixels or more. A torchvision
+    /// dataset of small images (MNIST, Fashion-MNIST, CIFAR-10/100, SVHN)
+    /// not resized to 64 pixels, a transform whose last size is smaller
+    /// (`Resize(32)`, `RandomCrop(28)`), and a dataset class built without
+    /// a transform that sets a size (arrays in memory, token ids, a text,
+    /// `Compose([ToTensor()])` alone) are not reported: a batch is a copy
+    /// of a megabyte or two next to the step's kernels. A dataset made out
+    /// of sight (a parameter, a helper's result) is judged by the rest:
+    /// there small batches are reported. Moves outside training (one batch looked at
     /// before it, `for x, y in loader: ...; break`) do not decide whether
     /// the training step already waits. A `pin_memory` from a variable (`pin_memory=use_cuda`) or from a
     /// `**kwargs` dict the rule cannot read is not reported, nor a loader
@@ -71,8 +80,7 @@ declare_rule! {
     /// for PyTorch before 0.4 (`volatile=True`, `loss.data[0]`) is not
     /// checked. Pinned memory
     /// is a limited resource: with very large batches and many workers a
-    /// maintainer may leave it off on purpose. Batches small next to the
-    /// step (tabular data, token ids) gain little. Off by default.
+    /// maintainer may leave it off on purpose. Off by default.
     ///
     /// ## References
     /// - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -114,9 +122,11 @@ impl Rule for DataloaderUnpinnedMemory {
             if checker.cx.pipeline().moves_only_in_synced_loops(site) {
                 continue;
             }
-            // MNIST or CIFAR batches: a copy of a megabyte or two, next to
-            // the step's kernels.
-            if checker.loader_of_small_images(module, site) {
+            // MNIST or CIFAR batches, a table or token ids: a copy of a
+            // megabyte or two, next to the step's kernels. A dataset built in
+            // view must show large samples (photographs, a resize to 64
+            // pixels or more); one made out of sight is judged by the rest.
+            if checker.loader_samples(module, site) == Samples::Small {
                 continue;
             }
             // Only a loop over the loader's own name in this file shows what

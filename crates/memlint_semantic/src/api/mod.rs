@@ -264,8 +264,21 @@ pub const FIGURE_FUNCTIONS: &[&str] = &[
 /// is a copy of a megabyte or two, however it is made.
 pub const SMALL_IMAGE_DATASETS: &[&str] = &["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS"];
 
+/// torchvision datasets of photographs, read from image files at their
+/// own size (a few hundred pixels a side) unless a transform makes them
+/// smaller: a batch is tens of megabytes.
+pub const LARGE_IMAGE_DATASETS: &[&str] = &[
+    "ImageFolder", "DatasetFolder", "ImageNet", "CelebA", "LSUN", "Places365", "STL10", "Cityscapes", "CocoDetection",
+    "CocoCaptions", "VOCDetection", "VOCSegmentation", "SBDataset", "Flowers102", "Food101", "OxfordIIITPet",
+    "StanfordCars", "Caltech101", "Caltech256", "WIDERFace", "Kitti", "INaturalist", "SUN397", "DTD", "FGVCAircraft",
+];
+
 /// torchvision transforms that set an image's size (`Resize(224)`).
-pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale"];
+pub const RESIZING_TRANSFORMS: &[&str] = &["Resize", "RandomResizedCrop", "Scale", "RandomSizedCrop"];
+
+/// torchvision transforms that crop an image to a size, which it must be
+/// at least (`CenterCrop(224)`, `RandomCrop(32, padding=4)`).
+pub const CROPPING_TRANSFORMS: &[&str] = &["CenterCrop", "RandomCrop", "FiveCrop", "TenCrop"];
 
 /// Tensor methods that scale a value by a factor (`loss.mul(k / n)`,
 /// `loss.div(n)`): the method spelling of `*` and `/`.

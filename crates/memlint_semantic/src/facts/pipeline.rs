@@ -476,14 +476,31 @@ fn bound_values<'a>(name: &str, scope: &'a [Stmt], module_body: &'a [Stmt]) -> V
     }
 }
 
-/// Whether the dataset of the `DataLoader(...)` call `call` holds small
-/// images: a torchvision dataset of 28x28 or 32x32 images
-/// ([`crate::api::SMALL_IMAGE_DATASETS`], built in the call or bound to the
-/// name passed) whose transform does not resize them to 64 pixels or more.
-/// Each batch is a copy of a megabyte or two.
-pub fn dataset_of_small_images<'m>(call: &'m Expr, module: &'m Module) -> bool {
-    let Some((_, args, _)) = call.as_call() else { return false };
-    let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
+/// How large the samples of a loader's dataset are, as far as the file
+/// shows ([`loader_samples`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Samples {
+    /// Images of 64 pixels or more a side: a torchvision dataset of
+    /// photographs, or a transform that resizes or crops to that size.
+    Large,
+    /// Small, or nothing in view shows them large: a torchvision dataset of
+    /// 28x28 or 32x32 images not resized to 64 pixels, a transform that
+    /// makes images smaller, a dataset class built here without a transform
+    /// that sets a size (arrays in memory, token ids, a text), or with one
+    /// that sets none (`Compose([ToTensor()])`).
+    Small,
+    /// The dataset is made out of sight: a parameter, an attribute, a
+    /// helper's result, a transform the file does not show.
+    Unknown,
+}
+
+/// How large the samples of the `DataLoader(...)` call `call` are: its
+/// dataset (the first argument or `dataset=`), followed through the names
+/// it is bound to in the scope or at module level and through `Subset` and
+/// `random_split`.
+pub fn loader_samples<'m>(call: &'m Expr, module: &'m Module) -> Samples {
+    let Some((_, args, _)) = call.as_call() else { return Samples::Unknown };
+    let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return Samples::Unknown };
     let scope = scope_at(module, call.span.start);
     let values = |e: &'m Expr| -> Vec<&'m Expr> {
         match e.as_name() {
@@ -491,56 +508,167 @@ pub fn dataset_of_small_images<'m>(call: &'m Expr, module: &'m Module) -> bool {
             None => Vec::new(),
         }
     };
-    fn small<'a>(made: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>, depth: u8) -> bool {
-        let Some((func, args, _)) = made.as_call() else { return false };
-        // A part of such a dataset (`Subset(ds, idx)`, `random_split(ds, ...)`).
-        if func.dotted().is_some_and(|d| matches!(d.as_str().rsplit('.').next(), Some("Subset" | "random_split"))) {
-            let Some(whole) = args.first() else { return false };
-            if depth == 0 {
-                return false;
-            }
-            if whole.as_call().is_some() {
-                return small(whole, values, depth - 1);
-            }
-            let made = values(whole);
-            return !made.is_empty() && made.iter().all(|m| small(m, values, depth - 1));
-        }
-        if !func.dotted().is_some_and(|d| crate::api::SMALL_IMAGE_DATASETS.contains(&d.as_str().rsplit('.').next().unwrap_or_default())) {
-            return false;
-        }
-        let Some(transform) = made.keyword("transform") else { return true };
-        let mut transforms: Vec<&Expr> = values(transform);
-        if transforms.is_empty() {
-            transforms.push(transform);
-        }
-        !transforms.iter().any(|t| enlarges(t))
-    }
-    if dataset.as_call().is_some() {
-        return small(dataset, &values, 3);
-    }
-    let made = values(dataset);
-    !made.is_empty() && made.iter().all(|m| small(m, &values, 3))
+    let mut sizing = Sizing { values: &values, visiting: Vec::new() };
+    sizing.of(dataset, 3).unwrap_or(Samples::Unknown)
 }
 
-/// Whether a transform resizes to 64 pixels or more, or to a size not
-/// written as a literal.
-fn enlarges(transform: &Expr) -> bool {
-    transform.any(&mut |e| {
-        let Some((func, args, _)) = e.as_call() else { return false };
-        if !func.dotted().is_some_and(|d| crate::api::RESIZING_TRANSFORMS.contains(&d.as_str().rsplit('.').next().unwrap_or_default())) {
-            return false;
+/// Follows a dataset expression to the calls that make it.
+struct Sizing<'a, 'v> {
+    values: &'v dyn Fn(&'a Expr) -> Vec<&'a Expr>,
+    /// The names being followed: `ds, val = random_split(ds, ...)` binds
+    /// `ds` from its own earlier binding, which decides alone.
+    visiting: Vec<&'a str>,
+}
+
+impl<'a> Sizing<'a, '_> {
+    /// A call that makes the dataset, or a name bound to such calls (all of
+    /// them small: small; any large: large); `None` for a name already being
+    /// followed.
+    fn of(&mut self, e: &'a Expr, depth: u8) -> Option<Samples> {
+        if e.as_call().is_some() {
+            return self.made(e, depth);
         }
-        let size = args.first().or_else(|| e.keyword("size"));
-        let literal = |x: &Expr| match &x.kind {
-            ExprKind::Literal(Literal::Int(n)) => Some(*n),
-            _ => None,
-        };
-        let side = size.and_then(|s| match &s.kind {
-            ExprKind::Sequence(items) => items.first().and_then(literal),
-            _ => literal(s),
+        let Some(name) = e.as_name() else { return Some(Samples::Unknown) };
+        if self.visiting.contains(&name) {
+            return None;
+        }
+        let made = (self.values)(e);
+        if made.is_empty() || depth == 0 {
+            return Some(Samples::Unknown);
+        }
+        self.visiting.push(name);
+        let mut out: Option<Samples> = None;
+        for m in made {
+            let s = if m.as_call().is_some() { self.made(m, depth - 1) } else { Some(Samples::Unknown) };
+            out = match (out, s) {
+                (Some(Samples::Large), _) | (_, Some(Samples::Large)) => Some(Samples::Large),
+                (Some(Samples::Unknown), _) | (_, Some(Samples::Unknown)) => Some(Samples::Unknown),
+                (a, b) => a.or(b),
+            };
+        }
+        self.visiting.pop();
+        out
+    }
+
+    /// The samples of a call that makes a dataset; `None` for a part of a
+    /// dataset bound to a name already being followed.
+    fn made(&mut self, made: &'a Expr, depth: u8) -> Option<Samples> {
+        let Some((func, args, _)) = made.as_call() else { return Some(Samples::Unknown) };
+        let Some(name) = func.dotted() else { return Some(Samples::Unknown) };
+        let last = name.as_str().rsplit('.').next().unwrap_or_default();
+        // A part of a dataset (`Subset(ds, idx)`, `random_split(ds, ...)`).
+        if matches!(last, "Subset" | "random_split") {
+            return match args.first() {
+                Some(whole) if depth > 0 => self.of(whole, depth - 1),
+                _ => Some(Samples::Unknown),
+            };
+        }
+        let values = self.values;
+        // The transform: `transform=`, or a positional `Compose(...)`
+        // (`ImageFolder(root, transforms.Compose([...]))`).
+        let composed = |x: &Expr| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"));
+        let transform = made
+            .keyword("transform")
+            .filter(|t| !matches!(t.kind, ExprKind::Literal(Literal::None)))
+            .or_else(|| args.iter().skip(1).find(|a| composed(a) || values(a).iter().any(|v| composed(v))));
+        // `None`: no transform; `Some(None)`: one that sets no size.
+        let size = transform.map(|t| transform_size(t, values));
+        if crate::api::SMALL_IMAGE_DATASETS.contains(&last) {
+            return Some(if size == Some(Some(Samples::Large)) { Samples::Large } else { Samples::Small });
+        }
+        if crate::api::LARGE_IMAGE_DATASETS.contains(&last) {
+            return Some(if size == Some(Some(Samples::Small)) { Samples::Small } else { Samples::Large });
+        }
+        Some(match size {
+            Some(Some(s)) => s,
+            // `Compose([ToTensor()])`: the images keep a size the code
+            // does not show.
+            Some(None) => Samples::Small,
+            // A dataset class built here with no transform (`MyDataset(X, y)`,
+            // `TensorDataset(x, y)`, `TextDataset(arr)`): nothing shows large
+            // samples. A helper's dataset (`build_dataset(cfg)`) is out of sight.
+            None if last.starts_with(|c: char| c.is_ascii_uppercase()) => Samples::Small,
+            None => Samples::Unknown,
+        })
+    }
+}
+
+/// The size a transform gives images: large when the last size it sets
+/// (by a resize or a crop) is 64 pixels or more or not written as a
+/// literal, small when it is under 64, unknown when the transform is not in
+/// view; `None` when it sets no size (`ToTensor()` alone).
+fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>) -> Option<Samples> {
+    // `data_transforms["train"]` of a dict literal bound once.
+    let resolved: Vec<&Expr> = match &t.kind {
+        ExprKind::Name(_) => values(t),
+        ExprKind::Subscript { value, index, .. } => {
+            let key = match &index.kind {
+                ExprKind::Literal(Literal::Str(k)) => Some(k.as_str()),
+                _ => None,
+            };
+            values(value)
+                .into_iter()
+                .filter_map(|d| match (&d.kind, key) {
+                    (ExprKind::Dict(items), Some(key)) => items.iter().find_map(|(k, v)| match k.as_ref().map(|k| &k.kind) {
+                        Some(ExprKind::Literal(Literal::Str(s))) if s.as_str() == key => Some(v),
+                        _ => None,
+                    }),
+                    _ => None,
+                })
+                .collect()
+        }
+        ExprKind::Call { .. } => vec![t],
+        _ => Vec::new(),
+    };
+    // A transform a helper builds (`build_transform(args)`) is out of
+    // sight; `Compose(...)` and the transform classes are in view.
+    let in_view = |r: &&Expr| {
+        r.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+            d.as_str().rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_uppercase()))
+        })
+    };
+    if resolved.is_empty() || !resolved.iter().all(in_view) {
+        return Some(Samples::Unknown);
+    }
+    // `Compose(transform_list)`: the list the name is bound to.
+    let mut parts: Vec<&Expr> = Vec::new();
+    for r in &resolved {
+        parts.push(r);
+        if let Some((_, args, _)) = r.as_call() {
+            for a in args.iter().filter(|a| a.as_name().is_some()) {
+                parts.extend(values(a));
+            }
+        }
+    }
+    let mut sizes = Vec::new();
+    for r in &parts {
+        r.any(&mut |e| {
+            let Some((func, args, _)) = e.as_call() else { return false };
+            let Some(d) = func.dotted() else { return false };
+            let last = d.as_str().rsplit('.').next().unwrap_or_default();
+            if !crate::api::RESIZING_TRANSFORMS.contains(&last) && !crate::api::CROPPING_TRANSFORMS.contains(&last) {
+                return false;
+            }
+            let size = args.first().or_else(|| e.keyword("size"));
+            let literal = |x: &Expr| match &x.kind {
+                ExprKind::Literal(Literal::Int(n)) => Some(*n),
+                _ => None,
+            };
+            sizes.push(size.and_then(|s| match &s.kind {
+                ExprKind::Sequence(items) => items.iter().map(literal).min().flatten(),
+                _ => literal(s),
+            }));
+            false
         });
-        side.is_none_or(|n| n >= 64)
-    })
+    }
+    // The last size set decides; a crop after a resize (`Resize(32)`,
+    // `RandomCrop(28)`) makes the images smaller still.
+    match sizes.last() {
+        None => None,
+        Some(None) => Some(Samples::Large),
+        Some(Some(n)) if *n >= 64 => Some(Samples::Large),
+        Some(Some(_)) => Some(Samples::Small),
+    }
 }
 
 /// The keys of a `**name` spread (each with its value when the dict
