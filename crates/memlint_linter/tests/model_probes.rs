@@ -110,3 +110,16 @@ fn data_after_backward_freed_the_graph_is_not_reported() {
     let src = "import torch\n\n\ndef train(net, target, opt, loader, tau):\n    for x in loader:\n        loss = net(x).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        for p, tp in zip(net.parameters(), target.parameters()):\n            tp.data.copy_(tau * p.data + (1 - tau) * tp.data)\n";
     assert!(lines(src, "ML103").is_empty(), "a target-network update after the step: no graph is live");
 }
+
+#[test]
+fn the_else_arm_does_not_see_what_the_if_arm_bound() {
+    // Exclusive arms: the `else` arm writes a tensor nothing saved; after
+    // the `if`, the `if` arm's facts hold where the `else` arm leaves the
+    // name alone, and an arm that returns adds nothing.
+    let exclusive = "import torch\n\ndef f(sig):\n    x = torch.randn(3, 2, requires_grad=True)\n    y = (x * 2).permute(1, 0)\n    if sig:\n        y = torch.sigmoid(y)\n    else:\n        y += 0.5\n    y.sum().backward()\n";
+    assert!(lines(exclusive, "ML102").is_empty());
+    let after = "import torch\n\ndef f(sig):\n    x = torch.randn(3, 2, requires_grad=True)\n    y = (x * 2).permute(1, 0)\n    if sig:\n        y = torch.sigmoid(y)\n    else:\n        s = 2\n    y += 0.5\n    y.sum().backward()\n";
+    assert_eq!(lines(after, "ML102"), [10]);
+    let returned = "import torch\n\ndef f(sig):\n    x = torch.randn(3, 2, requires_grad=True)\n    y = (x * 2).permute(1, 0)\n    if sig:\n        y = torch.sigmoid(y)\n        return y\n    else:\n        s = 2\n    y += 0.5\n    y.sum().backward()\n";
+    assert!(lines(returned, "ML102").is_empty(), "the sigmoid arm returned");
+}

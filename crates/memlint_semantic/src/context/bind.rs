@@ -910,3 +910,115 @@ pub(super) fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
         _ => target,
     }
 }
+
+/// The facts a frame holds about its places (names and what hangs below
+/// them), saved at an `if` so that its `else` arm starts from the state
+/// before the `if` arm: the arms are exclusive, and `if sig: m = F.sigmoid(m)
+/// else: m += 0.5` saves nothing the `else` arm writes.
+macro_rules! frame_facts {
+    (sets: [$($s:ident),*], maps: [$($m:ident: $t:ty),*]) => {
+        #[derive(Clone, Default)]
+        pub(super) struct FrameFacts {
+            $($s: HashSet<String>,)*
+            $($m: HashMap<String, $t>,)*
+        }
+
+        impl Context {
+            /// The current frame's facts about its places, `None` when it
+            /// holds none (nothing to put back).
+            pub(super) fn frame_facts(&self) -> Option<FrameFacts> {
+                let f = self.frame();
+                if true $(&& f.$s.is_empty())* $(&& f.$m.is_empty())* {
+                    return None;
+                }
+                Some(FrameFacts { $($s: f.$s.clone(),)* $($m: f.$m.clone(),)* })
+            }
+
+            /// Puts back the facts `frame_facts` saved (`None`: there were none).
+            pub(super) fn restore_frame_facts(&mut self, facts: Option<&FrameFacts>) {
+                let f = self.frame_mut();
+                match facts {
+                    Some(facts) => { $(f.$s.clone_from(&facts.$s);)* $(f.$m.clone_from(&facts.$m);)* }
+                    None => { $(f.$s.clear();)* $(f.$m.clear();)* }
+                }
+            }
+
+            /// After the `else` arm: what the `if` arm changed (from `before`
+            /// to `after_if`) about places the `else` arm neither binds nor
+            /// changes holds after the `if`; where both arms change a place,
+            /// the `else` arm's fact holds, as when the arms were walked in a
+            /// row.
+            pub(super) fn join_if_arm(&mut self, before: Option<&FrameFacts>, after_if: Option<&FrameFacts>, else_binds: &[String]) {
+                let empty = FrameFacts::default();
+                let (before, after_if) = (before.unwrap_or(&empty), after_if.unwrap_or(&empty));
+                let f = self.frame_mut();
+                // The places the `else` arm changed a fact of, in any table
+                // (`frozen` and `unfrozen_parts` describe one model together).
+                let mut changed: HashSet<String> = HashSet::default();
+                $(
+                    changed.extend(f.$s.symmetric_difference(&before.$s).cloned());
+                )*
+                $(
+                    changed.extend(f.$m.iter().filter(|(k, v)| before.$m.get(*k) != Some(*v)).map(|(k, _)| k.clone()));
+                    changed.extend(before.$m.keys().filter(|k| !f.$m.contains_key(*k)).cloned());
+                )*
+                let free = |k: &str| !changed.contains(k) && !else_binds.iter().any(|b| k == b || is_below(k, b));
+                $(
+                    for k in after_if.$s.difference(&before.$s) {
+                        if free(k) {
+                            f.$s.insert(k.clone());
+                        }
+                    }
+                    for k in before.$s.difference(&after_if.$s) {
+                        if free(k) {
+                            f.$s.remove(k);
+                        }
+                    }
+                )*
+                $(
+                    for (k, v) in &after_if.$m {
+                        if free(k) && before.$m.get(k) != Some(v) {
+                            f.$m.insert(k.clone(), v.clone());
+                        }
+                    }
+                    for k in before.$m.keys() {
+                        if free(k) && !after_if.$m.contains_key(k) {
+                            f.$m.remove(k);
+                        }
+                    }
+                )*
+            }
+        }
+    };
+}
+
+frame_facts! {
+    sets: [frozen, graph, requires_grad, losses, grad_values, grad_off, batches, interval_names],
+    maps: [factories: String, instances: String, unfrozen_parts: String, kinds: ValueKind, views: ViewOf, saved: memlint_diagnostics::Span, batch_loader: String, loader_iters: String]
+}
+
+/// The places an arm binds (assignment, loop and `with` targets, `del`),
+/// nested blocks included, nested functions not: an augmented assignment
+/// binds nothing new.
+pub(super) fn bound_places(body: &[Stmt]) -> Vec<String> {
+    fn add(t: &Expr, out: &mut Vec<String>) {
+        match &t.kind {
+            ExprKind::Sequence(elts) => elts.iter().for_each(|e| add(e, out)),
+            ExprKind::Starred(e) => add(e, out),
+            _ => {
+                if let Some(d) = t.dotted() {
+                    out.push(d.to_string());
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
+        StmtKind::For { target, .. } => add(target, &mut out),
+        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
+        StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
+        _ => {}
+    });
+    out
+}

@@ -509,7 +509,18 @@ impl Context {
                 // holds at the end of every arm that falls through.
                 let before = self.frame().eval_mode;
                 let built_before = self.frame().graph_built;
+                // The `else` arm starts from the facts before the `if` arm
+                // (for the rules: the summaries read no fact an arm could
+                // leak into the other).
+                let isolate = !orelse.is_empty() && !self.options.summary_only;
+                let facts_before = if isolate { self.frame_facts() } else { None };
+                let depth = self.frames.len();
                 self.walk_body(body, visitor);
+                let facts_after_if = if isolate { self.frame_facts() } else { None };
+                if isolate {
+                    debug_assert_eq!(depth, self.frames.len());
+                    self.restore_frame_facts(facts_before.as_ref());
+                }
                 let after_body = self.frame().eval_mode;
                 let built_body = self.frame().graph_built;
                 self.frame_mut().eval_mode = before;
@@ -522,6 +533,16 @@ impl Context {
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
+                // An `if` arm that returns, raises or leaves the loop adds
+                // nothing after the `if`; an `else` arm that does leaves the
+                // `if` arm's facts alone.
+                if isolate && falls_through(body) {
+                    if falls_through(orelse) {
+                        self.join_if_arm(facts_before.as_ref(), facts_after_if.as_ref(), &super::bind::bound_places(orelse));
+                    } else {
+                        self.restore_frame_facts(facts_after_if.as_ref());
+                    }
+                }
                 let after_else = self.frame().eval_mode;
                 let built_else = self.frame().graph_built;
                 let (body_through, else_through) = (falls_through(body), falls_through(orelse));
