@@ -78,7 +78,11 @@ declare_rule! {
     /// `retain_graph=True`) that every path of the loop iteration or
     /// function reached, until a forward builds a graph again (a target
     /// network's soft update, clipping or all-reducing gradients after the
-    /// backward: no graph is live to corrupt), before the forward of a
+    /// backward: no graph is live to corrupt), after an optimizer's
+    /// `step()` that follows the graph's forward (WGAN weight clipping after
+    /// `loss_d.backward(retain_graph=keep)` and `opt_d.step()`: the step
+    /// already changed in place the parameters a kept graph saved, so no
+    /// backward can run through it again), before the forward of a
     /// training loop's iteration, where no `backward()` is to come
     /// (sampling, logging, metrics after the last `backward()`), in an
     /// optimizer's `step` or a helper that runs no `backward()` of its own
@@ -165,7 +169,7 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     // of gradients), before a forward built one (the top of a training
     // loop), or with no `backward()` to come (sampling, logging, metrics),
     // neither happens.
-    let window = cx.backward_follows() && cx.graph_may_be_live();
+    let window = cx.backward_follows() && cx.graph_may_run_backward();
     if (cx.in_step_code() || graph) && window {
         Some(DataUse::Live)
     } else {

@@ -259,6 +259,12 @@ struct Frame {
     /// training loop's body (the previous iteration's `backward()` freed
     /// its graph).
     graph_built: bool,
+    /// An optimizer stepped (`opt.step()`, `scaler.step(opt)`) since the
+    /// last statement that built a graph: it changed in place the
+    /// parameters any live graph saved, so that graph cannot run
+    /// `backward()` again (autograd's version check would raise). A
+    /// must-fact, joined like `eval_mode`.
+    stepped: bool,
     /// Places set `requires_grad = False` (`layer.weight.requires_grad =
     /// False`): not leaves that require grad, whatever they are.
     grad_off: HashSet<String>,

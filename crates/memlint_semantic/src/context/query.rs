@@ -339,6 +339,16 @@ impl Context {
         self.frame().graph_built
     }
 
+    /// Whether a live graph may still run `backward()`: one may be live
+    /// ([`Context::graph_may_be_live`]) and no optimizer has stepped since
+    /// it was built. After `loss.backward(retain_graph=flag); opt.step()`
+    /// the graph still holds its memory, but its saved parameters were
+    /// changed in place: a `.data` write to them corrupts nothing a
+    /// backward could still read.
+    pub fn graph_may_run_backward(&self) -> bool {
+        self.frame().graph_built && !self.frame().stepped
+    }
+
     /// Whether `name` is bound to a batch of a data loader (`x` of `for x,
     /// y in loader`) and not rebound since: a tensor built from data, which
     /// requires no grad.

@@ -509,6 +509,7 @@ impl Context {
                 // holds at the end of every arm that falls through.
                 let before = self.frame().eval_mode;
                 let built_before = self.frame().graph_built;
+                let stepped_before = self.frame().stepped;
                 // The `else` arm starts from the facts before the `if` arm
                 // (for the rules: the summaries read no fact an arm could
                 // leak into the other).
@@ -523,6 +524,8 @@ impl Context {
                 }
                 let after_body = self.frame().eval_mode;
                 let built_body = self.frame().graph_built;
+                let stepped_body = self.frame().stepped;
+                self.frame_mut().stepped = stepped_before;
                 self.frame_mut().eval_mode = before;
                 self.frame_mut().graph_built = built_before;
                 self.interval_depth -= interval;
@@ -545,6 +548,13 @@ impl Context {
                 }
                 let after_else = self.frame().eval_mode;
                 let built_else = self.frame().graph_built;
+                let stepped_else = self.frame().stepped;
+                self.frame_mut().stepped = match (falls_through(body), falls_through(orelse)) {
+                    (true, true) => stepped_body && stepped_else,
+                    (true, false) => stepped_body,
+                    (false, true) => stepped_else,
+                    (false, false) => stepped_before,
+                };
                 let (body_through, else_through) = (falls_through(body), falls_through(orelse));
                 self.frame_mut().eval_mode = match (body_through, else_through) {
                     (true, true) => after_body && after_else,
@@ -707,12 +717,14 @@ impl Context {
         frame.id = stmt.id;
         self.frame_mut().loops.push(frame);
         let before = self.frame().graph_built;
+        let stepped_before = self.frame().stepped;
         if training {
             self.frame_mut().graph_built = false;
         }
         self.walk_body(body, visitor);
         visitor.leave_stmt(stmt, self);
         self.frame_mut().graph_built |= before;
+        self.frame_mut().stepped &= stepped_before;
         self.frame_mut().loops.pop();
         self.walk_body(orelse, visitor);
     }
@@ -746,10 +758,18 @@ impl Context {
                 false
             });
         });
-        if frees && !retained {
+        // `opt.step()`, `scaler.step(opt)`: the parameters change in place.
+        let steps = matches!(&stmt.kind, StmtKind::Expr(e) if e.as_method_call().is_some_and(|(_, m)| m == "step"))
+            && matches!(&stmt.kind, StmtKind::Expr(e) if crate::step::classify(e, self).is_some_and(|(k, _, _)| {
+                k.kinds().contains(crate::step::StepKinds::OPT_STEP)
+            }));
+        if steps {
+            self.frame_mut().stepped = true;
+        } else if frees && !retained {
             self.frame_mut().graph_built = false;
-        } else if !frees && !self.frame().graph_built && self.grad_enabled() && self.carries_graph(value) {
+        } else if !frees && (!self.frame().graph_built || self.frame().stepped) && self.grad_enabled() && self.carries_graph(value) {
             self.frame_mut().graph_built = true;
+            self.frame_mut().stepped = false;
         }
     }
 }
