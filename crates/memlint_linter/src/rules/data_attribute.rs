@@ -91,6 +91,10 @@ declare_rule! {
     /// threshold: a deliberate detach; a parameter's or leaf's `.data` read
     /// into the graph is reported, as it trains nothing), for reads through a copy or a
     /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
+    /// nor in a branch that runs once per object (`if not self.initialized:
+    /// ...; self.initialized = True`, a data-dependent initialisation in
+    /// `forward`), nor for reads of what a tensor is rather than what it
+    /// holds (`w.data.new(n, 1)`, `w.data.shape`, `w.data.size()`),
     /// nor on a module built in the same function, nor for a swap-and-restore
     /// (`saved = p.data` ... `p.data = saved`). Not reported in
     /// construction, initialisation, conversion or loading
@@ -156,6 +160,12 @@ pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
         if attr == nn::GRAD && cx.grad_enabled() {
             return Some(DataUse::Setup);
         }
+    }
+    // A data-dependent initialisation that runs once (`if not
+    // self.initialized: self.weight.data.copy_(...); self.initialized =
+    // True`, ActNorm): initialisation code, ML107's.
+    if cx.in_run_once_branch() {
+        return Some(DataUse::Setup);
     }
     // Inside `torch.no_grad()` autograd records nothing: the advice
     // (no_grad) is already followed.

@@ -355,6 +355,10 @@ pub struct Context {
     /// `individual=False` in `__init__`), or a test for NaN or infinite
     /// values (a recovery path).
     rare_branch_depth: usize,
+    /// Depth of `if` bodies that run once: the body sets the attribute its
+    /// test reads (`if not self.initialized: ...; self.initialized = True`,
+    /// a data-dependent initialisation in `forward`).
+    once_depth: usize,
     /// Depth of `if` bodies under a logging, debugging or profiling
     /// condition (`if args.verbose:`, `if log_this_step:`, `if cfg.profile:`).
     logging_depth: usize,
@@ -394,7 +398,14 @@ const COPYING_METHODS: &[&str] = &[
     "detach", "clone", "item", "tolist", "numpy", "norm", "min", "max", "sum", "mean", "std", "var", "amax", "amin",
     "argmax", "argmin", "abs", "numel", "size", "dim", "float", "double", "half", "cpu", "allclose", "equal", "isnan",
     "isinf", "any", "all", "nonzero", "count_nonzero",
+    // What the receiver is, not its values: a new tensor of its type and
+    // device (`w.data.new(n, 1)`), its size or layout.
+    "new", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "get_device", "nelement", "element_size",
+    "stride", "is_contiguous", "data_ptr",
 ];
+/// Attributes that say what a tensor is, not what it holds
+/// (`w.data.shape`, `w.data.device`).
+const METADATA_ATTRIBUTES: &[&str] = &["shape", "device", "dtype", "is_cuda", "ndim", "layout", "is_sparse"];
 
 
 impl Context {
@@ -437,6 +448,7 @@ impl Context {
             interval_depth: 0,
             option_depth: 0,
             rare_branch_depth: 0,
+            once_depth: 0,
             logging_depth: 0,
             debug_depth: 0,
             handlers: Vec::new(),

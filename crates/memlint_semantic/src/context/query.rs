@@ -206,7 +206,15 @@ impl Context {
     /// caller must ask for), or when values have gone bad (the body of
     /// `if torch.isnan(k).any():`, a recovery path).
     pub fn in_rarely_taken_branch(&self) -> bool {
-        self.rare_branch_depth > 0
+        self.rare_branch_depth > 0 || self.once_depth > 0
+    }
+
+    /// Whether the current point runs once per object: the body of an `if`
+    /// that sets the attribute its test reads (`if not self.initialized:
+    /// ...; self.initialized = True`, ActNorm's data-dependent
+    /// initialisation in `forward`).
+    pub fn in_run_once_branch(&self) -> bool {
+        self.once_depth > 0
     }
 
     /// Whether an `if` test turns on an option of the current class that

@@ -231,8 +231,9 @@ impl Context {
             if compat {
                 cx.compat_expr.set(cx.compat_expr.get() + 1);
             }
-            let copied = match e.as_method_call() {
-                Some((recv, m)) if COPYING_METHODS.contains(&m) => Some(recv.id),
+            let copied = match (e.as_method_call(), &e.kind) {
+                (Some((recv, m)), _) if COPYING_METHODS.contains(&m) => Some(recv.id),
+                (None, ExprKind::Attribute { value, attr, .. }) if METADATA_ATTRIBUTES.contains(&attr.as_str()) => Some(value.id),
                 _ => None,
             };
             // A comprehension over data: its first expression is what it
@@ -499,6 +500,8 @@ impl Context {
                     !self.options.summary_only && (self.tests_an_off_option(test) || crate::facts::scan::tests_for_nan(test)),
                 );
                 self.rare_branch_depth += rare;
+                let once = usize::from(!self.options.summary_only && crate::facts::scan::is_run_once_guard(test, body));
+                self.once_depth += once;
                 self.option_depth += option;
                 self.logging_depth += logging;
                 self.debug_depth += debug;
@@ -530,6 +533,7 @@ impl Context {
                 self.frame_mut().graph_built = built_before;
                 self.interval_depth -= interval;
                 self.rare_branch_depth -= rare;
+                self.once_depth -= once;
                 self.option_depth -= option;
                 self.logging_depth -= logging;
                 self.debug_depth -= debug;
@@ -634,12 +638,14 @@ impl Context {
                     std::mem::take(&mut self.debug_depth),
                     std::mem::take(&mut self.handlers),
                     std::mem::take(&mut self.rare_branch_depth),
+                    std::mem::take(&mut self.once_depth),
                 );
                 self.enter_function(func);
                 self.walk_body(&func.body, visitor);
                 visitor.leave_stmt(stmt, self);
                 self.frames.pop();
-                (self.interval_depth, self.option_depth, self.logging_depth, self.debug_depth, self.handlers, self.rare_branch_depth) = saved;
+                (self.interval_depth, self.option_depth, self.logging_depth, self.debug_depth, self.handlers, self.rare_branch_depth, self.once_depth) =
+                    saved;
                 // The function name now binds a function, not an import.
                 self.shadow(&func.name);
             }

@@ -580,6 +580,43 @@ pub(crate) fn handler_type_names(h: &crate::ir::Handler) -> Vec<String> {
     }
 }
 
+/// Whether an `if` runs its body once per object: the test reads a
+/// `self.<flag>` that the body sets (`if not self.initialized: ...;
+/// self.initialized = True`, or a buffer flag `self.inited.fill_(1)`).
+pub(crate) fn is_run_once_guard(test: &Expr, body: &[Stmt]) -> bool {
+    let mut flags: Vec<String> = Vec::new();
+    test.any(&mut |e| {
+        if let Some(d) = e.dotted().filter(|d| d.starts_with("self.") && !d[5..].contains('.')) {
+            flags.push(d.to_string());
+        }
+        false
+    });
+    if flags.is_empty() {
+        return false;
+    }
+    let mut sets = false;
+    for s in body {
+        match &s.kind {
+            // A flag set to `True` or `False` (a counter reset, `self.step
+            // = 0`, runs again).
+            StmtKind::Assign { targets, value, .. } if matches!(value.kind, ExprKind::Literal(crate::ir::Literal::Bool(_))) => {
+                sets |= targets.iter().any(|t| t.dotted().is_some_and(|d| flags.iter().any(|f| *f == d.as_str())));
+            }
+            StmtKind::Expr(e) => {
+                if let Some((recv, "fill_" | "copy_" | "zero_")) = e.as_method_call() {
+                    let recv = match &recv.kind {
+                        ExprKind::Attribute { value, attr, .. } if attr == "data" => value,
+                        _ => recv,
+                    };
+                    sets |= recv.dotted().is_some_and(|d| flags.iter().any(|f| *f == d.as_str()));
+                }
+            }
+            _ => {}
+        }
+    }
+    sets
+}
+
 /// A condition that reads a memory option of a configuration object
 /// (`args.empty_unused_memory_level`, `cfg.clear_cache`,
 /// `self.config.free_memory`): `if args.local_rank == 0:` is not one.
