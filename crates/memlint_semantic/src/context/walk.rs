@@ -518,11 +518,9 @@ impl Context {
                 // leak into the other).
                 let isolate = !orelse.is_empty() && !self.options.summary_only;
                 let facts_before = if isolate { self.frame_facts() } else { None };
-                let depth = self.frames.len();
                 self.walk_body(body, visitor);
                 let facts_after_if = if isolate { self.frame_facts() } else { None };
                 if isolate {
-                    debug_assert_eq!(depth, self.frames.len());
                     self.restore_frame_facts(facts_before.as_ref());
                 }
                 let after_body = self.frame().eval_mode;
@@ -543,8 +541,9 @@ impl Context {
                 // An `if` arm that returns, raises or leaves the loop adds
                 // nothing after the `if`; an `else` arm that does leaves the
                 // `if` arm's facts alone.
-                if isolate && falls_through(body) {
-                    if falls_through(orelse) {
+                let (body_through, else_through) = (falls_through(body), falls_through(orelse));
+                if isolate && body_through {
+                    if else_through {
                         self.join_if_arm(facts_before.as_ref(), facts_after_if.as_ref(), &super::bind::bound_places(orelse));
                     } else {
                         self.restore_frame_facts(facts_after_if.as_ref());
@@ -553,13 +552,12 @@ impl Context {
                 let after_else = self.frame().eval_mode;
                 let built_else = self.frame().graph_built;
                 let stepped_else = self.frame().stepped;
-                self.frame_mut().stepped = match (falls_through(body), falls_through(orelse)) {
+                self.frame_mut().stepped = match (body_through, else_through) {
                     (true, true) => stepped_body && stepped_else,
                     (true, false) => stepped_body,
                     (false, true) => stepped_else,
                     (false, false) => stepped_before,
                 };
-                let (body_through, else_through) = (falls_through(body), falls_through(orelse));
                 self.frame_mut().eval_mode = match (body_through, else_through) {
                     (true, true) => after_body && after_else,
                     (true, false) => after_body,
@@ -765,10 +763,13 @@ impl Context {
             });
         });
         // `opt.step()`, `scaler.step(opt)`: the parameters change in place.
-        let steps = matches!(&stmt.kind, StmtKind::Expr(e) if e.as_method_call().is_some_and(|(_, m)| m == "step"))
-            && matches!(&stmt.kind, StmtKind::Expr(e) if crate::step::classify(e, self).is_some_and(|(k, _, _)| {
-                k.kinds().contains(crate::step::StepKinds::OPT_STEP)
-            }));
+        let steps = match &stmt.kind {
+            StmtKind::Expr(e) => {
+                e.as_method_call().is_some_and(|(_, m)| m == "step")
+                    && crate::step::classify(e, self).is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::OPT_STEP))
+            }
+            _ => false,
+        };
         if steps {
             self.frame_mut().stepped = true;
         } else if frees && !retained {
