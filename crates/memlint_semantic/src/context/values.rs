@@ -486,7 +486,26 @@ impl Context {
                 ExprKind::Attribute { value: Box::new(e), attr: p.into(), attr_span: memlint_diagnostics::Span::new(0, 0) },
             );
         }
-        self.qualified_name(&e).is_none() && self.is_module_path(&e)
+        self.qualified_name(&e).is_none() && self.is_module_path(&e) && !self.from_scratch_attr(&e, attr)
+    }
+
+    /// `model.bias` where `model` is a model by its name only, and every
+    /// class of the file walked so far that binds `self.bias` binds a plain
+    /// tensor (`self.bias = torch.zeros(1)`: a model written from scratch,
+    /// trained by hand-computed gradients): no parameter.
+    fn from_scratch_attr(&self, owner: &Expr, attr: &str) -> bool {
+        if self.kind_of(owner) == Some(ValueKind::Module) {
+            return false;
+        }
+        let mut bound = false;
+        for attrs in self.class_params.values() {
+            match attrs.get(attr) {
+                Some(ValueKind::Tensor) => bound = true,
+                Some(_) => return false,
+                None => {}
+            }
+        }
+        bound
     }
 
     /// Whether `expr` is a loss module (`criterion`, `loss_fn`, an
@@ -597,7 +616,11 @@ impl Context {
                     return Some(ValueKind::Parameter);
                 }
                 if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
-                    if matches!(attr.as_str(), "weight" | "bias") && !self.is_imported_path(expr) && self.is_module_path(value) {
+                    if matches!(attr.as_str(), "weight" | "bias")
+                        && !self.is_imported_path(expr)
+                        && self.is_module_path(value)
+                        && !self.from_scratch_attr(value, attr)
+                    {
                         return Some(ValueKind::Parameter);
                     }
                     if attr == "grad" && self.is_tensor(value) {
@@ -841,7 +864,11 @@ pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, V
                     if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
                         return;
                     }
-                    let kind = match cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) {
+                    // `self.w = torch.zeros(n, requires_grad=True)`: a leaf that
+                    // requires grad, a parameter of the class in all but name.
+                    let leaf = value.keyword("requires_grad").is_some_and(Expr::is_true)
+                        && cx.kind_of(value) == Some(ValueKind::Tensor);
+                    let kind = match if leaf { Some(ValueKind::Parameter) } else { cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) } {
                         Some(k @ (ValueKind::Parameter | ValueKind::Module | ValueKind::Tensor)) => k,
                         _ => return,
                     };
