@@ -538,10 +538,11 @@ pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
 /// out after `=` (`loss = `, `criterion = # TODO`, `Adam(lr=, ...)`) or a
 /// `pass` standing for one (`one_hot = pass`), on the error's line or, for
 /// an error at the start of a line, the last non-blank line before it; a
-/// placeholder in angle brackets (`<YOUR CODE: ...>`) or a comment that
-/// marks the blank (`# your code`, `# TODO`) on the error's line or the
-/// line before; or a body left out (`def forward(self, x):` followed by
-/// comments only).
+/// placeholder in angle brackets (`<YOUR CODE: ...>`, in any script) or a
+/// comment that marks the blank (`# your code`, `# TODO`) on the error's
+/// line or the line before; an argument left out (`DenseLayer( , , act)`)
+/// or a `?` standing for one; or a body left out (`def forward(self, x):`
+/// followed by comments only).
 fn exercise_blanks(source: &str, errors: &[memlint_python::SyntaxError]) -> bool {
     blanks(source, errors.iter().map(|e| (e.message.as_str(), e.span.start)), true)
 }
@@ -603,7 +604,8 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
             let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
             let here = &source[line_start..end];
             let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l)) || any_empty_block && has_question_blank(code)
+            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
+                || any_empty_block && (has_question_blank(code) || has_empty_argument(code))
         })
 }
 
@@ -619,6 +621,14 @@ fn has_question_blank(code: &str) -> bool {
     })
 }
 
+/// An argument left out: `DenseLayer( , , act)`, `f(x, , y)`.
+fn has_empty_argument(code: &str) -> bool {
+    code.match_indices(',').any(|(i, _)| {
+        let before = code[..i].trim_end().chars().last();
+        matches!(before, Some('(' | ','))
+    })
+}
+
 /// `<YOUR CODE>`, `< your code here >`, `<YOUR_CODE>`, `<...>`, `<>`:
 /// angle brackets around words for the student (or nothing), which
 /// Python cannot parse.
@@ -629,7 +639,8 @@ fn has_placeholder(line: &str) -> bool {
         // `<YOUR CODE: restore the words ...` closed on a later line.
         let Some(close) = after.find(['<', '>']) else { return after.to_ascii_lowercase().starts_with("your code") };
         let inner = after[..close].trim();
-        let words = inner.starts_with(|c: char| c.is_ascii_alphabetic())
+        // Words in any script (`<вычислите mse>`).
+        let words = inner.starts_with(char::is_alphabetic)
             && (inner.contains([' ', ':'])
                 || inner.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
         if after.as_bytes()[close] == b'>' && (inner.is_empty() || inner == "..." || words) {
@@ -1138,6 +1149,10 @@ mod tests {
         assert!(!blank("raise ValueError, \"wrong\"\n"));
         assert!(blank("words = <YOUR CODE: restore words (a list of strings)\n   from words_ix>\n"));
         assert!(blank("policy, Q = mc_control(env, ?, ?)\n"));
+        assert!(blank("layer = DenseLayer( , , lambda x: x, init)\n"));
+        assert!(blank("def compute(y):\n    return <вычислите mse для входов>\n"));
+        assert!(blank("f(x, , y)\n"));
+        assert!(!in_module("layer = DenseLayer( , , act)\n"));
         assert!(blank("alpha = ?\n"));
         assert!(!blank("model?\n"));
     }
