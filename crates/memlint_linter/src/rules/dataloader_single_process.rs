@@ -47,7 +47,9 @@ declare_rule! {
     /// not the one the training loop iterates).
     /// A dataset already in memory as tensors (`TensorDataset`, a
     /// dataset class of the file whose `__getitem__` only returns items of
-    /// its attributes, or a Hugging Face dataset prepared ahead and
+    /// its attributes, maybe made tensors or gathered in a dict, as
+    /// tokenized text is served: `{k: torch.tensor(v[i]) for k, v in
+    /// self.encodings.items()}`), or a Hugging Face dataset prepared ahead and
     /// formatted with `with_format`/`set_format`, also in place in another
     /// method, `self.dataset[split].set_format(...)`; also when a loader
     /// helper's `dataset` parameter gets one from every call in the file)

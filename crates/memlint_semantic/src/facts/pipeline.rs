@@ -995,9 +995,27 @@ fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
 /// Whether a class body defines a `__getitem__` that does no work per
 /// sample: its body is a `return` of items (or a tuple of items) of its
 /// attributes, `self.data[i]`, maybe bound to names first (`x =
-/// self.x[i]; y = self.y[i]; return x, y`). Such a dataset holds its
-/// samples in memory.
+/// self.x[i]; y = self.y[i]; return x, y`), maybe made tensors
+/// (`torch.tensor(self.labels[i])`), or a dict of them (the tokenized-text
+/// pattern: `item = {k: torch.tensor(v[i]) for k, v in
+/// self.encodings.items()}; item["labels"] = torch.tensor(self.labels[i]);
+/// return item`). Such a dataset holds its samples in memory.
 pub fn indexes_only(class_body: &[Stmt]) -> bool {
+    /// `torch.tensor(x)`, `torch.as_tensor(x)`, `torch.from_numpy(x)`,
+    /// `torch.LongTensor(x)`: the one argument, else the expression.
+    fn unwrap_tensor(e: &Expr) -> &Expr {
+        match e.as_call() {
+            Some((func, [arg], _))
+                if func.dotted().is_some_and(|d| {
+                    let last = d.as_str().rsplit('.').next().unwrap_or_default();
+                    d.starts_with("torch.") && matches!(last, "tensor" | "as_tensor" | "from_numpy" | "LongTensor" | "FloatTensor")
+                }) =>
+            {
+                arg
+            }
+            _ => e,
+        }
+    }
     let mut found = false;
     for m in class_body {
         let StmtKind::Function(f) = &m.kind else { continue };
@@ -1006,17 +1024,37 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
         }
         let body: Vec<&Stmt> =
             f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
-        let item = |e: &Expr| matches!(&e.kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")));
+        let item = |e: &Expr| {
+            matches!(&unwrap_tensor(e).kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")))
+        };
+        // `{k: torch.tensor(v[i]) for k, v in self.encodings.items()}`.
+        let dict_of_items = |e: &Expr| match &e.kind {
+            ExprKind::Comprehension(c) => {
+                let [g] = c.generators.as_slice() else { return false };
+                let over_attr = g.iter.as_method_call().is_some_and(|(recv, m)| {
+                    m == "items" && recv.dotted().is_some_and(|d| d.starts_with("self."))
+                });
+                let value_name = match &g.target.kind {
+                    ExprKind::Sequence(names) if names.len() == 2 => names[1].as_name(),
+                    _ => None,
+                };
+                let indexed = matches!(&unwrap_tensor(&c.elt).kind, ExprKind::Subscript { value, .. } if value.as_name().is_some() && value.as_name() == value_name);
+                c.key.is_some() && g.ifs.is_empty() && over_attr && indexed
+            }
+            _ => false,
+        };
         let Some((ret, binds)) = body.split_last() else { continue };
         // Names bound to items first: `x = self.x[i]`, `x, y = self.pairs[i]`.
         let mut bound: Vec<&str> = Vec::new();
         let binds_items = binds.iter().all(|s| match &s.kind {
-            StmtKind::Assign { targets, value, .. } if targets.len() == 1 && item(value) => match &targets[0].kind {
-                ExprKind::Name(n) => {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 => match &targets[0].kind {
+                ExprKind::Name(n) if item(value) || dict_of_items(value) => {
                     bound.push(n.as_str());
                     true
                 }
-                ExprKind::Sequence(names) => names.iter().all(|t| t.as_name().map(|n| bound.push(n)).is_some()),
+                ExprKind::Sequence(names) if item(value) => names.iter().all(|t| t.as_name().map(|n| bound.push(n)).is_some()),
+                // `item["labels"] = torch.tensor(self.labels[i])` on a dict bound above.
+                ExprKind::Subscript { value: d, .. } if item(value) => d.as_name().is_some_and(|n| bound.contains(&n)),
                 _ => false,
             },
             _ => false,
@@ -1026,7 +1064,7 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
             && match &ret.kind {
                 StmtKind::Return(Some(v)) => match &v.kind {
                     ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(given),
-                    _ => given(v),
+                    _ => given(v) || dict_of_items(v),
                 },
                 _ => false,
             };
