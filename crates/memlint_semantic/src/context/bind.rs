@@ -1001,23 +1001,12 @@ frame_facts! {
 /// nested blocks included, nested functions not: an augmented assignment
 /// binds nothing new.
 pub(super) fn bound_places(body: &[Stmt]) -> Vec<String> {
-    fn add(t: &Expr, out: &mut Vec<String>) {
-        match &t.kind {
-            ExprKind::Sequence(elts) => elts.iter().for_each(|e| add(e, out)),
-            ExprKind::Starred(e) => add(e, out),
-            _ => {
-                if let Some(d) = t.dotted() {
-                    out.push(d.to_string());
-                }
-            }
-        }
-    }
     let mut out = Vec::new();
     for_each_stmt_in_function(body, &mut |s| match &s.kind {
-        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| add(t, &mut out)),
-        StmtKind::For { target, .. } => add(target, &mut out),
-        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| add(t, &mut out)),
-        StmtKind::Delete(targets) => targets.iter().for_each(|t| add(t, &mut out)),
+        StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| collect_target_names(t, &mut out)),
+        StmtKind::For { target, .. } => collect_target_names(target, &mut out),
+        StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| collect_target_names(t, &mut out)),
+        StmtKind::Delete(targets) => targets.iter().for_each(|t| collect_target_names(t, &mut out)),
         _ => {}
     });
     out

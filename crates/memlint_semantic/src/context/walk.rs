@@ -552,26 +552,12 @@ impl Context {
                 let after_else = self.frame().eval_mode;
                 let built_else = self.frame().graph_built;
                 let stepped_else = self.frame().stepped;
-                self.frame_mut().stepped = match (body_through, else_through) {
-                    (true, true) => stepped_body && stepped_else,
-                    (true, false) => stepped_body,
-                    (false, true) => stepped_else,
-                    (false, false) => stepped_before,
-                };
-                self.frame_mut().eval_mode = match (body_through, else_through) {
-                    (true, true) => after_body && after_else,
-                    (true, false) => after_body,
-                    (false, true) => after_else,
-                    (false, false) => before,
-                };
+                let through = (body_through, else_through);
+                self.frame_mut().stepped = join_arms(through, stepped_before, stepped_body, stepped_else, |a, b| a && b);
+                self.frame_mut().eval_mode = join_arms(through, before, after_body, after_else, |a, b| a && b);
                 // May-fact join: a graph may be live after the `if` when it
                 // may be at the end of an arm that falls through.
-                self.frame_mut().graph_built = match (body_through, else_through) {
-                    (true, true) => built_body || built_else,
-                    (true, false) => built_body,
-                    (false, true) => built_else,
-                    (false, false) => built_before,
-                };
+                self.frame_mut().graph_built = join_arms(through, built_before, built_body, built_else, |a, b| a || b);
                 self.non_torch_depth -= usize::from(else_other);
                 self.compat_depth -= guard;
             }
@@ -778,6 +764,18 @@ impl Context {
             self.frame_mut().graph_built = true;
             self.frame_mut().stepped = false;
         }
+    }
+}
+
+/// A flag after an `if`: `both` of the arms' values when both arms fall
+/// through (`through`: the `if` arm's, the `else` arm's), the value of the
+/// one that does, or the value before the `if` when neither does.
+fn join_arms(through: (bool, bool), before: bool, body: bool, orelse: bool, both: fn(bool, bool) -> bool) -> bool {
+    match through {
+        (true, true) => both(body, orelse),
+        (true, false) => body,
+        (false, true) => orelse,
+        (false, false) => before,
     }
 }
 
