@@ -420,8 +420,11 @@ impl Context {
         }
         sets!(frozen, graph, requires_grad, losses, grad_values, grad_off);
         maps!(factories, instances, unfrozen_parts, kinds, views, saved);
-        // Only a name that resolves to an import needs shadowing.
-        if !dotted.contains('.') && self.lookup_import(dotted).is_some() {
+        // Only a name that resolves to an import needs shadowing; the
+        // fallback of an optional import (`except ImportError: amp =
+        // None`) leaves the import: the code that uses the name runs
+        // with the module.
+        if !dotted.contains('.') && self.lookup_import(dotted).is_some() && !self.in_import_fallback() {
             self.frame_mut().imports.insert(dotted.to_string(), None);
         }
     }
@@ -726,7 +729,8 @@ impl Context {
             return true;
         }
         let loader = |e: &Expr| self.kind_of(e) == Some(ValueKind::DataLoader);
-        loader(iter) || iter.as_call().is_some_and(|(_, args, _)| args.iter().any(loader))
+        // `tqdm(enumerate(test_loader, 0))`: what the wrappers iterate.
+        loader(iter) || iter.as_call().is_some_and(|(_, args, _)| args.iter().any(loader)) || loader(unwrap_iter_call(iter))
     }
 
     /// Whether `v` is a loader's batch, moved or converted (`x.to(device)`,

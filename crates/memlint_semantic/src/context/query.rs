@@ -253,6 +253,13 @@ impl Context {
         })
     }
 
+    /// Whether the current point is the fallback of an optional import:
+    /// an `except ImportError:` (or `ModuleNotFoundError`, `Exception`, a
+    /// bare `except:`) handler.
+    pub fn in_import_fallback(&self) -> bool {
+        self.in_handler_catching(&["ImportError", "ModuleNotFoundError"])
+    }
+
     /// Whether the file is a test module (its code is unit tests and their
     /// helpers: hazards there do not reach training runs).
     pub fn in_test_module(&self) -> bool {

@@ -19,8 +19,9 @@ const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "t
 
 /// The statements of a loop body that run in every iteration: not under
 /// an `if` or a nested loop, but inside a `with`, a `try` body, and the
-/// body of an `if` that tests for the GPU (`if cuda:`, `if
-/// self.gpu_mode:`: on the GPU, where a wait matters, it always runs).
+/// arm of an `if` that chooses the GPU (`if cuda:`, `if
+/// self.gpu_mode:`, `if not args.use_cpu:`, the `else` of `if
+/// args.no_cuda:`: on the GPU, where a wait matters, it always runs).
 fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
     let mut out = Vec::new();
     every_iteration_into(body, &mut out);
@@ -34,14 +35,12 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
                 out.push(s);
                 every_iteration_into(body, out);
             }
-            // `if cuda:` / `if self.gpu_mode:`: on the GPU, where a wait
-            // matters, its body runs every time (the `else`, if any, is the
-            // CPU's).
-            StmtKind::If { test, body, .. }
-                if crate::facts::tests_for_the_device(test)
-                    && !matches!(test.kind, ExprKind::Unary { op: crate::ir::UnaryOp::Not, .. }) =>
-            {
-                every_iteration_into(body, out);
+            // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
+            // the GPU, where a wait matters, the arm that chooses it runs
+            // every time (the other is the CPU's).
+            StmtKind::If { test, body, orelse } if crate::facts::scan::gpu_arm(test).is_some() => {
+                let arm = if crate::facts::scan::gpu_arm(test) == Some(true) { body } else { orelse };
+                every_iteration_into(arm, out);
             }
             // A `try` body runs every time, unless it raises.
             StmtKind::Try(t) => every_iteration_into(&t.body, out),
@@ -123,8 +122,8 @@ impl Context {
     /// a loader's batch or of a tensor built on the host
     /// (`torch.tensor(obs).to(device)`), in a statement of the body that
     /// runs every iteration (not under an `if`, a nested loop or an
-    /// `except`, but under an `if` that tests for the GPU, `if cuda:`,
-    /// `if self.gpu_mode:`); in tch, a batch iterator moved with
+    /// `except`, but in the arm of an `if` that chooses the GPU, `if
+    /// cuda:`, `if not args.use_cpu:`); in tch, a batch iterator moved with
     /// `.to_device(device)` (each batch is copied as it is drawn); host data
     /// made a device tensor there (`torch.tensor(obs, device=device)`,
     /// `x.new_tensor(obs)`); `scaler.step(optimizer)` of AMP's

@@ -834,6 +834,32 @@ pub fn tests_for_the_device(test: &Expr) -> bool {
     })
 }
 
+/// Which arm of `if test:` runs on the GPU: `Some(true)` the body (`if
+/// cuda:`, `if not args.use_cpu:`, `if torch.cuda.is_available():`),
+/// `Some(false)` the `else` arm (`if args.no_cuda:`, `if args.cpu:`),
+/// `None` when the test says neither.
+pub fn gpu_arm(test: &Expr) -> Option<bool> {
+    let (negated, inner) = match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => (true, &**operand),
+        _ => (false, test),
+    };
+    if let Some(d) = inner.dotted() {
+        // A flag: its name says which device it chooses.
+        let ws = words(d.rsplit('.').next().unwrap_or(&d));
+        let gpu = ws.iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA));
+        let off = ws.iter().any(|w| matches!(w.as_str(), "no" | "disable" | "disabled" | "without"));
+        let cpu = ws.iter().any(|w| w == "cpu") || (gpu && off);
+        return if cpu {
+            Some(negated)
+        } else if gpu {
+            Some(!negated)
+        } else {
+            None
+        };
+    }
+    (!negated && tests_for_the_device(inner)).then_some(true)
+}
+
 /// How a module uses `volatile=True`, PyTorch's way before 0.4 to turn
 /// grad off (`Variable(x, volatile=True)`), a no-op since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
