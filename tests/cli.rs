@@ -515,6 +515,29 @@ fn walk_honours_gitignore_and_skips_virtualenvs() {
 }
 
 #[test]
+fn walk_skips_source_copies_saved_in_run_directories() {
+    let dir = tree();
+    // Copies a training script saved beside its checkpoints, and a
+    // tracker's copy of the code: same names as files of the run.
+    write(dir.path(), "log/exp1/train.py", TRAIN);
+    write(dir.path(), "wandb/run-1/files/code/src/train.py", TRAIN);
+    // Not copies: a name of its own, and a package named `logs`.
+    write(dir.path(), "runs/sweep.py", TRAIN);
+    write(dir.path(), "logs/__init__.py", "");
+    write(dir.path(), "logs/train.py", TRAIN);
+    let o = memlint(dir.path(), &["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut paths: Vec<String> =
+        v["diagnostics"].as_array().unwrap().iter().map(|d| d["path"].as_str().unwrap().replace('\\', "/").trim_start_matches("./").to_string()).collect();
+    paths.dedup();
+    assert_eq!(paths, ["logs/train.py", "runs/sweep.py", "src/train.py"], "{}", stdout(&o));
+    // Named on the command line, a copy is checked.
+    let o = memlint(dir.path(), &["check", "log", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], 1, "{}", stdout(&o));
+}
+
+#[test]
 fn rule_and_rules_commands() {
     let dir = tree();
     let o = memlint(dir.path(), &["rule", "ML201"]);

@@ -133,7 +133,52 @@ pub fn collect(paths: &[PathBuf], stdin_name: Option<&Path>, limit: u64) -> Resu
     }
     files.sort();
     files.dedup_by(|a, b| a.path == b.path);
+    drop_run_snapshots(&mut files, &dirs);
     Ok(files)
+}
+
+/// Directories where training runs keep their outputs: logs, checkpoints,
+/// experiment trackers' run folders.
+const RUN_OUTPUT_DIRS: &[&str] = &["log", "logs", "runs", "outputs", "checkpoints", "wandb", "mlruns"];
+
+/// Drops the copies of the project's sources that training scripts save
+/// beside their checkpoints (`shutil.copy("models/utils.py", log_dir)`,
+/// experiment trackers' `files/code/`): a file found by walking, under a
+/// run-output directory below the walked root, in a directory that is no
+/// package, whose name is also the name of a file of the run outside such
+/// directories. Nothing imports them, and their findings repeat the
+/// original's once per saved run. Named on the command line, a copy is
+/// checked.
+fn drop_run_snapshots(files: &mut Vec<Candidate>, roots: &[PathBuf]) {
+    let in_run_output = |c: &Candidate| -> bool {
+        if c.explicit || c.error.is_some() {
+            return false;
+        }
+        let Some(rel) = roots.iter().find_map(|r| c.path.strip_prefix(r).ok()) else { return false };
+        let Some(parent) = rel.parent() else { return false };
+        parent.components().any(|d| d.as_os_str().to_str().is_some_and(|d| RUN_OUTPUT_DIRS.contains(&d)))
+    };
+    let snapshot: Vec<bool> = files.iter().map(in_run_output).collect();
+    if !snapshot.contains(&true) {
+        return;
+    }
+    let originals: std::collections::HashSet<&std::ffi::OsStr> =
+        files.iter().zip(&snapshot).filter(|(_, s)| !**s).filter_map(|(c, _)| c.path.file_name()).collect();
+    let packages: std::collections::HashSet<&Path> =
+        files.iter().filter(|c| c.path.file_name().is_some_and(|n| n == "__init__.py")).filter_map(|c| c.path.parent()).collect();
+    let drop: Vec<bool> = files
+        .iter()
+        .zip(&snapshot)
+        .map(|(c, s)| {
+            *s && c.path.file_name().is_some_and(|n| n != "__init__.py" && originals.contains(n))
+                && c.path.parent().is_some_and(|p| !packages.contains(p))
+        })
+        .collect();
+    let mut i = 0;
+    files.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
 }
 
 /// The operating system's message for an error of the walk.
