@@ -60,7 +60,8 @@ declare_rule! {
     /// loader named for evaluation or built in a method named so
     /// (`val_loader`, `test_dataloader`, Lightning's `def
     /// val_dataloader(self)`: it runs once per epoch), one the file reads
-    /// one batch of (`next(iter(loader))`, a sample to plot), one only an
+    /// one batch of (`next(iter(loader))` outside a loop, a sample to
+    /// plot; in a training loop it draws every step's batch), one only an
     /// inference or feature-extraction loop iterates, nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
     /// cannot read, nor one returned by a helper function that nothing in

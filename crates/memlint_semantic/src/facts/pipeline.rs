@@ -263,10 +263,12 @@ fn first_module_level_binding_after(body: &[Stmt], name: &str, after: u32) -> Op
 }
 
 /// Whether every use of `name` in `module` (apart from assignments to it)
-/// is `next(iter(name))`, and there is one.
+/// is `next(iter(name))`, and there is one, none of them in a loop of its
+/// scope: `next(iter(loader))` at each iteration of a training loop draws
+/// every step's batch (from a new iterator each time).
 fn only_one_batch_read(module: &Module, name: &str) -> bool {
-    let (mut uses, mut one_batch) = (0usize, 0usize);
-    let mut count = |e: &Expr| {
+    let (mut uses, mut one_batch, mut repeated) = (0usize, 0usize, false);
+    let mut count = |e: &Expr, in_loop: bool| {
         e.any(&mut |x| {
             if x.dotted().as_deref() == Some(name) {
                 uses += 1;
@@ -278,14 +280,30 @@ fn only_one_batch_read(module: &Module, name: &str) -> bool {
                     })
             });
             one_batch += usize::from(next_of_iter);
+            repeated |= next_of_iter && in_loop;
             false
         });
     };
-    crate::ir::for_each_stmt_in_module(&module.body, &mut |s| match &s.kind {
-        StmtKind::Assign { value, .. } => count(value),
-        _ => s.for_each_expr(&mut count),
-    });
-    one_batch > 0 && uses == one_batch
+    fn walk(body: &[Stmt], in_loop: bool, count: &mut dyn FnMut(&Expr, bool)) {
+        for s in body {
+            match &s.kind {
+                StmtKind::Assign { value, .. } => count(value, in_loop),
+                _ => s.for_each_expr(&mut |e| count(e, in_loop)),
+            }
+            let inner = match &s.kind {
+                StmtKind::For { .. } | StmtKind::While { .. } => true,
+                StmtKind::Function(_) | StmtKind::Class(_) => false,
+                _ => in_loop,
+            };
+            match &s.kind {
+                StmtKind::Function(f) => walk(&f.body, false, count),
+                StmtKind::Class(c) => walk(&c.body, false, count),
+                _ => s.child_blocks().for_each(|b| walk(b, inner, count)),
+            }
+        }
+    }
+    walk(&module.body, false, &mut count);
+    one_batch > 0 && uses == one_batch && !repeated
 }
 
 /// Whether a `return` of `scope` (not of nested functions) returns `name`.
