@@ -210,6 +210,15 @@ pub fn inplace_stmt(stmt: &Stmt) -> Vec<(&Expr, Span, &'static str)> {
     }
 }
 
+/// Torch functions whose result is integer or bool, with no autograd
+/// history whatever their inputs (beside the tensor methods of the same
+/// names that detach: `torch.eq`, `torch.argmax`).
+pub const INTEGER_RESULT_FUNCTIONS: &[&str] = &[
+    "argsort", "nonzero", "count_nonzero", "bucketize", "searchsorted", "equal", "isclose", "allclose", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "isneginf", "isposinf", "isreal", "greater", "greater_equal", "less",
+    "less_equal", "not_equal",
+];
+
 /// Buffers of torch's normalisation layers: tensors that never require grad,
 /// so `.data` on them bypasses nothing (`bn.running_var.data = ...`).
 pub const NORM_BUFFERS: &[&str] = &["running_mean", "running_var", "num_batches_tracked"];

@@ -379,7 +379,7 @@ pub struct Context {
     pipeline: std::cell::RefCell<crate::facts::pipeline::Pipeline>,
 }
 
-const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "eval", "evaluation"];
+const LOADER_EVAL_WORDS: &[&str] = &["val", "valid", "validate", "validation", "test", "eval", "evaluation"];
 const MODEL_SUFFIXES: &[&str] =
     &["model", "net", "network", "encoder", "decoder", "backbone", "classifier", "discriminator", "generator"];
 /// First words of function and method names that act on a model rather

@@ -550,11 +550,16 @@ impl Context {
                 }
                 // `out.logits` of a graph-carrying `out`.
                 if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
-                    return attr != "data" && attr != "shape" && attr != "grad" && self.carries_graph_inner(value);
+                    return !matches!(attr.as_str(), "data" | "shape" | "grad" | "indices") && self.carries_graph_inner(value);
                 }
                 false
             }
-            ExprKind::Subscript { value, .. } => self.carries_graph_inner(value),
+            // `torch.max(x, dim)[1]`, `x.topk(k)[1]`: the indices of a
+            // (values, indices) result carry no history.
+            ExprKind::Subscript { value, index, .. } => {
+                !(matches!(index.kind, ExprKind::Literal(crate::ir::Literal::Int(1))) && returns_values_and_indices(value))
+                    && self.carries_graph_inner(value)
+            }
             ExprKind::BinOp { left, right, .. } => self.builds_graph(left) || self.builds_graph(right),
             ExprKind::Unary { operand: e, .. } => self.carries_graph_inner(e),
             ExprKind::IfExp { body, orelse, .. } => self.carries_graph_inner(body) || self.carries_graph_inner(orelse),
@@ -583,6 +588,11 @@ impl Context {
                 }
                 if let Some(q) = self.qualified_name(func) {
                     if q.starts_with_module("torch") {
+                        // `torch.eq(pred, y)`, `torch.argmax(out, 1)`: bool
+                        // and integer results carry no history.
+                        if DETACHING_METHODS.contains(&q.last()) || crate::api::INTEGER_RESULT_FUNCTIONS.contains(&q.last()) {
+                            return false;
+                        }
                         return args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| self.carries_graph_inner(a));
                     }
                     return false;
@@ -1038,3 +1048,23 @@ const MODULE_SELF_METHODS: &[&str] = &[
     "cuda", "cpu", "to", "float", "half", "double", "bfloat16", "type", "train", "eval", "requires_grad_", "share_memory",
     "apply", "to_empty", "xpu", "mps",
 ];
+
+/// Whether the call `e` returns a `(values, indices)` pair: `sort`,
+/// `topk`, and `max`/`min`/`median`/`mode`/`kthvalue`/`cummax`/`cummin`
+/// given a dimension (`torch.max(x, 1)`, `x.max(dim=1)`), as a tensor
+/// method or a torch function.
+fn returns_values_and_indices(e: &Expr) -> bool {
+    let Some((func, args, keywords)) = e.as_call() else { return false };
+    let ExprKind::Attribute { value, attr, .. } = &func.kind else { return false };
+    // The tensor's position among the arguments: 0 for `torch.max(x, 1)`,
+    // none for `x.max(1)`.
+    let function_form = value.as_name() == Some("torch");
+    let dims_at = usize::from(function_form);
+    let int_dim = args.get(dims_at).is_some_and(|a| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Int(_))))
+        || keywords.iter().any(|k| k.name.as_deref() == Some("dim"));
+    match attr.as_str() {
+        "sort" | "topk" | "kthvalue" | "cummax" | "cummin" => true,
+        "max" | "min" | "median" | "mode" | "nanmedian" => int_dim,
+        _ => false,
+    }
+}

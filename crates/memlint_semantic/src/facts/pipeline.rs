@@ -76,7 +76,7 @@ impl LoaderSite {
     /// an evaluation function (`def eval_split(...)`). It runs once per
     /// epoch or to draw samples, not every training step.
     pub fn for_evaluation(&self) -> bool {
-        const EVAL_WORDS: &[&str] = &["val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev"];
+        const EVAL_WORDS: &[&str] = &["val", "valid", "validate", "validation", "test", "testing", "eval", "evaluation", "dev"];
         // Built in an evaluation function (`def eval_split(...)`, `def
         // validate(...)`, Lightning's `def val_dataloader(self)`).
         if self.function.as_deref().and_then(|f| f.rsplit('.').next()).is_some_and(|f| {
