@@ -310,6 +310,44 @@ fn names_brought_in_by_star_imports() {
     assert!(stdout(&o).contains("utils.py:7:16: ML306"), "{}", stdout(&o));
 }
 
+/// `torch` brought in only by `from build_utils.utils import *` (YOLO-style
+/// repositories): `@torch.no_grad()` on the evaluation function resolves
+/// through the star import, so its forward is not reported (ML201).
+#[test]
+fn torch_brought_in_by_a_star_import() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "build_utils/__init__.py", "");
+    write(dir.path(), "build_utils/utils.py", "import math
+
+import torch
+
+
+def scale(x):
+    return x * math.pi
+");
+    write(
+        dir.path(),
+        "train_utils.py",
+        "import torch.nn.functional as F
+from build_utils.utils import *
+
+
+@torch.no_grad()
+def evaluate(model, data_loader, device):
+    model.eval()
+    for imgs, targets in data_loader:
+        pred = model(imgs.to(device))[0]
+    return pred
+",
+    );
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML201"];
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+    // Without the module that imports torch, nothing says what `torch` is.
+    let o = memlint(dir.path(), &["check", "train_utils.py", "--format", "concise", "--quiet", "--select", "ML201"]);
+    assert!(stdout(&o).contains("train_utils.py:9:16: ML201"), "{}", stdout(&o));
+}
+
 /// A helper called from step code only under a debugging condition (`if
 /// debug_mode:`) does not run every step: its per-parameter reads
 /// are not reported. Under a user option (`if args.clip_grad:`) it does.

@@ -207,11 +207,13 @@ impl Visitor for SummaryVisitor {
             StmtKind::Class(c) => self.class(&c.name, &c.bases, &c.body, cx),
             StmtKind::Import(bindings) if cx.function_qualname().is_none() && !cx.in_class_body() => {
                 // Only imports of the project's own names can be re-exports
-                // the index must follow.
+                // the index must follow, and torch's, which a module that
+                // star-imports this one gets (`from utils import *` brings
+                // `torch` to a file that uses `@torch.no_grad()`).
                 for b in bindings {
                     let q = cx.module_info().resolve_relative(&b.qualified);
                     self.summary.imported.push(q.clone());
-                    if cx.is_project_qualified(&q) {
+                    if cx.is_project_qualified(&q) || q == "torch" || q.starts_with("torch.") {
                         self.summary.imports.push((b.local.clone(), q));
                     }
                 }

@@ -287,6 +287,9 @@ pub struct Context {
     module_imports: ImportMap,
     frames: Vec<Frame>,
     torch_imported: bool,
+    /// The file has a star import (`from utils import *`): names no import
+    /// binds may come from it.
+    star_imports: bool,
     module_classes: HashSet<String>,
     /// The pre-scan's facts of the file ([`ModuleFacts`]): the names of
     /// its functions (calling one is not a forward pass, whatever its
@@ -423,6 +426,7 @@ impl Context {
             module_imports: ImportMap::default(),
             frames: vec![Frame::default()],
             torch_imported: false,
+            star_imports: false,
             module_classes: HashSet::default(),
             facts: Arc::default(),
             class_params: HashMap::default(),
@@ -464,6 +468,7 @@ impl Context {
             }
             None => cx.prescan_module(&module.body),
         }
+        cx.star_imports = cx.facts.import_targets(name_hash("*"), "*").is_some();
         let summary_only = cx.options.summary_only;
         let backward = module.words.contains(Words::BACKWARD);
         if let Some(f) = cx.frames.last_mut() {

@@ -224,8 +224,22 @@ impl Context {
     /// local values (`model.eval`) and anything not rooted in an import.
     pub fn qualified_name(&self, expr: &Expr) -> Option<QualifiedName> {
         let (root, _) = expr.dotted_root()?;
-        let q = self.lookup_import(root)?;
+        let q = match self.lookup_import(root) {
+            Some(q) => q,
+            None if self.star_imports => self.star_imported_module(root)?,
+            None => return None,
+        };
         expr.dotted_with_root(q).map(QualifiedName)
+    }
+
+    /// A name no import, local or definition of this file binds, that a
+    /// project module this file star-imports imports (`torch` of `from
+    /// utils import *` when `utils` does `import torch`): what it names.
+    fn star_imported_module(&self, name: &str) -> Option<&str> {
+        if self.is_shadowed_locally(name) || self.facts.module_defs.contains_key(name) || self.module.path.is_empty() {
+            return None;
+        }
+        self.index.star_imported_alias(&self.module.path, name)
     }
 
     /// Qualified name of a call's callee.

@@ -94,6 +94,31 @@ impl ProjectIndex {
         None
     }
 
+    /// What a module's star imports bind `name` to when a module it
+    /// star-imports (through up to four levels) imports it: `torch` for
+    /// `torch` in a file whose `from utils import *` brings the `import
+    /// torch` of `utils`.
+    pub fn star_imported_alias(&self, module: &str, name: &str) -> Option<&str> {
+        fn rec<'a>(index: &'a ProjectIndex, module: &str, name: &str, depth: usize) -> Option<&'a str> {
+            if depth == 0 {
+                return None;
+            }
+            for target in index.stars.get(module)? {
+                if let Some(alias) = index.aliases.get(&format!("{target}.{name}")) {
+                    return Some(alias.as_str());
+                }
+                if let Some(deeper) = rec(index, target, name, depth - 1) {
+                    return Some(deeper);
+                }
+            }
+            None
+        }
+        if self.stars.is_empty() {
+            return None;
+        }
+        rec(self, module, name, 4)
+    }
+
     /// Follows import aliases (re-exports) from `name` while no function or
     /// class of that name is defined.
     fn follow_aliases<'a>(&'a self, name: &'a str) -> &'a str {
