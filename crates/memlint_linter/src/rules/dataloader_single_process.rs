@@ -101,10 +101,15 @@ impl Rule for DataloaderSingleProcess {
                 Opt::Literal(_) => (checker.keyword_span(module, site.span, "num_workers").unwrap_or(site.span), "`num_workers=0`"),
                 _ => (site.span, "no `num_workers`"),
             };
+            let help = if site.redrawn {
+                "pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU) and `pin_memory=True`, and draw from one iterator (`it = iter(loader)` before the loop, `next(it)` in it): `next(iter(loader))` would start the workers again at every step"
+            } else {
+                "pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU), `persistent_workers=True` and `pin_memory=True`, then tune by the step time"
+            };
             checker.report(
                 Self::META
                     .diagnostic(span, format!("`DataLoader` with {what} loads every batch in the training process while the GPU waits"))
-                    .with_help("pass `num_workers=4` (about 4 per GPU, at most the CPU cores per GPU), `persistent_workers=True` and `pin_memory=True`, then tune by the step time"),
+                    .with_help(help),
             );
         }
     }

@@ -63,6 +63,9 @@ pub struct LoaderSite {
     /// name it is bound to is `next(iter(name))` (a sample to plot, a
     /// shape to print). It feeds no loop.
     pub one_batch: bool,
+    /// A loop draws its batches with `next(iter(name))`: a new iterator
+    /// (and, with workers, new worker processes) at every step.
+    pub redrawn: bool,
     /// For a loader bound at module level: where the next module-level
     /// `DataLoader(...)` bound to the same name starts. A notebook reuses
     /// `train_loader` from cell to cell; the module-level loops between
@@ -213,7 +216,7 @@ impl Pipeline {
                     }
                     _ => None,
                 });
-                let one_batch = bound_to.as_deref().is_some_and(|b| only_one_batch_read(module, b));
+                let (one_batch, redrawn) = bound_to.as_deref().map_or((false, false), |b| batch_reads(module, b));
                 let returned = stmt.is_some_and(|s| matches!(&s.kind, StmtKind::Return(Some(v)) if v.span == *span))
                     || (function.is_some() && bound_to.as_deref().is_some_and(|b| returns_name(scope, b)));
                 Some(LoaderSite {
@@ -227,6 +230,7 @@ impl Pipeline {
                     returned,
                     in_memory: dataset_in_memory(call, module, in_memory_class),
                     one_batch,
+                    redrawn,
                     until: None,
                 })
             })
@@ -262,11 +266,12 @@ fn first_module_level_binding_after(body: &[Stmt], name: &str, after: u32) -> Op
         })
 }
 
-/// Whether every use of `name` in `module` (apart from assignments to it)
-/// is `next(iter(name))`, and there is one, none of them in a loop of its
-/// scope: `next(iter(loader))` at each iteration of a training loop draws
-/// every step's batch (from a new iterator each time).
-fn only_one_batch_read(module: &Module, name: &str) -> bool {
+/// How `module` reads the loader bound to `name`: whether every use of it
+/// (apart from assignments to it) is `next(iter(name))`, and there is one,
+/// none of them in a loop of its scope (one batch, a peek); and whether
+/// some `next(iter(name))` is in such a loop (each iteration draws its
+/// batch from a new iterator).
+fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
     let (mut uses, mut one_batch, mut repeated) = (0usize, 0usize, false);
     let mut count = |e: &Expr, in_loop: bool| {
         e.any(&mut |x| {
@@ -303,7 +308,7 @@ fn only_one_batch_read(module: &Module, name: &str) -> bool {
         }
     }
     walk(&module.body, false, &mut count);
-    one_batch > 0 && uses == one_batch && !repeated
+    (one_batch > 0 && uses == one_batch && !repeated, repeated)
 }
 
 /// Whether a `return` of `scope` (not of nested functions) returns `name`.
