@@ -174,11 +174,8 @@ fn drop_run_snapshots(files: &mut Vec<Candidate>, roots: &[PathBuf]) {
                 && c.path.parent().is_some_and(|p| !packages.contains(p))
         })
         .collect();
-    let mut i = 0;
-    files.retain(|_| {
-        i += 1;
-        !drop[i - 1]
-    });
+    let mut dropped = drop.into_iter();
+    files.retain(|_| !dropped.next().unwrap_or(false));
 }
 
 /// The operating system's message for an error of the walk.
