@@ -477,7 +477,8 @@ fn lower_expr(e: &ast::Expr) -> Expr {
                     ast::CmpOp::GtE => CmpOp::GtE,
                     ast::CmpOp::In => CmpOp::In,
                     ast::CmpOp::NotIn => CmpOp::NotIn,
-                    ast::CmpOp::Is | ast::CmpOp::IsNot => CmpOp::Other,
+                    ast::CmpOp::Is => CmpOp::Is,
+                    ast::CmpOp::IsNot => CmpOp::IsNot,
                 })
                 .collect(),
             comparators: c.comparators.iter().map(lower_expr).collect(),

@@ -349,7 +349,7 @@ fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
     // is missing or too small.
     let returns_when_cached = |s: &Stmt| match &s.kind {
         StmtKind::If { test, body, orelse } => {
-            orelse.is_empty() && matches!(body.as_slice(), [r] if matches!(r.kind, StmtKind::Return(_))) && tests_for_present_state(test, checker)
+            orelse.is_empty() && matches!(body.as_slice(), [r] if matches!(r.kind, StmtKind::Return(_))) && tests_for_present_state(test)
         }
         _ => false,
     };
@@ -417,12 +417,12 @@ fn iterates_a_range(iter: &Expr) -> bool {
 
 /// `self.cache is not None`, `hasattr(self, "cache")`, `key in self.cache`,
 /// alone or in an `and`: the state a first call creates is there.
-fn tests_for_present_state(test: &Expr, checker: &Checker<'_>) -> bool {
+fn tests_for_present_state(test: &Expr) -> bool {
     match &test.kind {
-        ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_present_state(v, checker)),
+        ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(tests_for_present_state),
         ExprKind::Call { .. } => is_state(test),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
-            (ops[0] == CmpOp::Other && is_state(left) && checker.text(test.span).ends_with(" is not None"))
+            (ops[0] == CmpOp::IsNot && is_state(left) && is_none(&comparators[0]))
                 || (ops[0] == CmpOp::In && is_state(&comparators[0]))
         }
         _ => false,
@@ -447,18 +447,21 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
             let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));
-            let text = checker.text(test.span);
+            let none = ops[0] == CmpOp::Is && is_none(&comparators[0]);
             (ops[0] == CmpOp::Eq && zero && len_of)
-                || (ops[0] == CmpOp::Other && is_state(left) && text.ends_with(" is None"))
+                || (none && is_state(left))
                 // A local bound to `None` before a loop fills it once
                 // (`features = None`, then `if features is None:` in the
                 // loop); a parameter's `None` is the caller's default, met
                 // on every call.
-                || (ops[0] == CmpOp::Other
-                    && text.ends_with(" is None")
-                    && left.as_name().is_some_and(|n| !checker.cx.is_function_param(n)))
+                || (none && left.as_name().is_some_and(|n| !checker.cx.is_function_param(n)))
                 || ops[0] == CmpOp::NotIn
         }
         _ => false,
     }
+}
+
+/// Whether `e` is the literal `None`.
+fn is_none(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Literal(Literal::None))
 }

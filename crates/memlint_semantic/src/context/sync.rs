@@ -163,7 +163,7 @@ pub(super) fn any_read_expr(s: &Stmt, f: &mut dyn FnMut(&Expr) -> bool) -> bool 
 fn is_mask_read(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Subscript { index, .. } => matches!(&index.kind, ExprKind::Compare { ops, .. }
-            if ops.iter().all(|o| !matches!(o, CmpOp::Other | CmpOp::In | CmpOp::NotIn))),
+            if ops.iter().all(|o| !matches!(o, CmpOp::Is | CmpOp::IsNot | CmpOp::In | CmpOp::NotIn))),
         _ => false,
     }
 }
@@ -256,7 +256,7 @@ impl Context {
                 .take_while(|v| !(is_interval_guard(v) || is_option_guard(v) || is_logging_guard(v)))
                 .find_map(|v| self.condition_read(v)),
             ExprKind::BoolOp { values, .. } => values.iter().find_map(|v| self.condition_read(v)),
-            ExprKind::Compare { left, ops, comparators } => (ops.iter().all(|o| !matches!(o, CmpOp::Other | CmpOp::In | CmpOp::NotIn))
+            ExprKind::Compare { left, ops, comparators } => (ops.iter().all(|o| !matches!(o, CmpOp::Is | CmpOp::IsNot | CmpOp::In | CmpOp::NotIn))
                 && std::iter::once(&**left).chain(comparators.iter()).any(|e| self.device_tensor(e)))
             .then_some(test),
             _ => self.device_tensor(test).then_some(test),

@@ -279,7 +279,8 @@ fn expr(e: &Expr, depth: usize) -> String {
                     CmpOp::LtE => "<=",
                     CmpOp::Gt => ">",
                     CmpOp::GtE => ">=",
-                    CmpOp::Other => "op",
+                    CmpOp::Is => "is",
+                    CmpOp::IsNot => "is not",
                     CmpOp::In => "in",
                     CmpOp::NotIn => "not in",
                 };

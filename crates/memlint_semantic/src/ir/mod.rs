@@ -335,8 +335,10 @@ pub enum CmpOp {
     Gt,
     /// `>=`
     GtE,
-    /// `is`, `is not`.
-    Other,
+    /// `is`
+    Is,
+    /// `is not`
+    IsNot,
     /// `in`
     In,
     /// `not in`

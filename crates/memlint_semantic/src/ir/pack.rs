@@ -712,5 +712,5 @@ fn unary_op(b: u8) -> Option<UnaryOp> {
 
 fn cmp_op(b: u8) -> Option<CmpOp> {
     use CmpOp::*;
-    [Eq, NotEq, Lt, LtE, Gt, GtE, Other, In, NotIn].into_iter().find(|op| *op as u8 == b)
+    [Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn].into_iter().find(|op| *op as u8 == b)
 }
