@@ -67,6 +67,9 @@ impl Context {
         if func.words.contains(Words::DATA) {
             frame.data_restores = data_restores(&func.body);
         }
+        if !summary_only {
+            frame.unset_locals = crate::facts::scan::unset_locals(&func.body, &func.params);
+        }
         // A model every caller passes frozen (`def embed(model, loader)`
         // after `freeze_model(model)` at each call) is frozen here.
         let offset = usize::from(self.frame().is_class);

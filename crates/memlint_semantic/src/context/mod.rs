@@ -199,6 +199,9 @@ struct Frame {
     /// Locals that save a tensor's `.data` only to put it back later
     /// (`saved = p.data` ... `p.data = saved`): a swap-and-restore.
     data_restores: HashSet<String>,
+    /// Locals the function binds only to `None` (rules' walk only): a
+    /// branch that tests one for being set never runs.
+    unset_locals: Vec<String>,
     /// Every name the function binds anywhere in its body (Python makes
     /// them local for the whole function): they hide module-level facts.
     locals: Option<Arc<[crate::ir::Ident]>>,

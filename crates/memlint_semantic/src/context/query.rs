@@ -203,8 +203,10 @@ impl Context {
     /// of the class that is off by default is turned on (the body of `if
     /// self.individual:` in a method of a class whose `__init__` takes
     /// `individual=False` and keeps it as `self.individual`: a variant a
-    /// caller must ask for), or when values have gone bad (the body of
-    /// `if torch.isnan(k).any():`, a recovery path).
+    /// caller must ask for), when values have gone bad (the body of
+    /// `if torch.isnan(k).any():`, a recovery path), or never (`if
+    /// custom_shape is not None:` where the function binds `custom_shape`
+    /// only to `None`, `facts::scan::unset_locals`).
     pub fn in_rarely_taken_branch(&self) -> bool {
         self.rare_branch_depth > 0 || self.once_depth > 0
     }

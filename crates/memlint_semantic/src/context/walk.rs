@@ -497,7 +497,10 @@ impl Context {
                 // Only rules ask whether a branch is rarely taken: the
                 // summary walk skips the tests.
                 let rare = usize::from(
-                    !self.options.summary_only && (self.tests_an_off_option(test) || crate::facts::scan::tests_for_nan(test)),
+                    !self.options.summary_only
+                        && (self.tests_an_off_option(test)
+                            || crate::facts::scan::tests_for_nan(test)
+                            || crate::facts::scan::tests_an_unset_local(test, &self.frame().unset_locals)),
                 );
                 self.rare_branch_depth += rare;
                 let once = usize::from(!self.options.summary_only && crate::facts::scan::is_run_once_guard(test, body));

@@ -923,3 +923,76 @@ fn names_a_loss(e: &Expr) -> bool {
 pub(crate) fn is_below(path: &str, prefix: &str) -> bool {
     path.len() > prefix.len() && path.starts_with(prefix) && path.as_bytes()[prefix.len()] == b'.'
 }
+
+/// The locals a function binds only to `None` (`custom_shape = None`, a
+/// setting left unset in a demo helper) and in no other way: a test of one
+/// (`if custom_shape is not None:`, `if custom_shape:`) is never true. None
+/// when the function has nested functions or classes (a `nonlocal` may
+/// bind the name there).
+pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<String> {
+    let mut unset: Vec<String> = Vec::new();
+    let mut bound: HashSet<String> = HashSet::default();
+    let mut nested = false;
+    fn names(t: &Expr, out: &mut HashSet<String>) {
+        t.any(&mut |e| {
+            if let Some(n) = e.as_name() {
+                out.insert(n.to_string());
+            }
+            false
+        });
+    }
+    for_each_stmt_in_function(body, &mut |s| {
+        match &s.kind {
+            StmtKind::Assign { targets, value, .. } => match (targets.as_slice(), &value.kind) {
+                ([t], ExprKind::Literal(crate::ir::Literal::None)) if t.as_name().is_some() => {
+                    unset.extend(t.as_name().map(str::to_string))
+                }
+                _ => targets.iter().for_each(|t| names(t, &mut bound)),
+            },
+            StmtKind::AugAssign { target, .. } => names(target, &mut bound),
+            StmtKind::For { target, .. } => names(target, &mut bound),
+            StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| names(t, &mut bound)),
+            StmtKind::Import(bindings) => bound.extend(bindings.iter().map(|b| b.local.to_string())),
+            StmtKind::Try(t) => bound.extend(t.handlers.iter().filter_map(|h| h.name.as_deref().map(str::to_string))),
+            StmtKind::Delete(targets) => targets.iter().for_each(|t| names(t, &mut bound)),
+            StmtKind::Function(_) | StmtKind::Class(_) => nested = true,
+            _ => {}
+        }
+        // `(x := f())` binds `x` too.
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let ExprKind::Named { target, .. } = &x.kind {
+                    names(target, &mut bound);
+                }
+                false
+            });
+        });
+    });
+    if nested || unset.is_empty() {
+        return Vec::new();
+    }
+    unset.retain(|n| !bound.contains(n) && !params.iter().any(|p| p.name == *n));
+    unset.sort_unstable();
+    unset.dedup();
+    unset
+}
+
+/// Whether `if test:` can never run its body: it tests one of `unset`
+/// (locals only ever bound to `None`) for being set: `x`, `x is not
+/// None`, `x != None`, alone or in an `and`.
+pub(crate) fn tests_an_unset_local(test: &Expr, unset: &[String]) -> bool {
+    if unset.is_empty() {
+        return false;
+    }
+    let is_unset = |e: &Expr| e.as_name().is_some_and(|n| unset.iter().any(|u| u == n));
+    match &test.kind {
+        ExprKind::Name(_) => is_unset(test),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            matches!(ops[0], crate::ir::CmpOp::IsNot | crate::ir::CmpOp::NotEq)
+                && matches!(comparators[0].kind, ExprKind::Literal(crate::ir::Literal::None))
+                && is_unset(left)
+        }
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(|v| tests_an_unset_local(v, unset)),
+        _ => false,
+    }
+}
