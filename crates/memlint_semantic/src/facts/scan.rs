@@ -924,13 +924,30 @@ pub(crate) fn is_below(path: &str, prefix: &str) -> bool {
     path.len() > prefix.len() && path.starts_with(prefix) && path.as_bytes()[prefix.len()] == b'.'
 }
 
-/// The locals a function binds only to `None` (`custom_shape = None`, a
-/// setting left unset in a demo helper) and in no other way: a test of one
+/// The locals a function sets to `None` in its top-level statements
+/// (`custom_shape = None`, a setting left unset in a demo helper) and
+/// binds in no other way: a test of one
 /// (`if custom_shape is not None:`, `if custom_shape:`) is never true. None
 /// when the function has nested functions or classes (a `nonlocal` may
 /// bind the name there).
 pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<String> {
-    let mut unset: Vec<String> = Vec::new();
+    // The setting is made where the function starts, in its top-level
+    // statements: most functions make none, and are not scanned.
+    fn set_to_none(s: &Stmt) -> Option<&str> {
+        match &s.kind {
+            StmtKind::Assign { targets, value, .. } if matches!(value.kind, ExprKind::Literal(crate::ir::Literal::None)) => {
+                match targets.as_slice() {
+                    [t] => t.as_name(),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    let mut unset: Vec<String> = body.iter().filter_map(set_to_none).map(str::to_string).collect();
+    if unset.is_empty() {
+        return Vec::new();
+    }
     let mut bound: HashSet<String> = HashSet::default();
     let mut nested = false;
     fn names(t: &Expr, out: &mut HashSet<String>) {
@@ -943,12 +960,9 @@ pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<St
     }
     for_each_stmt_in_function(body, &mut |s| {
         match &s.kind {
-            StmtKind::Assign { targets, value, .. } => match (targets.as_slice(), &value.kind) {
-                ([t], ExprKind::Literal(crate::ir::Literal::None)) if t.as_name().is_some() => {
-                    unset.extend(t.as_name().map(str::to_string))
-                }
-                _ => targets.iter().for_each(|t| names(t, &mut bound)),
-            },
+            // Bound to `None` again: still unset.
+            StmtKind::Assign { .. } if set_to_none(s).is_some() => {}
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| names(t, &mut bound)),
             StmtKind::AugAssign { target, .. } => names(target, &mut bound),
             StmtKind::For { target, .. } => names(target, &mut bound),
             StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| names(t, &mut bound)),
@@ -968,7 +982,7 @@ pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<St
             });
         });
     });
-    if nested || unset.is_empty() {
+    if nested {
         return Vec::new();
     }
     unset.retain(|n| !bound.contains(n) && !params.iter().any(|p| p.name == *n));
