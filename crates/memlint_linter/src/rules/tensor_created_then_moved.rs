@@ -422,7 +422,7 @@ fn tests_for_present_state(test: &Expr) -> bool {
         ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(tests_for_present_state),
         ExprKind::Call { .. } => is_state(test),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
-            (ops[0] == CmpOp::IsNot && is_state(left) && is_none(&comparators[0]))
+            (ops[0] == CmpOp::IsNot && is_state(left) && comparators[0].is_none())
                 || (ops[0] == CmpOp::In && is_state(&comparators[0]))
         }
         _ => false,
@@ -447,7 +447,7 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
             let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));
-            let none = ops[0] == CmpOp::Is && is_none(&comparators[0]);
+            let none = ops[0] == CmpOp::Is && comparators[0].is_none();
             (ops[0] == CmpOp::Eq && zero && len_of)
                 || (none && is_state(left))
                 // A local bound to `None` before a loop fills it once
@@ -459,9 +459,4 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
         }
         _ => false,
     }
-}
-
-/// Whether `e` is the literal `None`.
-fn is_none(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Literal(Literal::None))
 }

@@ -38,13 +38,14 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
             // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
             // the GPU, where a wait matters, the arm that chooses it runs
             // every time (the other is the CPU's).
-            StmtKind::If { test, body, orelse } if crate::facts::scan::gpu_arm(test).is_some() => {
-                let arm = if crate::facts::scan::gpu_arm(test) == Some(true) { body } else { orelse };
-                every_iteration_into(arm, out);
-            }
+            StmtKind::If { test, body, orelse } => match crate::facts::scan::gpu_arm(test) {
+                Some(true) => every_iteration_into(body, out),
+                Some(false) => every_iteration_into(orelse, out),
+                None => {}
+            },
             // A `try` body runs every time, unless it raises.
             StmtKind::Try(t) => every_iteration_into(&t.body, out),
-            StmtKind::If { .. } | StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
             _ => out.push(s),
         }
     }

@@ -295,15 +295,11 @@ fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
                 StmtKind::Assign { value, .. } => count(value, in_loop),
                 _ => s.for_each_expr(&mut |e| count(e, in_loop)),
             }
-            let inner = match &s.kind {
-                StmtKind::For { .. } | StmtKind::While { .. } => true,
-                StmtKind::Function(_) | StmtKind::Class(_) => false,
-                _ => in_loop,
-            };
             match &s.kind {
                 StmtKind::Function(f) => walk(&f.body, false, count),
                 StmtKind::Class(c) => walk(&c.body, false, count),
-                _ => s.child_blocks().for_each(|b| walk(b, inner, count)),
+                StmtKind::For { .. } | StmtKind::While { .. } => s.child_blocks().for_each(|b| walk(b, true, count)),
+                _ => s.child_blocks().for_each(|b| walk(b, in_loop, count)),
             }
         }
     }
@@ -592,7 +588,7 @@ impl<'a> Sizing<'a, '_> {
         let composed = |x: &Expr| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"));
         let transform = made
             .keyword("transform")
-            .filter(|t| !matches!(t.kind, ExprKind::Literal(Literal::None)))
+            .filter(|t| !t.is_none())
             .or_else(|| args.iter().skip(1).find(|a| composed(a) || values(a).iter().any(|v| composed(v))));
         // `None`: no transform; `Some(None)`: one that sets no size.
         let size = transform.map(|t| transform_size(t, values));

@@ -935,7 +935,7 @@ pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<St
     // statements: most functions make none, and are not scanned.
     fn set_to_none(s: &Stmt) -> Option<&str> {
         match &s.kind {
-            StmtKind::Assign { targets, value, .. } if matches!(value.kind, ExprKind::Literal(crate::ir::Literal::None)) => {
+            StmtKind::Assign { targets, value, .. } if value.is_none() => {
                 match targets.as_slice() {
                     [t] => t.as_name(),
                     _ => None,
@@ -1003,7 +1003,7 @@ pub(crate) fn tests_an_unset_local(test: &Expr, unset: &[String]) -> bool {
         ExprKind::Name(_) => is_unset(test),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             matches!(ops[0], crate::ir::CmpOp::IsNot | crate::ir::CmpOp::NotEq)
-                && matches!(comparators[0].kind, ExprKind::Literal(crate::ir::Literal::None))
+                && comparators[0].is_none()
                 && is_unset(left)
         }
         ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(|v| tests_an_unset_local(v, unset)),

@@ -839,6 +839,11 @@ impl Expr {
     pub fn is_false(&self) -> bool {
         matches!(self.kind, ExprKind::Literal(Literal::Bool(false)))
     }
+
+    /// Whether this is the literal `None`.
+    pub fn is_none(&self) -> bool {
+        matches!(self.kind, ExprKind::Literal(Literal::None))
+    }
 }
 
 
