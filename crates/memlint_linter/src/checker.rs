@@ -126,10 +126,10 @@ impl<'c> Checker<'c> {
     }
 
     /// How large the samples of the loader `site` of `module` are
-    /// ([`memlint_semantic::facts::pipeline::loader_samples`]).
-    pub fn loader_samples(&self, module: &Module, site: &LoaderSite) -> memlint_semantic::facts::pipeline::Samples {
+    /// ([`memlint_semantic::facts::datasets::loader_samples`]).
+    pub fn loader_samples(&self, module: &Module, site: &LoaderSite) -> memlint_semantic::facts::datasets::Samples {
         memlint_semantic::facts::pipeline::call_at(module, site.span)
-            .map_or(memlint_semantic::facts::pipeline::Samples::Unknown, |call| memlint_semantic::facts::pipeline::loader_samples(call, module))
+            .map_or(memlint_semantic::facts::datasets::Samples::Unknown, |call| memlint_semantic::facts::datasets::loader_samples(call, module))
     }
 
     /// The file's `DataLoader(...)` calls with their options

@@ -185,7 +185,7 @@ impl SummaryVisitor {
             bases: resolved,
             parameter_attrs,
             disables_grad,
-            in_memory_dataset: crate::facts::pipeline::indexes_only(body),
+            in_memory_dataset: crate::facts::datasets::indexes_only(body),
         });
     }
 }

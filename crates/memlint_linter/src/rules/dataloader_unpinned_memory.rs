@@ -1,4 +1,4 @@
-use memlint_semantic::facts::pipeline::Samples;
+use memlint_semantic::facts::datasets::Samples;
 use memlint_semantic::ir::Module;
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};

@@ -10,6 +10,7 @@ use crate::ir::{
     for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprId, StmtId, ExprKind, Function, Language, Module, Param, Stmt,
     StmtKind, Words,
 };
+use crate::facts::guards::*;
 use crate::facts::scan::*;
 use crate::facts::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
 use crate::resolve::imports::{name_hash, ImportMap};
@@ -20,14 +21,16 @@ use crate::resolve::{words, QualifiedName};
 mod bind;
 mod query;
 mod resolve;
+mod kinds;
+mod loops;
 mod values;
 mod pipeline;
 mod sync;
 mod waiting;
 mod walk;
 
-pub(crate) use values::class_attr_kinds;
-use values::class_attr_facts;
+pub(crate) use kinds::class_attr_kinds;
+use kinds::class_attr_facts;
 
 /// What kind of value a binding is known to hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,7 +372,7 @@ pub struct Context {
     /// condition (`if args.verbose:`, `if log_this_step:`, `if cfg.profile:`).
     logging_depth: usize,
     /// `if` nesting under a logging, debugging or profiling condition
-    /// ([`crate::facts::scan::is_debug_guard`]), a part of `logging_depth`.
+    /// ([`crate::facts::guards::is_debug_guard`]), a part of `logging_depth`.
     debug_depth: usize,
     /// Last segments of the exception types caught by the enclosing
     /// `except` handlers (`["Exception"]` for a bare `except:`).

@@ -206,7 +206,7 @@ impl Context {
     /// caller must ask for), when values have gone bad (the body of
     /// `if torch.isnan(k).any():`, a recovery path), or never (`if
     /// custom_shape is not None:` where the function binds `custom_shape`
-    /// only to `None`, `facts::scan::unset_locals`).
+    /// only to `None`, `facts::guards::unset_locals`).
     pub fn in_rarely_taken_branch(&self) -> bool {
         self.rare_branch_depth > 0 || self.once_depth > 0
     }

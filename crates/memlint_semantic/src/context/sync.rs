@@ -3,7 +3,7 @@
 //! ([`crate::facts::pipeline::Pipeline::synced_loops`]).
 
 use crate::api::{classify, Callee, Event, Receiver};
-use crate::facts::scan::{is_interval_guard, is_logging_guard, is_option_guard};
+use crate::facts::guards::{is_interval_guard, is_logging_guard, is_option_guard};
 use crate::ir::{BoolOpKind, CmpOp, Expr, ExprKind, Language, Stmt, StmtKind, UnaryOp};
 use crate::ValueKind;
 

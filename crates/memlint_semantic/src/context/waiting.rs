@@ -38,7 +38,7 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
             // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
             // the GPU, where a wait matters, the arm that chooses it runs
             // every time (the other is the CPU's).
-            StmtKind::If { test, body, orelse } => match crate::facts::scan::gpu_arm(test) {
+            StmtKind::If { test, body, orelse } => match crate::facts::guards::gpu_arm(test) {
                 Some(true) => every_iteration_into(body, out),
                 Some(false) => every_iteration_into(orelse, out),
                 None => {}

@@ -493,17 +493,17 @@ impl Context {
                 let interval = usize::from(is_interval_guard(test) || self.names_an_interval(test));
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
-                let debug = usize::from(logging > 0 && crate::facts::scan::is_debug_guard(test));
+                let debug = usize::from(logging > 0 && crate::facts::guards::is_debug_guard(test));
                 // Only rules ask whether a branch is rarely taken: the
                 // summary walk skips the tests.
                 let rare = usize::from(
                     !self.options.summary_only
                         && (self.tests_an_off_option(test)
-                            || crate::facts::scan::tests_for_nan(test)
-                            || crate::facts::scan::tests_an_unset_local(test, &self.frame().unset_locals)),
+                            || crate::facts::guards::tests_for_nan(test)
+                            || crate::facts::guards::tests_an_unset_local(test, &self.frame().unset_locals)),
                 );
                 self.rare_branch_depth += rare;
-                let once = usize::from(!self.options.summary_only && crate::facts::scan::is_run_once_guard(test, body));
+                let once = usize::from(!self.options.summary_only && crate::facts::guards::is_run_once_guard(test, body));
                 self.once_depth += once;
                 self.option_depth += option;
                 self.logging_depth += logging;
@@ -649,11 +649,11 @@ impl Context {
                 let (frozen, instances, layers) = class_attr_facts(body, self);
                 self.class_frozen.insert(qualname.clone(), frozen);
                 if !self.options.summary_only {
-                    let accessors = super::values::self_accessors(body);
+                    let accessors = super::kinds::self_accessors(body);
                     if !accessors.is_empty() {
                         self.class_accessors.insert(qualname.clone(), accessors);
                     }
-                    let off = super::values::off_by_default_options(body);
+                    let off = super::kinds::off_by_default_options(body);
                     if !off.is_empty() {
                         self.class_off_options.insert(qualname.clone(), off);
                     }

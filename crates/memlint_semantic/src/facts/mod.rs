@@ -1,8 +1,11 @@
 //! Facts derived from the IR alone, below the walk: the view chains of
 //! expressions and the pre-walk scans of bodies.
 
+pub mod datasets;
 pub mod pipeline;
+pub(crate) mod guards;
 pub(crate) mod scan;
 pub mod views;
 
-pub use scan::{sum_reduced_names, tests_for_the_device, volatile_use, Volatile};
+pub use guards::tests_for_the_device;
+pub use scan::{sum_reduced_names, volatile_use, Volatile};

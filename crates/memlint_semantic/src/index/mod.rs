@@ -257,7 +257,7 @@ pub struct ClassSummary {
     /// `__enter__` disables grad.
     pub disables_grad: bool,
     /// A dataset whose `__getitem__` only returns items of its attributes
-    /// ([`crate::facts::pipeline::indexes_only`]): its samples are in memory.
+    /// ([`crate::facts::datasets::indexes_only`]): its samples are in memory.
     pub in_memory_dataset: bool,
 }
 

@@ -1,0 +1,352 @@
+//! The kinds of values: what a name, attribute or call holds (tensor,
+//! parameter, module, loader, optimizer, ...) as far as the walk knows it,
+//! and the kinds of a class's `self.<attr>` attributes.
+
+use super::*;
+
+
+/// `self.<attr>` assigned an `nn.Parameter` or a module anywhere in a class
+/// body, with that kind; or only plain tensors, as [`ValueKind::Tensor`].
+pub(crate) fn class_attr_kinds(body: &[Stmt], cx: &Context) -> HashMap<String, ValueKind> {
+    let mut out = HashMap::default();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| {
+                if let StmtKind::Assign { targets, value, .. } = &s.kind {
+                    // `self.<attr> = ...` first: the value's kind is the costly part.
+                    if !matches!(value.kind, ExprKind::Call { .. }) || !targets.iter().any(is_self_attribute) {
+                        return;
+                    }
+                    // `self.w = torch.zeros(n, requires_grad=True)`: a leaf that
+                    // requires grad, a parameter of the class in all but name.
+                    let leaf = value.keyword("requires_grad").is_some_and(Expr::is_true)
+                        && cx.kind_of(value) == Some(ValueKind::Tensor);
+                    let kind = match if leaf { Some(ValueKind::Parameter) } else { cx.kind_of(value).or_else(|| plain_variable(value, cx).then_some(ValueKind::Tensor)) } {
+                        Some(k @ (ValueKind::Parameter | ValueKind::Module | ValueKind::Tensor)) => k,
+                        _ => return,
+                    };
+                    for t in targets {
+                        let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                        // A plain tensor (`self.weight = Variable(torch.ones(n))`,
+                        // a constant) is not a parameter, unless another
+                        // assignment makes it one.
+                        if kind == ValueKind::Tensor {
+                            out.entry(attr).or_insert(kind);
+                        } else {
+                            out.insert(attr, kind);
+                        }
+                    }
+                }
+            });
+        }
+    }
+    out
+}
+
+/// `Variable(t)` (PyTorch before 0.4) without `requires_grad=True`: a
+/// tensor nothing differentiates.
+fn plain_variable(value: &Expr, cx: &Context) -> bool {
+    value.as_call().is_some_and(|(func, _, _)| {
+        cx.qualified_name(func).is_some_and(|q| q.is_any(&["torch.autograd.Variable", "torch.autograd.variable.Variable"]))
+    }) && value.keyword("requires_grad").is_none_or(Expr::is_false)
+}
+
+/// `nn.Module` methods that return the module itself.
+const MODULE_SELF_METHODS: &[&str] = &[
+    "cuda", "cpu", "to", "float", "half", "double", "bfloat16", "type", "train", "eval", "requires_grad_", "share_memory",
+    "apply", "to_empty", "xpu", "mps",
+];
+
+/// The options of a class that are off by default: `self.<attr>` set in
+/// `__init__` from a parameter whose default is `False` or `None`
+/// (`def __init__(self, configs, individual=False): self.individual =
+/// individual`), and assigned nowhere else in the class. A branch under
+/// one runs only for a caller that turns it on.
+pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
+    let Some(init) = body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(f),
+        _ => None,
+    }) else {
+        return HashSet::default();
+    };
+    let off = |p: &crate::ir::Param| {
+        p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None)))
+    };
+    if !init.params.iter().any(off) {
+        return HashSet::default();
+    }
+    // Every assignment of a `self.<attr>` in the class: an option set from
+    // the parameter once, and never again.
+    let mut assigned: HashMap<String, usize> = HashMap::default();
+    let mut from_off_param: HashSet<String> = HashSet::default();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        let is_init = std::ptr::eq(f, init);
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
+                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
+                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
+                _ => return,
+            };
+            for t in targets {
+                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                *assigned.entry(attr.clone()).or_default() += 1;
+                let param = value.and_then(Expr::as_name);
+                if is_init && param.is_some_and(|n| init.params.iter().any(|p| p.name == n && off(p))) {
+                    from_off_param.insert(attr);
+                }
+            }
+        });
+    }
+    from_off_param.retain(|a| assigned.get(a) == Some(&1));
+    from_off_param
+}
+
+/// A class's accessor methods: `def m(self)` whose every return gives
+/// `self.<attr>` or, for a wrapped model, `self.<attr>.module` (`def
+/// getOriginalG(self): if isinstance(self.netG, nn.DataParallel): return
+/// self.netG.module; return self.netG`), the same attribute each time. A
+/// call `self.m()` reaches the attribute's parameters.
+pub(super) fn self_accessors(body: &[Stmt]) -> HashMap<String, String> {
+    let mut out = HashMap::default();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        if f.params.len() != 1 {
+            continue;
+        }
+        let mut attr: Option<String> = None;
+        let mut ok = true;
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let StmtKind::Return(value) = &s.kind else { return };
+            let returned = value.as_ref().and_then(|v| v.dotted()).and_then(|d| {
+                let d = d.strip_prefix("self.")?;
+                let d = d.strip_suffix(".module").unwrap_or(d);
+                (!d.is_empty() && !d.contains('.')).then(|| d.to_string())
+            });
+            match (returned, &attr) {
+                (Some(r), None) => attr = Some(r),
+                (Some(r), Some(a)) if r == *a => {}
+                _ => ok = false,
+            }
+        });
+        if let (true, Some(a)) = (ok, attr) {
+            out.insert(f.name.to_string(), a);
+        }
+    }
+    out
+}
+
+/// Per class: `self.<attr>` frozen in any method, `self.<attr>`
+/// assigned an instance of a project class, and `self.<attr>` assigned a
+/// `torch.nn` layer (by its class name).
+pub(super) fn class_attr_facts(
+    body: &[Stmt],
+    cx: &Context,
+) -> (HashSet<String>, HashMap<String, String>, HashMap<String, String>) {
+    let mut frozen = HashSet::default();
+    let mut instances = HashMap::default();
+    let mut layers = HashMap::default();
+    for s in body {
+        if let StmtKind::Function(f) = &s.kind {
+            for_each_stmt_in_function(&f.body, &mut |s| match &s.kind {
+                StmtKind::Expr(e) => {
+                    if let Some((recv, "requires_grad_")) = e.as_method_call() {
+                        let off = e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false));
+                        let recv = match recv.as_method_call() {
+                            Some((inner, "eval")) => inner,
+                            _ => recv,
+                        };
+                        if let (true, Some(attr)) = (off, recv.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::For { target, iter, body, .. } => {
+                    if let Some(m) = frozen_by_loop(target, iter, body) {
+                        if let Some(attr) = m.strip_prefix("self.") {
+                            frozen.insert(attr.to_string());
+                        }
+                    }
+                }
+                StmtKind::Assign { targets, value, .. } => {
+                    if let Some((func, _, _)) = value.as_call() {
+                        if let Some(class) = cx.instance_class_of_call(func) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    instances.insert(attr.to_string(), class.clone());
+                                }
+                            }
+                        } else if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module(crate::api::nn::NN)) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    layers.insert(attr.to_string(), q.last().to_string());
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            });
+        }
+    }
+    (frozen, instances, layers)
+}
+
+impl Context {
+    /// The known kind of an expression's value.
+    pub fn kind_of(&self, expr: &Expr) -> Option<ValueKind> {
+        match &expr.kind {
+            ExprKind::Name(_) | ExprKind::Attribute { .. } => {
+                let d = expr.dotted()?;
+                if let Some(k) = self.kind_of_binding(&d) {
+                    return Some(k);
+                }
+                if self.is_requires_grad_leaf(&d) {
+                    return Some(ValueKind::Parameter);
+                }
+                if let ExprKind::Attribute { value, attr, .. } = &expr.kind {
+                    if matches!(attr.as_str(), "weight" | "bias")
+                        && !self.is_imported_path(expr)
+                        && self.is_module_path(value)
+                        && !self.from_scratch_attr(value, attr)
+                    {
+                        return Some(ValueKind::Parameter);
+                    }
+                    if attr == "grad" && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                    if matches!(attr.as_str(), "T" | "mT" | "H" | "real" | "imag") && self.is_tensor(value) {
+                        return Some(ValueKind::Tensor);
+                    }
+                }
+                None
+            }
+            ExprKind::Literal(_) => Some(ValueKind::NonTensor),
+            ExprKind::Subscript { value, .. } => match self.kind_of(value) {
+                Some(ValueKind::Tensor | ValueKind::Parameter) => Some(ValueKind::Tensor),
+                // `torch.autograd.grad(y, x)[0]`: one of the gradients.
+                _ if self.callee_name(value).is_some_and(|q| q.is("torch.autograd.grad")) => Some(ValueKind::Tensor),
+                _ => None,
+            },
+            ExprKind::BinOp { left, right, .. } => {
+                if self.is_tensor(left) || self.is_tensor(right) {
+                    Some(ValueKind::Tensor)
+                } else {
+                    None
+                }
+            }
+            // `nn.Parameter(t, requires_grad=False)`: a buffer kept with
+            // the module's parameters, a tensor nothing differentiates.
+            // `copy.deepcopy(model)`: another module (an EMA copy, a target network).
+            ExprKind::Call { func, args, .. }
+                if self.qualified_name(func).is_some_and(|q| q.is(crate::api::nn::COPY_DEEPCOPY))
+                    && args.first().is_some_and(|a| self.kind_of(a) == Some(ValueKind::Module)) =>
+            {
+                Some(ValueKind::Module)
+            }
+            ExprKind::Call { func, .. } => match self.kind_of_call(func) {
+                Some(ValueKind::Parameter) if expr.keyword("requires_grad").is_some_and(Expr::is_false) => Some(ValueKind::Tensor),
+                k => k,
+            },
+            _ => None,
+        }
+    }
+
+    pub(super) fn kind_of_call(&self, func: &Expr) -> Option<ValueKind> {
+        if let Some(q) = self.qualified_name(func) {
+            let s = q.as_str();
+            if q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]) {
+                return Some(ValueKind::Parameter);
+            }
+            if q.starts_with_module("torch.utils.data") && q.last() == "DataLoader" {
+                return Some(ValueKind::DataLoader);
+            }
+            // Schedulers and weight averagers live in `torch.optim` too.
+            if q.starts_with_module("torch.optim")
+                && !q.starts_with_module("torch.optim.lr_scheduler")
+                && !q.starts_with_module("torch.optim.swa_utils")
+                && q.last().starts_with(|c: char| c.is_ascii_uppercase())
+            {
+                return Some(ValueKind::Optimizer);
+            }
+            if q.starts_with_module("torch.nn") && !q.starts_with_module("torch.nn.functional") {
+                if q.last().starts_with(|c: char| c.is_ascii_uppercase()) {
+                    return Some(ValueKind::Module);
+                }
+                return None;
+            }
+            if q.starts_with_module("torchvision.models") || s == "timm.create_model" {
+                return Some(ValueKind::Module);
+            }
+            // `torch.autograd.grad(...)`: a tuple of gradients, each a
+            // tensor of its own (`g[1]` picks one; it is no view).
+            if q.is("torch.autograd.grad") {
+                return None;
+            }
+            if q.starts_with_module("torch") {
+                let last = q.last();
+                if last.starts_with(|c: char| c.is_ascii_lowercase())
+                    && !matches!(last, "is_tensor" | "numel" | "is_grad_enabled" | "device" | "dtype" | "no_grad" | "manual_seed")
+                    && !q.starts_with_module("torch.cuda")
+                    && !q.starts_with_module("torch.backends")
+                    && !q.starts_with_module("torch.distributed")
+                {
+                    return Some(ValueKind::Tensor);
+                }
+                return None;
+            }
+            // tch: `Tensor::randn(...)`, `Tensor::cat(...)`, `Tensor::from_slice(...)`.
+            if s.strip_prefix("tch.Tensor.").is_some_and(|f| f.starts_with(|c: char| c.is_ascii_lowercase())) {
+                return Some(ValueKind::Tensor);
+            }
+            if s == "argparse.ArgumentParser" {
+                return Some(ValueKind::NonTensor);
+            }
+            return match self.index.class_is_module(s) {
+                Some(true) => Some(ValueKind::Module),
+                Some(false) => Some(ValueKind::Object),
+                None => None,
+            };
+        }
+        match &func.kind {
+            ExprKind::Name(n) if self.module_classes.contains(n.as_str()) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
+            ExprKind::Name(_) | ExprKind::Attribute { .. } if self.project_class_of_call(func).is_some() => {
+                let class = self.project_class_of_call(func)?;
+                match self.index.class_is_module(&class) {
+                    Some(true) => Some(ValueKind::Module),
+                    _ => Some(ValueKind::Object),
+                }
+            }
+            ExprKind::Name(n) if SCALAR_BUILTINS.contains(&n.as_str()) => Some(ValueKind::NonTensor),
+            ExprKind::Attribute { value, attr, .. } => {
+                if attr == "parse_args" || attr == "parse_known_args" {
+                    return Some(ValueKind::NonTensor);
+                }
+                match self.kind_of(value) {
+                    Some(ValueKind::Tensor | ValueKind::Parameter) => {
+                        if DETACHING_METHODS.contains(&attr.as_str())
+                            && matches!(attr.as_str(), "item" | "tolist" | "size" | "dim" | "numel" | "nelement")
+                        {
+                            Some(ValueKind::NonTensor)
+                        } else {
+                            Some(ValueKind::Tensor)
+                        }
+                    }
+                    Some(ValueKind::Module) if crate::api::nn::is_forward_method(attr) => Some(ValueKind::Output),
+                    // `G = G.cuda()`, `model.to(device).eval()`: the same
+                    // module, moved, cast or switched.
+                    Some(ValueKind::Module) if MODULE_SELF_METHODS.contains(&attr.as_str()) => Some(ValueKind::Module),
+                    _ => (crate::api::nn::is_forward_method(attr) && self.is_model(value)).then_some(ValueKind::Output),
+                }
+            }
+            _ => None,
+        }
+        .or_else(|| {
+            if self.is_loss_module(func) {
+                Some(ValueKind::Tensor)
+            } else {
+                self.is_model(func).then_some(ValueKind::Output)
+            }
+        })
+    }
+}

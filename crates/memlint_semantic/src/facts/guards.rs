@@ -1,0 +1,279 @@
+//! What the test of an `if` says about how often, where or for what its
+//! body runs: another framework's branch, a logging or debug interval, a
+//! run-once initialisation, an option that is off by default, a NaN check,
+//! the device a flag picks, a local the function never sets. They read the
+//! IR only, not the walk's state.
+
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::ir::{for_each_stmt_in_function, Expr, ExprKind, Stmt, StmtKind, Words};
+use crate::resolve::words;
+
+/// For `if <...framework> == "tf":` (or `"jax"`, `"flax"`, `"np"`), the
+/// body runs for another framework; for `== "pt"`, the `else` does.
+pub(crate) fn framework_branches(test: &Expr) -> (bool, bool) {
+    let ExprKind::Compare { left, ops, comparators } = &test.kind else { return (false, false) };
+    let names_framework = left.dotted().is_some_and(|d| d.rsplit('.').next().is_some_and(|l| l.contains("framework")));
+    let (Some(op), Some(right)) = (ops.first(), comparators.first()) else { return (false, false) };
+    let ExprKind::Literal(crate::ir::Literal::Str(value)) = &right.kind else { return (false, false) };
+    if !names_framework || !matches!(op, crate::ir::CmpOp::Eq | crate::ir::CmpOp::NotEq) {
+        return (false, false);
+    }
+    let other = matches!(value.as_str(), "tf" | "jax" | "flax" | "np" | "numpy" | "mlx");
+    let torch = value == "pt";
+    let eq = *op == crate::ir::CmpOp::Eq;
+    match (other, torch, eq) {
+        (true, _, true) | (_, true, false) => (true, false),
+        (_, true, true) | (true, _, false) => (false, true),
+        _ => (false, false),
+    }
+}
+
+/// `x % k == c` in a condition (`if step % 100 == 0`, `(i + 1) % n == 0`,
+/// `step % k == k - 1`, `not step % k`): the body runs every k-th time.
+pub(crate) fn is_interval_guard(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        // `==` only: `step % k != 0` runs k - 1 steps out of k.
+        ExprKind::Compare { left, ops, comparators } if ops.iter().all(|o| *o == crate::ir::CmpOp::Eq) => {
+            matches!(&left.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. })
+                || comparators.iter().any(|c| matches!(&c.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }))
+        }
+        ExprKind::Unary { operand: inner, .. } => matches!(&inner.kind, ExprKind::BinOp { op: crate::ir::BinOp::Mod, .. }),
+        _ => false,
+    })
+}
+
+/// Whether an `if` runs its body once per object: the test reads a
+/// `self.<flag>` that the body sets (`if not self.initialized: ...;
+/// self.initialized = True`, or a buffer flag `self.inited.fill_(1)`).
+pub(crate) fn is_run_once_guard(test: &Expr, body: &[Stmt]) -> bool {
+    let mut flags: Vec<String> = Vec::new();
+    test.any(&mut |e| {
+        if let Some(d) = e.dotted().filter(|d| d.starts_with("self.") && !d[5..].contains('.')) {
+            flags.push(d.to_string());
+        }
+        false
+    });
+    if flags.is_empty() {
+        return false;
+    }
+    let mut sets = false;
+    for s in body {
+        match &s.kind {
+            // A flag set to `True` or `False` (a counter reset, `self.step
+            // = 0`, runs again).
+            StmtKind::Assign { targets, value, .. } if matches!(value.kind, ExprKind::Literal(crate::ir::Literal::Bool(_))) => {
+                sets |= targets.iter().any(|t| t.dotted().is_some_and(|d| flags.iter().any(|f| *f == d.as_str())));
+            }
+            StmtKind::Expr(e) => {
+                if let Some((recv, "fill_" | "copy_" | "zero_")) = e.as_method_call() {
+                    let recv = match &recv.kind {
+                        ExprKind::Attribute { value, attr, .. } if attr == "data" => value,
+                        _ => recv,
+                    };
+                    sets |= recv.dotted().is_some_and(|d| flags.iter().any(|f| *f == d.as_str()));
+                }
+            }
+            _ => {}
+        }
+    }
+    sets
+}
+
+/// A condition that reads a memory option of a configuration object
+/// (`args.empty_unused_memory_level`, `cfg.clear_cache`,
+/// `self.config.free_memory`): `if args.local_rank == 0:` is not one.
+pub(crate) fn is_option_guard(test: &Expr) -> bool {
+    const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    const MEMORY_WORDS: &[&str] = &["empty", "cache", "memory", "mem", "free", "clear", "release", "gc", "oom"];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Attribute { value, attr, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            let config = OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args");
+            config && words(attr).iter().any(|w| MEMORY_WORDS.contains(&w.as_str()))
+        }
+        _ => false,
+    })
+}
+
+/// Whether an `if` test looks for NaN or infinite values (`if
+/// torch.isnan(k).any():`, `if math.isinf(v):`, or such a test in an
+/// `and`, or every operand of an `or` one): its body is a recovery path
+/// that runs when values go bad. Not a negated test (`if not
+/// torch.isnan(loss):` guards the usual path).
+pub(crate) fn tests_for_nan(test: &Expr) -> bool {
+    fn nan_test(e: &Expr) -> bool {
+        let Some((func, args, _)) = e.as_call() else { return false };
+        match &func.kind {
+            // `torch.isnan(k).any()`, `loss.isinf().all()`: the test below.
+            ExprKind::Attribute { value, attr, .. } if args.is_empty() && matches!(attr.as_str(), "any" | "all" | "item") => {
+                nan_test(value)
+            }
+            ExprKind::Attribute { attr, .. } => crate::api::NAN_TESTS.contains(&attr.as_str()),
+            ExprKind::Name(n) => crate::api::NAN_TESTS.contains(&n.as_str()),
+            _ => false,
+        }
+    }
+    match &test.kind {
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(nan_test),
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::Or, values } => values.iter().all(nan_test),
+        _ => nan_test(test),
+    }
+}
+
+/// Whether an `if` test is a logging, debugging or profiling condition or
+/// a user option: it names a word like `log`, `verbose`, `debug`,
+/// `profile`, `print`, `display` (`if log_now:`, `if self.verbose > 1:`),
+/// or reads an attribute of an options object (`args.x`, `cfg.x`,
+/// `self.config.x`).
+pub(crate) fn is_logging_guard(test: &Expr) -> bool {
+    const OPTION_OBJECTS: &[&str] = &["args", "cfg", "config", "conf", "opt", "opts", "options", "hparams", "flags", "settings"];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Attribute { value, .. } => {
+            let owner = value.dotted().unwrap_or_default();
+            let last = owner.rsplit('.').next().unwrap_or(&owner).to_ascii_lowercase();
+            OPTION_OBJECTS.contains(&last.as_str()) || last.ends_with("_config") || last.ends_with("_args")
+        }
+        _ => false,
+    }) || is_debug_guard(test)
+}
+
+/// Whether an `if` test is a logging, debugging or profiling condition:
+/// it names a word like `log`, `verbose`, `debug`, `profile`, `print`
+/// (`if log_now:`, `if self.debug_mode:`), not just any user option.
+pub(crate) fn is_debug_guard(test: &Expr) -> bool {
+    const LOGGING_WORDS: &[&str] = &[
+        "log", "logging", "verbose", "verbosity", "debug", "debugging", "profile", "profiling", "profiler", "print",
+        "display", "show", "timing", "benchmark", "monitor", "track", "tensorboard", "wandb", "writer",
+    ];
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Name(n) => words(n).iter().any(|w| LOGGING_WORDS.contains(&w.as_str())),
+        ExprKind::Attribute { attr, .. } => words(attr).iter().any(|w| LOGGING_WORDS.contains(&w.as_str())),
+        _ => false,
+    })
+}
+
+/// Whether an `if` test asks whether the program runs on the GPU
+/// (`x.is_cuda`, `torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
+pub fn tests_for_the_device(test: &Expr) -> bool {
+    test.any(&mut |e| match &e.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
+            words(n).iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA))
+        }
+        _ => false,
+    })
+}
+
+/// Which arm of `if test:` runs on the GPU: `Some(true)` the body (`if
+/// cuda:`, `if not args.use_cpu:`, `if torch.cuda.is_available():`),
+/// `Some(false)` the `else` arm (`if args.no_cuda:`, `if args.cpu:`),
+/// `None` when the test says neither.
+pub fn gpu_arm(test: &Expr) -> Option<bool> {
+    let (negated, inner) = match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => (true, &**operand),
+        _ => (false, test),
+    };
+    if let Some(d) = inner.dotted() {
+        // A flag: its name says which device it chooses.
+        let ws = words(d.rsplit('.').next().unwrap_or(&d));
+        let gpu = ws.iter().any(|w| w == "gpu" || Words::of(w).contains(Words::CUDA));
+        let off = ws.iter().any(|w| matches!(w.as_str(), "no" | "disable" | "disabled" | "without"));
+        let cpu = ws.iter().any(|w| w == "cpu") || (gpu && off);
+        return if cpu {
+            Some(negated)
+        } else if gpu {
+            Some(!negated)
+        } else {
+            None
+        };
+    }
+    (!negated && tests_for_the_device(inner)).then_some(true)
+}
+
+/// The locals a function sets to `None` in its top-level statements
+/// (`custom_shape = None`, a setting left unset in a demo helper) and
+/// binds in no other way: a test of one
+/// (`if custom_shape is not None:`, `if custom_shape:`) is never true. None
+/// when the function has nested functions or classes (a `nonlocal` may
+/// bind the name there).
+pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<String> {
+    // The setting is made where the function starts, in its top-level
+    // statements: most functions make none, and are not scanned.
+    fn set_to_none(s: &Stmt) -> Option<&str> {
+        match &s.kind {
+            StmtKind::Assign { targets, value, .. } if value.is_none() => {
+                match targets.as_slice() {
+                    [t] => t.as_name(),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+    let mut unset: Vec<String> = body.iter().filter_map(set_to_none).map(str::to_string).collect();
+    if unset.is_empty() {
+        return Vec::new();
+    }
+    let mut bound: HashSet<String> = HashSet::default();
+    let mut nested = false;
+    fn names(t: &Expr, out: &mut HashSet<String>) {
+        t.any(&mut |e| {
+            if let Some(n) = e.as_name() {
+                out.insert(n.to_string());
+            }
+            false
+        });
+    }
+    for_each_stmt_in_function(body, &mut |s| {
+        match &s.kind {
+            // Bound to `None` again: still unset.
+            StmtKind::Assign { .. } if set_to_none(s).is_some() => {}
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| names(t, &mut bound)),
+            StmtKind::AugAssign { target, .. } => names(target, &mut bound),
+            StmtKind::For { target, .. } => names(target, &mut bound),
+            StmtKind::With { items, .. } => items.iter().filter_map(|i| i.target.as_ref()).for_each(|t| names(t, &mut bound)),
+            StmtKind::Import(bindings) => bound.extend(bindings.iter().map(|b| b.local.to_string())),
+            StmtKind::Try(t) => bound.extend(t.handlers.iter().filter_map(|h| h.name.as_deref().map(str::to_string))),
+            StmtKind::Delete(targets) => targets.iter().for_each(|t| names(t, &mut bound)),
+            StmtKind::Function(_) | StmtKind::Class(_) => nested = true,
+            _ => {}
+        }
+        // `(x := f())` binds `x` too.
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let ExprKind::Named { target, .. } = &x.kind {
+                    names(target, &mut bound);
+                }
+                false
+            });
+        });
+    });
+    if nested {
+        return Vec::new();
+    }
+    unset.retain(|n| !bound.contains(n) && !params.iter().any(|p| p.name == *n));
+    unset.sort_unstable();
+    unset.dedup();
+    unset
+}
+
+/// Whether `if test:` can never run its body: it tests one of `unset`
+/// (locals only ever bound to `None`) for being set: `x`, `x is not
+/// None`, `x != None`, alone or in an `and`.
+pub(crate) fn tests_an_unset_local(test: &Expr, unset: &[String]) -> bool {
+    if unset.is_empty() {
+        return false;
+    }
+    let is_unset = |e: &Expr| e.as_name().is_some_and(|n| unset.iter().any(|u| u == n));
+    match &test.kind {
+        ExprKind::Name(_) => is_unset(test),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            matches!(ops[0], crate::ir::CmpOp::IsNot | crate::ir::CmpOp::NotEq)
+                && comparators[0].is_none()
+                && is_unset(left)
+        }
+        ExprKind::BoolOp { op: crate::ir::BoolOpKind::And, values } => values.iter().any(|v| tests_an_unset_local(v, unset)),
+        _ => false,
+    }
+}
