@@ -279,7 +279,7 @@ impl Visitor for SummaryVisitor {
         let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
         let false_keywords =
             keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
-        let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen(&d))).map(|(i, _)| i).collect();
+        let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
         self.summary.calls.push(CallSite {
             caller: cx.function_qualname().map(str::to_string),
             callee,

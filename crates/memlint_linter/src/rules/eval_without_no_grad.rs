@@ -159,7 +159,7 @@ impl Rule for EvalWithoutNoGrad {
         };
         // A model whose parameters were all frozen records no graph; one
         // frozen but for a part (a head) records only that part's.
-        if model.dotted().is_some_and(|d| cx.is_frozen(&d) || cx.frozen_except(&d).is_some()) {
+        if model.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d)) {
             return;
         }
         // Code for PyTorch before 0.4, which turns grad off with

@@ -294,8 +294,8 @@ impl Context {
     }
 
     /// Whether `iter` iterates over data: a data loader (by kind), or a
-    /// collection named for data (`val_loader`, `test_set`, `batches`,
-    /// `enumerate(tqdm(dataset))`).
+    /// collection named for data (`val_loader`, `test_set`, `testloader`,
+    /// `batches`, `enumerate(tqdm(dataset))`).
     pub(super) fn is_data_iterable(&self, iter: &Expr) -> bool {
         const DATA_WORDS: &[&str] = &[
             "loader", "loaders", "dataloader", "dataloaders", "dl", "dls", "dataset", "datasets", "ds", "data", "batches",
@@ -307,7 +307,14 @@ impl Context {
         // `range(n_iter)`, `range(iter)`: a count of iterations, not a
         // data iterator (`for x in train_iter`).
         let counts = iter.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|f| f == "range");
-        let data_word = |w: &str| DATA_WORDS.contains(&w) && !(counts && matches!(w, "iter" | "iterator"));
+        let plain = |w: &str| DATA_WORDS.contains(&w) && !(counts && matches!(w, "iter" | "iterator"));
+        // One word of two (`testloader`, `trainset`, `valdata`).
+        let data_word = |w: &str| {
+            plain(w)
+                || ["train", "test", "val", "valid", "eval", "dev"]
+                    .iter()
+                    .any(|p| w.strip_prefix(p).is_some_and(|rest| !rest.is_empty() && plain(rest)))
+        };
         if names.iter().any(|n| words(n).iter().any(|w| data_word(w))) {
             return true;
         }

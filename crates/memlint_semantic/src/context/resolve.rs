@@ -190,6 +190,24 @@ impl Context {
         self.class_frozen.get(class).is_some_and(|s| s.contains(attr))
     }
 
+    /// Whether the model `dotted` names records no graph in its forward, or
+    /// only a head's: it is frozen ([`Context::is_frozen`]), frozen but for
+    /// a part given back grad ([`Context::frozen_except`]), or a part of a
+    /// model frozen so (`model.classifier` after a loop froze every
+    /// parameter of `model`) other than the trainable part itself.
+    pub fn is_frozen_but_a_head(&self, dotted: &str) -> bool {
+        if self.is_frozen(dotted) || self.frozen_except(dotted).is_some() {
+            return true;
+        }
+        dotted.match_indices('.').any(|(i, _)| {
+            let whole = &dotted[..i];
+            match self.frozen_except(whole) {
+                Some(part) => dotted != part && !is_below(dotted, part),
+                None => self.is_frozen(whole),
+            }
+        })
+    }
+
     /// The frozen part of the model `dotted` names, when some of its
     /// parameters were frozen in this function and it was not frozen whole:
     /// a submodule frozen (`model.backbone.requires_grad_(False)`, a loop

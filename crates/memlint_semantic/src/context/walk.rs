@@ -722,52 +722,6 @@ impl Context {
         self.walk_body(orelse, visitor);
     }
 
-    /// After a simple statement: a `backward()` without `retain_graph=True`
-    /// frees the graph; a statement that builds a graph (its value carries
-    /// one, with grad on) makes one live.
-    fn update_graph_state(&mut self, stmt: &Stmt) {
-        // Phase one's summaries and files without torch ask nothing of it.
-        if self.options.summary_only || !self.torch_imported {
-            return;
-        }
-        let value = match &stmt.kind {
-            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => e,
-            StmtKind::Assign { value, .. } | StmtKind::AugAssign { value, .. } => value,
-            _ => return,
-        };
-        let mut frees = false;
-        let mut retained = false;
-        let may_call_backward = self.frame().words.contains(Words::BACKWARD);
-        stmt.for_each_expr(|e| {
-            if !may_call_backward {
-                return;
-            }
-            e.any(&mut |x| {
-                if is_backward_call(x) {
-                    let keeps = x.keyword("retain_graph").is_some_and(|v| !v.is_false());
-                    retained |= keeps;
-                    frees |= !keeps;
-                }
-                false
-            });
-        });
-        // `opt.step()`, `scaler.step(opt)`: the parameters change in place.
-        let steps = match &stmt.kind {
-            StmtKind::Expr(e) => {
-                e.as_method_call().is_some_and(|(_, m)| m == "step")
-                    && crate::step::classify(e, self).is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::OPT_STEP))
-            }
-            _ => false,
-        };
-        if steps {
-            self.frame_mut().stepped = true;
-        } else if frees && !retained {
-            self.frame_mut().graph_built = false;
-        } else if !frees && (!self.frame().graph_built || self.frame().stepped) && self.grad_enabled() && self.carries_graph(value) {
-            self.frame_mut().graph_built = true;
-            self.frame_mut().stepped = false;
-        }
-    }
 }
 
 /// A flag after an `if`: `both` of the arms' values when both arms fall

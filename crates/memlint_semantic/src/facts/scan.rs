@@ -392,7 +392,8 @@ pub(crate) fn layer_loop_variable<'e>(target: &'e Expr, iter: &Expr, body: &[Stm
 }
 
 /// `for p in model.parameters(): p.requires_grad = False` (or
-/// `p.requires_grad_(False)`, `p.detach_()`) freezes `model`.
+/// `p.requires_grad_(False)`, `p.detach_()`; or over
+/// `model.named_parameters()`) freezes `model`.
 pub(crate) fn frozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
     grad_switched_by_loop(target, iter, body, false)
 }
@@ -467,8 +468,14 @@ pub(crate) fn unfrozen_by_loop(target: &Expr, iter: &Expr, body: &[Stmt]) -> Opt
 /// The model whose parameters a loop over `model.parameters()` sets to
 /// require grad (`on`) or not.
 fn grad_switched_by_loop(target: &Expr, iter: &Expr, body: &[Stmt], on: bool) -> Option<String> {
-    let p = target.as_name()?;
-    let (mut model, "parameters") = iter.as_method_call()? else { return None };
+    // `for p in model.parameters()`, or `for name, p in
+    // model.named_parameters()` (a switch under a test of the name is not
+    // a top-level statement of the body).
+    let (p, mut model) = match (&target.kind, iter.as_method_call()?) {
+        (ExprKind::Name(p), (model, "parameters")) => (p.as_str(), model),
+        (ExprKind::Sequence(elts), (model, "named_parameters")) if elts.len() == 2 => (elts[1].as_name()?, model),
+        _ => return None,
+    };
     // What is given back grad may be an item of a part
     // (`model.blocks[-1].parameters()`): the part counts.
     while let (true, ExprKind::Subscript { value, .. }) = (on, &model.kind) {
