@@ -45,7 +45,9 @@ declare_rule! {
     /// its binding and the next `DataLoader(...)` bound to the same name (a
     /// first `train_loader` that only computes channel means on the CPU is
     /// not the one the training loop iterates).
-    /// A dataset already in memory as tensors (`TensorDataset`, a
+    /// A dataset already in memory as tensors (`TensorDataset`, a Python
+    /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
+    /// labels)]` or `list(zip(inputs, labels))`, a
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, maybe made tensors or gathered in a dict, as
     /// tokenized text is served: `{k: torch.tensor(v[i]) for k, v in

@@ -94,7 +94,8 @@ declare_rule! {
     /// denoising steps, hundreds per call). Nor is a branch a step
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
-    /// `self.individual` and nothing else assigns it), or under a test for
+    /// `self.individual`, or sets `self.stratified = False` itself, and
+    /// nothing else in the class assigns it), or under a test for
     /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
     /// path). A `def forward(self, x)` outside any class (a method pasted
     /// into a notebook cell to explain it) is not step code.

@@ -60,8 +60,9 @@ const MODULE_SELF_METHODS: &[&str] = &[
 /// The options of a class that are off by default: `self.<attr>` set in
 /// `__init__` from a parameter whose default is `False` or `None`
 /// (`def __init__(self, configs, individual=False): self.individual =
-/// individual`), and assigned nowhere else in the class. A branch under
-/// one runs only for a caller that turns it on.
+/// individual`) or to `False` or `None` itself (`self.stratified =
+/// False`), and assigned nowhere else in the class. A branch under one
+/// runs only for a caller that turns it on.
 pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
     let Some(init) = body.iter().find_map(|s| match &s.kind {
         StmtKind::Function(f) if f.name == "__init__" => Some(f),
@@ -69,12 +70,8 @@ pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
     }) else {
         return HashSet::default();
     };
-    let off = |p: &crate::ir::Param| {
-        p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None)))
-    };
-    if !init.params.iter().any(off) {
-        return HashSet::default();
-    }
+    let off_value = |d: &Expr| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None));
+    let off = |p: &crate::ir::Param| p.default.as_ref().is_some_and(off_value);
     // Every assignment of a `self.<attr>` in the class: an option set from
     // the parameter once, and never again.
     let mut assigned: HashMap<String, usize> = HashMap::default();
@@ -92,7 +89,9 @@ pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
                 let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
                 *assigned.entry(attr.clone()).or_default() += 1;
                 let param = value.and_then(Expr::as_name);
-                if is_init && param.is_some_and(|n| init.params.iter().any(|p| p.name == n && off(p))) {
+                if is_init
+                    && (value.is_some_and(off_value) || param.is_some_and(|n| init.params.iter().any(|p| p.name == n && off(p))))
+                {
                     from_off_param.insert(attr);
                 }
             }

@@ -264,6 +264,7 @@ impl InMemory<'_> {
         }
         let prepared = e.any(&mut |x| x.as_method_call().is_some_and(|(_, m)| PREPARED_DATASET_METHODS.contains(&m)));
         prepared
+            || is_python_list(e)
             || e.as_call().is_some_and(|(f, _, _)| {
                 f.dotted().is_some_and(|d| {
                     let last = d.as_str().rsplit('.').next().unwrap_or_default();
@@ -502,4 +503,18 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
             };
     }
     found
+}
+
+/// A Python list of samples (`[(x, y) for x, y in zip(feats, labels)]`,
+/// `list(zip(inputs, labels))`, a list literal): its items exist before
+/// the loader runs, so loading a batch is indexing and collating.
+fn is_python_list(e: &Expr) -> bool {
+    match &e.kind {
+        // The IR keeps lists, tuples and sets as one sequence; a dataset is
+        // a list (a generator has no length).
+        ExprKind::Sequence(_) => true,
+        ExprKind::Comprehension(c) => c.key.is_none(),
+        ExprKind::Call { func, args, keywords, .. } => func.as_name() == Some("list") && args.len() == 1 && keywords.is_empty(),
+        _ => false,
+    }
 }
