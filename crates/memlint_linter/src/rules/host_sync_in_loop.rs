@@ -140,7 +140,8 @@ declare_rule! {
     /// anyway), nor one in an `except` handler. A loop that decides every
     /// iteration, on a value read from the device, whether to leave (a
     /// convergence test `if (m - prev).norm() < tol: break`, an abort on
-    /// a diverged loss `if math.isnan(loss.item()): sys.exit(1)`) must
+    /// a diverged loss `if math.isnan(loss.item()): sys.exit(1)`, a
+    /// `while value < 0.99:` on `value = -out.item()` of the body) must
     /// wait there, and none of its reads is reported. A read a
     /// data-dependent branch tests that does not leave the loop is
     /// reported: move it under an interval when it allows. A loop that

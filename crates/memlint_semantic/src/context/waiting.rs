@@ -398,8 +398,10 @@ impl Context {
     /// read from the device whether to leave the loop: an `if` that runs
     /// every iteration, whose test reads a device tensor (`if (m -
     /// prev).norm() < tol:`) or a value the iteration read back (`v =
-    /// loss.item()` then `if math.isnan(v):`), and whose body leaves
-    /// (`break`, `return`, `raise`, `sys.exit()`). Such a loop must wait
+    /// loss.item()` or `v = -out.item()`, then `if math.isnan(v):`), and
+    /// whose body leaves (`break`, `return`, `raise`, `sys.exit()`); or a
+    /// `while` whose test reads such a value (`while value < 0.99:`). Such a
+    /// loop must wait
     /// for the device every iteration: a convergence test or an abort on a
     /// diverged loss is the point of the read, and other reads there cost
     /// nothing more.
@@ -428,9 +430,26 @@ impl Context {
             }
         }
         collect(body, &mut stmts);
+        // A value read back (`value = -out.item()`) and bound to a name.
+        let reads_back = |value: &Expr| value.any(&mut |x| self.host_read(x).is_some());
+        // `while value < 0.99:` tests, every iteration, what the body reads back.
+        if let StmtKind::While { test, .. } = &lp.kind {
+            let bound: Vec<&str> = stmts
+                .iter()
+                .filter_map(|s| match &s.kind {
+                    StmtKind::Assign { targets, value, .. } if reads_back(value) => Some(targets),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(Expr::as_name)
+                .collect();
+            if test.any(&mut |x| x.as_name().is_some_and(|n| bound.contains(&n))) {
+                return true;
+            }
+        }
         stmts.into_iter().any(|s| match &s.kind {
             StmtKind::Assign { targets, value, .. } => {
-                if self.host_read(value).is_some() {
+                if reads_back(value) {
                     read.extend(targets.iter().filter_map(Expr::as_name));
                 }
                 false
