@@ -292,6 +292,8 @@ impl Visitor for SummaryVisitor {
             false_positions,
             false_keywords,
             frozen_positions,
+            every_call: cx.function_qualname().is_some() && cx.runs_on_every_call(),
+            host_arg: args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
         });
     }

@@ -45,8 +45,10 @@ declare_rule! {
     /// (`scaler.step(optimizer)` reads its inf check back every step), or
     /// that calls a project function which waits for the device on each call
     /// (it copies host data to the device that way, or reads a value back,
-    /// outside any `if`; also the `forward` of a project module instance
-    /// it calls, `criterion(out, y)` with `criterion = SSDLoss()`), that
+    /// outside any `if`, or calls a function that does, or hands a value
+    /// built on the host to a helper that moves it: `sample()` returning
+    /// `to_gpu(torch.tensor(seq))`; also the `forward` of a project module
+    /// instance it calls, `criterion(out, y)` with `criterion = SSDLoss()`), that
     /// runs an op whose result's size depends on the values
     /// (`x.nonzero()`, `torch.unique(x)`, a mask read `x[x > 0]`, there or
     /// in such a helper), that indexes a tensor with indices drawn on the

@@ -170,6 +170,9 @@ struct LoopFrame {
 
 #[derive(Debug, Default)]
 struct Frame {
+    /// How many `if` arms and `try` statements of this function are around
+    /// the current point: 0 where a statement runs on every call.
+    cond_depth: u32,
     name: Option<String>,
     /// Fully qualified name of the function (`module.Class.method`).
     qualname: Option<String>,

@@ -199,6 +199,13 @@ impl Context {
         self.option_depth > 0
     }
 
+    /// Whether the current point runs on every call of its function:
+    /// outside any `if` arm and `try` statement of it (loops count: their
+    /// bodies run for each item).
+    pub fn runs_on_every_call(&self) -> bool {
+        self.frame().cond_depth == 0
+    }
+
     /// Whether the current point runs only now and then: when an option
     /// of the class that is off by default is turned on (the body of `if
     /// self.individual:` in a method of a class whose `__init__` takes

@@ -536,7 +536,7 @@ impl Context {
     /// Whether `e` is a tensor a library factory builds on the host
     /// (`torch.tensor(obs)`, `torch.FloatTensor(x)`, `torch.zeros(n)`),
     /// through methods that keep it there (`.float()`, `.unsqueeze(0)`).
-    fn host_built(&self, e: &Expr) -> bool {
+    pub(crate) fn host_built(&self, e: &Expr) -> bool {
         let mut e = e;
         loop {
             // `torch.ones(n) * i`: arithmetic on a host tensor stays there.

@@ -521,6 +521,7 @@ impl Context {
                 // leak into the other).
                 let isolate = !orelse.is_empty() && !self.options.summary_only;
                 let facts_before = if isolate { self.frame_facts() } else { None };
+                self.frame_mut().cond_depth += 1;
                 self.walk_body(body, visitor);
                 let facts_after_if = if isolate { self.frame_facts() } else { None };
                 if isolate {
@@ -541,6 +542,7 @@ impl Context {
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
                 self.walk_body(orelse, visitor);
+                self.frame_mut().cond_depth -= 1;
                 // An `if` arm that returns, raises or leaves the loop adds
                 // nothing after the `if`; an `else` arm that does leaves the
                 // `if` arm's facts alone.
@@ -567,6 +569,7 @@ impl Context {
             StmtKind::Block(body) => self.walk_body(body, visitor),
             StmtKind::Try(t) => {
                 let crate::ir::Try { body, handlers, orelse, finalbody } = &**t;
+                self.frame_mut().cond_depth += 1;
                 self.walk_body(body, visitor);
                 for h in handlers {
                     // An `except` handler is a fallback: compatibility code.
@@ -582,6 +585,7 @@ impl Context {
                 }
                 self.walk_body(orelse, visitor);
                 self.walk_body(finalbody, visitor);
+                self.frame_mut().cond_depth -= 1;
             }
             StmtKind::Break | StmtKind::Continue | StmtKind::Raise(_) => {}
             StmtKind::With { items, body } => {

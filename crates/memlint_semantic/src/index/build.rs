@@ -143,8 +143,41 @@ impl IndexBuilder {
         ix.optimizer_classes = optimizer_classes;
         ix.grad_disabling = grad_disabling;
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
+        ix.propagate_waits(&calls);
         ix.propagate(&calls);
         ix
+    }
+}
+
+impl ProjectIndex {
+    /// A function waits for the device on each call when a call it makes
+    /// on every call ([`CallSite::every_call`]) runs a project function
+    /// that waits, or one that moves to the device a value built on the
+    /// host that it is given (`generate_input()` returning
+    /// `gpu(torch.from_numpy(x))`, with `gpu` a helper that calls
+    /// `.cuda()`): a few rounds, for helpers of helpers.
+    fn propagate_waits(&mut self, calls: &[CallSite]) {
+        for _ in 0..4 {
+            let waiting: Vec<&str> = calls
+                .iter()
+                .filter(|c| c.every_call)
+                .filter_map(|c| {
+                    let caller = c.caller.as_deref()?;
+                    let g = self.functions.get(&c.callee)?;
+                    (g.waits_for_device || (c.host_arg && g.moves_param.is_some())).then_some(caller)
+                })
+                .filter(|caller| self.functions.get(*caller).is_some_and(|f| !f.waits_for_device))
+                .collect();
+            if waiting.is_empty() {
+                break;
+            }
+            let waiting: Vec<String> = waiting.into_iter().map(str::to_string).collect();
+            for q in waiting {
+                if let Some(f) = self.functions.get_mut(&q) {
+                    f.waits_for_device = true;
+                }
+            }
+        }
     }
 }
 

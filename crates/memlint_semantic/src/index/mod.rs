@@ -190,7 +190,9 @@ pub struct FunctionSummary {
     /// reads a value back to the host (`.item()`, `.cpu()`,
     /// `i64::try_from(&t)`, `torch.cuda.synchronize()`) or copies host
     /// data to the device without `non_blocking=True`
-    /// ([`crate::Context::waits_for_device_in`]).
+    /// ([`crate::Context::waits_for_device_in`]); or, as the index sets it
+    /// once every file is summarized, calls there a project function that
+    /// waits, or that moves a value built on the host it is given.
     pub waits_for_device: bool,
     /// The position (after `self`) of a parameter the function returns
     /// moved to an accelerator: a helper like `to_var(x)` (`if
@@ -222,6 +224,12 @@ pub struct CallSite {
     /// The site runs once per epoch: the innermost loop around it is an
     /// epoch loop ([`crate::Context::in_epoch_loop_only`]).
     pub per_epoch: bool,
+    /// The site runs on every call of its caller: outside any `if` arm or
+    /// `try` of it ([`crate::Context::runs_on_every_call`]).
+    pub every_call: bool,
+    /// A value built on the host (`torch.from_numpy(x)`, `torch.ones(n)`)
+    /// is passed.
+    pub host_arg: bool,
     /// Argument positions (after `self` for methods) and keyword names
     /// passed the literal `False`.
     pub false_positions: Vec<usize>,
