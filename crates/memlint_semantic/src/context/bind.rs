@@ -691,15 +691,21 @@ pub(super) fn bound_places(body: &[Stmt]) -> Vec<String> {
     out
 }
 
-/// `t.data = <expr>`: `t` takes the result's storage, not its autograd
-/// history, so the graph the expression built dies with the statement
-/// (`delta.data = torch.clamp(delta + alpha * g.sign(), -eps, eps)` after
-/// the step's `backward()` leaves no graph live).
+/// `t.data = <expr>` (or `t.data[i] = <expr>`): `t` takes the result's
+/// values, not its autograd history, so the graph the expression built
+/// dies with the statement (`delta.data = torch.clamp(delta + alpha *
+/// g.sign(), -eps, eps)` after the step's `backward()` leaves no graph
+/// live).
 fn only_data_written(stmt: &Stmt) -> bool {
-    match &stmt.kind {
-        StmtKind::Assign { targets, .. } => {
-            !targets.is_empty() && targets.iter().all(|t| matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data"))
+    let data = |t: &Expr| {
+        let mut t = t;
+        while let ExprKind::Subscript { value, .. } = &t.kind {
+            t = value;
         }
+        matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data")
+    };
+    match &stmt.kind {
+        StmtKind::Assign { targets, .. } => !targets.is_empty() && targets.iter().all(data),
         _ => false,
     }
 }
