@@ -1,4 +1,4 @@
-use memlint_semantic::api::{classify, Callee, Event, OOM_EXCEPTIONS};
+use memlint_semantic::api::{classify, Callee, Event, Receiver, OOM_EXCEPTIONS};
 use memlint_semantic::ir::{Expr, ExprKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -53,6 +53,9 @@ declare_rule! {
     /// when the helper is step code for the project index (dynamic dispatch
     /// and callers outside the run are not seen). A guard the rule does not
     /// recognise as an interval (`if time.time() - last > 60:`) is reported.
+    /// Nor beside a move to the host in the same block (`feats =
+    /// feats.cpu()`, `x.to("cpu")`): code that offloads tensors to the CPU
+    /// for long inputs gives the freed blocks back on purpose.
     /// Test modules are not checked, nor benchmarking and profiling code (a
     /// function or module named like `bench`, `profile`, `timing`, or a
     /// loop that waits for the device and reads a clock every iteration),
@@ -95,6 +98,7 @@ impl Rule for EmptyCacheInLoop {
             || cx.guarded_by_option()
             || cx.in_handler_catching(OOM_EXCEPTIONS)
             || cx.in_loop_over_files()
+            || offloads_beside(checker)
         {
             return;
         }
@@ -106,4 +110,29 @@ impl Rule for EmptyCacheInLoop {
                 .with_help("call it once outside the loop (or only in an out-of-memory handler); it frees nothing that is still referenced"),
         );
     }
+}
+
+/// Whether the block holding the current statement also moves a tensor to
+/// the host (`x.cpu()`, `x.to("cpu")`): an offload path, which empties the
+/// cache on purpose once the tensors have left the device.
+fn offloads_beside(checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let id = checker.cx.current_stmt_id();
+    let block = match module.tree.parent(id).and_then(|p| module.stmt(p)) {
+        Some(parent) => parent.child_blocks().find(|b| b.iter().any(|s| s.id == id)),
+        None => Some(module.body.as_slice()),
+    };
+    let to_host = |e: &Expr| {
+        e.as_method_call().is_some_and(|(_, name)| {
+            let callee = Callee::Method { name, receiver: Receiver::Tensor, receiver_is_path: false };
+            matches!(classify(e, callee), Some(Event::ToDevice { to_host: true, .. }))
+        })
+    };
+    block.is_some_and(|b| {
+        b.iter().any(|s| {
+            let mut found = false;
+            s.for_each_expr(|e| found |= e.any(&mut |x| to_host(x)));
+            found
+        })
+    })
 }
