@@ -1,4 +1,4 @@
-use memlint_semantic::ir::{BinOp, Expr, ExprKind, Stmt, StmtKind};
+use memlint_semantic::ir::{Arm, BinOp, Expr, ExprKind, Stmt, StmtKind};
 use memlint_semantic::step::{accumulation_count, micro_step_count, StepEvent, StepKind, StepKinds};
 use memlint_semantic::Context;
 use rustc_hash::FxHashSet as HashSet;
@@ -147,6 +147,21 @@ impl Rule for AccumulationLossNotScaled {
             return;
         };
         let under_guard = |guards: &[&Expr]| guards.iter().any(|g| g.id == guard.id);
+        // An optimizer that steps in the guard's `else` arm too steps every
+        // iteration (`if step % 2 == 0: opt_b.step()` / `else: for opt in
+        // optimizers: opt.step()`, an alternating schedule): nothing
+        // accumulates.
+        let tree = &checker.module().tree;
+        if let Some(guard_if) = tree.owner(guard.id) {
+            let steps_otherwise = events.iter().any(|e| {
+                !e.in_def
+                    && e.kinds().contains(StepKinds::OPT_STEP)
+                    && tree.guards(e.stmt.id).any(|(g, arm)| g == guard_if && arm == Arm::Else)
+            });
+            if steps_otherwise {
+                return;
+            }
+        }
         // Zeroing every iteration: nothing accumulates (another bug).
         if events.iter().any(|e| e.is_direct() && e.kinds().contains(StepKinds::ZERO) && !under_guard(&e.guards)) {
             return;
