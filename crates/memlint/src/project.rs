@@ -258,17 +258,23 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
 }
 
 /// The torch versions a requirements text declares ([`TorchVersions`]):
-/// `torch>=2.4` and `torch~=2.4` give a minimum, `torch<2.0` and
-/// `torch<=1.13` a bound below, `torch==1.7.1` both.
+/// `torch>=2.4` gives a minimum, `torch<2.0` and `torch<=1.13` a bound
+/// below, `torch==1.7.1` both, and so does a compatible release:
+/// `torch~=2.1.0` is `>=2.1.0, ==2.1.*` (below 2.2), `torch~=2.4` is
+/// `>=2.4, ==2.*` (below 3.0).
 pub fn declared_torch(text: &str) -> TorchVersions {
     let mut min = None;
     let mut below = None;
-    for_each_torch_specifier(text, |op, (major, minor)| match op {
+    for_each_torch_specifier(text, |op, (major, minor), parts| match op {
         "==" => {
             min = lower(min, Some((major, minor)));
             below = lower(below, Some((major, minor + 1)));
         }
-        ">=" | "~=" | ">" => min = lower(min, Some((major, minor))),
+        "~=" => {
+            min = lower(min, Some((major, minor)));
+            below = lower(below, Some(if parts >= 3 { (major, minor + 1) } else { (major + 1, 0) }));
+        }
+        ">=" | ">" => min = lower(min, Some((major, minor))),
         "<" => below = lower(below, Some((major, minor))),
         "<=" => below = lower(below, Some((major, minor + 1))),
         _ => {}
@@ -276,9 +282,10 @@ pub fn declared_torch(text: &str) -> TorchVersions {
     (min, below)
 }
 
-/// Calls `f(operator, (major, minor))` for each specifier of `torch` in a
-/// requirements text (`torch >= 2.1.0, <3` gives `>=` 2.1 and `<` 3.0).
-fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32))) {
+/// Calls `f(operator, (major, minor), components)` for each specifier of
+/// `torch` in a requirements text (`torch >= 2.1.0, <3` gives `>=` 2.1
+/// with 3 components and `<` 3.0 with 1).
+fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32), usize)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(pos) = text[i..].find("torch") {
@@ -296,9 +303,10 @@ fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32))) {
         while let Some(op) = ["==", ">=", "~=", "<=", ">", "<"].into_iter().find(|op| spec.starts_with(op)) {
             let rest = spec[op.len()..].trim_start();
             let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            let components = version.split('.').filter(|p| !p.is_empty()).count();
             let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
             if let Some(major) = parts.next() {
-                f(op, (major, parts.next().unwrap_or(0)));
+                f(op, (major, parts.next().unwrap_or(0)), components);
             }
             let rest = rest[version.len()..].trim_start();
             match rest.strip_prefix(',') {
@@ -324,6 +332,8 @@ mod tests {
         assert_eq!(declared_torch("torch==1.7.1\ntorchvision==0.8.2"), (Some((1, 7)), Some((1, 8))));
         assert_eq!(declared_torch("torch<=1.13"), (None, Some((1, 14))));
         assert_eq!(declared_torch("torch>=2.4"), (Some((2, 4)), None));
+        assert_eq!(declared_torch("torch~=2.1.0"), (Some((2, 1)), Some((2, 2))));
+        assert_eq!(declared_torch("torch~=2.4"), (Some((2, 4)), Some((3, 0))));
     }
 
     #[test]

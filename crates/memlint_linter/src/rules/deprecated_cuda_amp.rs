@@ -57,7 +57,8 @@ declare_rule! {
     /// arguments to `torch.cuda.amp.autocast` (`autocast(True)`) get no fix,
     /// because `torch.amp.autocast`'s second positional parameter is `dtype`.
     /// A project that runs only on a torch older than 2.4 is not reported:
-    /// one that pins or caps torch below it (`torch==1.7.1`, `torch<2.0`
+    /// one that pins or caps torch below it (`torch==1.7.1`, `torch<2.0`,
+    /// the compatible release `torch~=2.1.0`
     /// in its requirements, or a pin in its README's install commands,
     /// `pip install torch==1.8.1`, "PyTorch version 1.7.1"), or whose code
     /// imports a module torch removed before (`from torch._six import
