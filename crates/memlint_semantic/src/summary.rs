@@ -144,6 +144,13 @@ impl SummaryVisitor {
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
             waits_for_device: cx.waits_for_device_in(&f.body),
             // A helper that moves its argument is a few lines long.
+            none_params: f.params[offset.min(f.params.len())..]
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.default.as_ref().is_some_and(Expr::is_none))
+                .map(|(i, p)| (i, p.name.clone()))
+                .collect(),
+            none_params_passed: Vec::new(),
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
         };
         self.order.push(qualname.clone());
@@ -292,6 +299,12 @@ impl Visitor for SummaryVisitor {
             false_positions,
             false_keywords,
             frozen_positions,
+            positional: if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
+                u8::MAX
+            } else {
+                u8::try_from(args.len()).unwrap_or(u8::MAX)
+            },
+            keywords: keywords.iter().map(|k| k.name.as_deref().unwrap_or("**").to_string()).collect(),
             every_call: cx.function_qualname().is_some() && cx.runs_on_every_call(),
             host_arg: args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),

@@ -95,7 +95,10 @@ declare_rule! {
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
     /// `self.individual`, or sets `self.stratified = False` itself, and
-    /// nothing else in the class assigns it), or under a test for
+    /// nothing else in the class assigns it), the arm of `if mask is
+    /// None:` (or `is not None`) that no call of the project takes, every
+    /// one passing the argument or none (a call at module level outside
+    /// any loop, run once, counts only when there is no other), or under a test for
     /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
     /// path). A `def forward(self, x)` outside any class (a method pasted
     /// into a notebook cell to explain it) is not step code.

@@ -226,6 +226,30 @@ impl Context {
         self.once_depth > 0
     }
 
+    /// For `if <param> is None:` (or `is not None`) on a parameter of the
+    /// current function that defaults to `None`: whether the `if` arm and
+    /// the `else` arm are never taken by the project's calls, which all
+    /// pass the argument or none does
+    /// ([`crate::index::FunctionSummary::none_params_passed`]). A fallback
+    /// every caller skips by passing a mask runs for no step.
+    pub(super) fn optional_argument_arms(&self, test: &Expr) -> (bool, bool) {
+        let ExprKind::Compare { left, ops, comparators } = &test.kind else { return (false, false) };
+        let (Some(name), [op], [right]) = (left.as_name(), &ops[..], &comparators[..]) else { return (false, false) };
+        if !right.is_none() || self.index.is_empty() {
+            return (false, false);
+        }
+        let Some(f) = self.function_qualname().and_then(|q| self.index.function(q)) else { return (false, false) };
+        let Some(i) = f.none_params.iter().position(|(_, p)| p == name) else { return (false, false) };
+        let Some(Some(passed)) = f.none_params_passed.get(i).copied() else { return (false, false) };
+        // `is None` holds on the calls that do not pass it.
+        let none_arm_taken = !passed;
+        match op {
+            crate::ir::CmpOp::Is => (!none_arm_taken, none_arm_taken),
+            crate::ir::CmpOp::IsNot => (none_arm_taken, !none_arm_taken),
+            _ => (false, false),
+        }
+    }
+
     /// Whether an `if` test turns on an option of the current class that
     /// is off by default: `self.individual`, alone or in an `and`.
     pub(super) fn tests_an_off_option(&self, test: &Expr) -> bool {

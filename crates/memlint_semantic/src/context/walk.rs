@@ -496,12 +496,16 @@ impl Context {
                 let debug = usize::from(logging > 0 && crate::facts::guards::is_debug_guard(test));
                 // Only rules ask whether a branch is rarely taken: the
                 // summary walk skips the tests.
+                let (never_body, never_else) =
+                    if self.options.summary_only { (false, false) } else { self.optional_argument_arms(test) };
                 let rare = usize::from(
                     !self.options.summary_only
-                        && (self.tests_an_off_option(test)
+                        && (never_body
+                            || self.tests_an_off_option(test)
                             || crate::facts::guards::tests_for_nan(test)
                             || crate::facts::guards::tests_an_unset_local(test, &self.frame().unset_locals)),
                 );
+                let rare_else = usize::from(never_else);
                 self.rare_branch_depth += rare;
                 let once = usize::from(!self.options.summary_only && crate::facts::guards::is_run_once_guard(test, body));
                 self.once_depth += once;
@@ -541,7 +545,9 @@ impl Context {
                 self.debug_depth -= debug;
                 self.non_torch_depth -= usize::from(body_other);
                 self.non_torch_depth += usize::from(else_other);
+                self.rare_branch_depth += rare_else;
                 self.walk_body(orelse, visitor);
+                self.rare_branch_depth -= rare_else;
                 self.frame_mut().cond_depth -= 1;
                 // An `if` arm that returns, raises or leaves the loop adds
                 // nothing after the `if`; an `else` arm that does leaves the

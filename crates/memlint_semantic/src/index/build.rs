@@ -144,12 +144,62 @@ impl IndexBuilder {
         ix.grad_disabling = grad_disabling;
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         ix.propagate_waits(&calls);
+        ix.record_optional_arguments(&calls);
         ix.propagate(&calls);
         ix
     }
 }
 
 impl ProjectIndex {
+    /// Whether the project's calls of each function pass its parameters
+    /// that default to `None` ([`FunctionSummary::none_params_passed`]),
+    /// leaving out the calls that run once at module level when others
+    /// run repeatedly.
+    fn record_optional_arguments(&mut self, calls: &[CallSite]) {
+        // A call at module level outside any loop runs once (a prediction
+        // after training): when the function has other calls, they decide.
+        let once = |c: &CallSite| c.caller.is_none() && !c.in_loop;
+        let mut repeated: HashSet<&str> = HashSet::default();
+        for c in calls.iter().filter(|c| !once(c)) {
+            repeated.insert(c.callee.as_str());
+        }
+        let mut seen: HashMap<&str, Vec<(usize, usize)>> = HashMap::default();
+        for c in calls {
+            let Some(f) = self.functions.get(&c.callee) else { continue };
+            if f.none_params.is_empty() || (once(c) && repeated.contains(c.callee.as_str())) {
+                continue;
+            }
+            let counts = seen.entry(c.callee.as_str()).or_insert_with(|| vec![(0, 0); f.none_params.len()]);
+            for ((position, name), (passed, skipped)) in f.none_params.iter().zip(counts.iter_mut()) {
+                let by_keyword = c.keywords.iter().any(|k| k == name || k == "**");
+                if usize::from(c.positional) > *position || by_keyword {
+                    *passed += 1;
+                } else {
+                    *skipped += 1;
+                }
+            }
+        }
+        let seen: Vec<(String, Vec<Option<bool>>)> = seen
+            .into_iter()
+            .map(|(q, counts)| {
+                let state = counts
+                    .into_iter()
+                    .map(|(passed, skipped)| match (passed, skipped) {
+                        (_, 0) => Some(true),
+                        (0, _) => Some(false),
+                        _ => None,
+                    })
+                    .collect();
+                (q.to_string(), state)
+            })
+            .collect();
+        for (q, state) in seen {
+            if let Some(f) = self.functions.get_mut(&q) {
+                f.none_params_passed = state;
+            }
+        }
+    }
+
     /// A function waits for the device on each call when a call it makes
     /// on every call ([`CallSite::every_call`]) runs a project function
     /// that waits, or one that moves to the device a value built on the

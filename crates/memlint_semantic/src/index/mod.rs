@@ -194,6 +194,14 @@ pub struct FunctionSummary {
     /// once every file is summarized, calls there a project function that
     /// waits, or that moves a value built on the host it is given.
     pub waits_for_device: bool,
+    /// The parameters whose default is `None`: position (after `self` for
+    /// a method) and name.
+    pub none_params: Vec<(usize, String)>,
+    /// For each of [`FunctionSummary::none_params`], as the index sets it
+    /// from the project's call sites: `Some(true)` when every call passes
+    /// it, `Some(false)` when none does, `None` when some do or no call is
+    /// seen.
+    pub none_params_passed: Vec<Option<bool>>,
     /// The position (after `self`) of a parameter the function returns
     /// moved to an accelerator: a helper like `to_var(x)` (`if
     /// torch.cuda.is_available(): x = x.cuda()`, then `return Variable(x)`)
@@ -230,6 +238,12 @@ pub struct CallSite {
     /// A value built on the host (`torch.from_numpy(x)`, `torch.ones(n)`)
     /// is passed.
     pub host_arg: bool,
+    /// How many positional arguments are passed (`u8::MAX` with a
+    /// `*args` splat: any number).
+    pub positional: u8,
+    /// The names of the keyword arguments passed (`**` for a `**kwargs`
+    /// splat, which may pass any).
+    pub keywords: Vec<String>,
     /// Argument positions (after `self` for methods) and keyword names
     /// passed the literal `False`.
     pub false_positions: Vec<usize>,
