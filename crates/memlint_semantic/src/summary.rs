@@ -143,7 +143,6 @@ impl SummaryVisitor {
                 && crate::facts::scan::sums_losses(&f.body),
             mutates_first_arg: f.name == "forward" && params.get(offset).is_some_and(|p| mutates(&f.body, p, cx)),
             waits_for_device: cx.waits_for_device_in(&f.body),
-            // A helper that moves its argument is a few lines long.
             none_params: f.params[offset.min(f.params.len())..]
                 .iter()
                 .enumerate()
@@ -151,6 +150,7 @@ impl SummaryVisitor {
                 .map(|(i, p)| (i, p.name.clone()))
                 .collect(),
             none_params_passed: Vec::new(),
+            // A helper that moves its argument is a few lines long.
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
         };
         self.order.push(qualname.clone());
@@ -287,6 +287,7 @@ impl Visitor for SummaryVisitor {
         let false_keywords =
             keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
         let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
+        let every_call = cx.function_qualname().is_some() && cx.runs_on_every_call();
         self.summary.calls.push(CallSite {
             caller: cx.function_qualname().map(str::to_string),
             callee,
@@ -305,8 +306,9 @@ impl Visitor for SummaryVisitor {
                 u8::try_from(args.len()).unwrap_or(u8::MAX)
             },
             keywords: keywords.iter().map(|k| k.name.as_deref().unwrap_or("**").to_string()).collect(),
-            every_call: cx.function_qualname().is_some() && cx.runs_on_every_call(),
-            host_arg: args.iter().any(|a| cx.host_built(a)),
+            every_call,
+            // Read only with `every_call`.
+            host_arg: every_call && args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
         });
     }

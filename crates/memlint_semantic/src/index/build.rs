@@ -179,10 +179,9 @@ impl ProjectIndex {
                 }
             }
         }
-        let seen: Vec<(String, Vec<Option<bool>>)> = seen
-            .into_iter()
-            .map(|(q, counts)| {
-                let state = counts
+        for (q, counts) in seen {
+            if let Some(f) = self.functions.get_mut(q) {
+                f.none_params_passed = counts
                     .into_iter()
                     .map(|(passed, skipped)| match (passed, skipped) {
                         (_, 0) => Some(true),
@@ -190,12 +189,6 @@ impl ProjectIndex {
                         _ => None,
                     })
                     .collect();
-                (q.to_string(), state)
-            })
-            .collect();
-        for (q, state) in seen {
-            if let Some(f) = self.functions.get_mut(&q) {
-                f.none_params_passed = state;
             }
         }
     }
@@ -221,9 +214,8 @@ impl ProjectIndex {
             if waiting.is_empty() {
                 break;
             }
-            let waiting: Vec<String> = waiting.into_iter().map(str::to_string).collect();
             for q in waiting {
-                if let Some(f) = self.functions.get_mut(&q) {
+                if let Some(f) = self.functions.get_mut(q) {
                     f.waits_for_device = true;
                 }
             }
