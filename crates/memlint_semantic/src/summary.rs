@@ -77,6 +77,19 @@ struct SummaryVisitor {
 impl SummaryVisitor {
     /// Records a method called on a receiver the file cannot resolve: a
     /// local or parameter (`unit.load_from(w)`), not `self`, not an import.
+    /// `model(x, 1)` at module level outside any loop, with `model` bound
+    /// to an instance of a project class: a one-off call of its `forward`
+    /// (a prediction after training), kept for which optional arguments
+    /// it passes.
+    fn instance_call(&mut self, func: &Expr, args: &[Expr], keywords: &[crate::ir::Keyword], cx: &Context) {
+        if cx.function_qualname().is_some() || cx.in_loop() {
+            return;
+        }
+        let Some(class) = func.as_name().and_then(|n| cx.instance_class(n)) else { return };
+        let (positional, keywords) = passed(args, keywords);
+        self.summary.calls.push(CallSite { callee: class, positional, keywords, instance: true, ..CallSite::default() });
+    }
+
     fn dynamic_call(&mut self, func: &Expr, cx: &Context) {
         let ExprKind::Attribute { value, attr, .. } = &func.kind else { return };
         let Some((root, _)) = value.dotted_root() else { return };
@@ -107,7 +120,7 @@ impl SummaryVisitor {
         let is_contextmanager = f.decorators.iter().any(|d| {
             cx.qualified_name(d).is_some_and(|q| q.last() == "contextmanager")
         });
-        let flag = if f.words.contains(Words::TRAIN) { train_flag(&f.body, &params) } else { None };
+        let flag = if f.words.contains(Words::TRAIN) || f.words.contains(Words::BACKWARD) { train_flag(&f.body, &params) } else { None };
         let backward = f.words.contains(Words::BACKWARD);
         let (accumulates_args, accumulates_into) =
             if offset == 1 { accumulated_args(&f.body, &params[1.min(params.len())..]) } else { (Vec::new(), Vec::new()) };
@@ -152,6 +165,8 @@ impl SummaryVisitor {
             none_params_passed: Vec::new(),
             // A helper that moves its argument is a few lines long.
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
+            // A helper that draws a tensor is a few lines long.
+            returns_host_factory: f.body.len() <= 8 && returns_host_factory(&f.body, cx),
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -281,8 +296,10 @@ impl Visitor for SummaryVisitor {
         }
         let Some(callee) = cx.project_name(func) else {
             self.dynamic_call(func, cx);
+            self.instance_call(func, args, keywords, cx);
             return;
         };
+        let (positional, keyword_names) = passed(args, keywords);
         let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
         let false_keywords =
             keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
@@ -300,18 +317,27 @@ impl Visitor for SummaryVisitor {
             false_positions,
             false_keywords,
             frozen_positions,
-            positional: if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
-                u8::MAX
-            } else {
-                u8::try_from(args.len()).unwrap_or(u8::MAX)
-            },
-            keywords: keywords.iter().map(|k| k.name.as_deref().unwrap_or("**").to_string()).collect(),
+            positional,
+            keywords: keyword_names,
             every_call,
             // Read only with `every_call`.
             host_arg: every_call && args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
+            instance: false,
         });
     }
+
+}
+
+/// How many positional arguments a call passes (`u8::MAX` with a `*args`
+/// splat: any number) and the names of its keywords (`**` for a splat).
+fn passed(args: &[Expr], keywords: &[crate::ir::Keyword]) -> (u8, Vec<String>) {
+    let positional = if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
+        u8::MAX
+    } else {
+        u8::try_from(args.len()).unwrap_or(u8::MAX)
+    };
+    (positional, keywords.iter().map(|k| k.name.as_deref().unwrap_or("**").to_string()).collect())
 }
 
 /// A cheap syntactic filter before [`applies_grad_off`] resolves names:
@@ -401,6 +427,38 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 /// `return` gives back, moved or wrapped (`return x`, `return Variable(x)`,
 /// `return arg.cuda()`): a helper like `to_var(x)`. Nested functions are
 /// not read.
+/// Whether every `return` of `body` gives back a tensor a factory filled
+/// on the host: the factory itself (arithmetic on it included), or a local
+/// that only such factories bind.
+fn returns_host_factory(body: &[Stmt], cx: &Context) -> bool {
+    let mut returns: Vec<&Expr> = Vec::new();
+    let mut bare = false;
+    let mut binds: Vec<(&str, &Expr)> = Vec::new();
+    for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Return(Some(v)) => returns.push(v),
+        StmtKind::Return(None) => bare = true,
+        StmtKind::Assign { targets, value, .. } => {
+            for t in targets {
+                if let Some(n) = t.as_name() {
+                    binds.push((n, value));
+                }
+            }
+        }
+        _ => {}
+    });
+    let factory = |e: &Expr| cx.is_host_factory(e);
+    // A bare `return` gives back `None`.
+    !returns.is_empty()
+        && !bare
+        && returns.iter().all(|r| match r.as_name() {
+            Some(n) => {
+                let mut bound = binds.iter().filter(|(b, _)| *b == n).peekable();
+                bound.peek().is_some() && bound.all(|(_, v)| factory(v))
+            }
+            None => factory(r),
+        })
+}
+
 fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Option<usize> {
     /// The name under the value's wrappers: `x`, `Variable(x)`, `x.cuda().float()`.
     fn root(e: &Expr) -> Option<&str> {
@@ -547,10 +605,20 @@ fn emptied(body: &[Stmt]) -> Vec<String> {
     out
 }
 
-/// Index of a parameter passed as the mode of `x.train(...)`.
+/// Index of a parameter passed as the mode of `x.train(...)`, or tested by
+/// an `if` whose arm calls `backward()`.
 fn train_flag(body: &[Stmt], params: &[String]) -> Option<usize> {
     let mut found = None;
     for_each_stmt_in_function(body, &mut |s| {
+        // `if train: ...; loss.backward()`: a parameter that decides whether
+        // the function trains (BERT-pytorch's `iteration(..., train=True)`).
+        if let StmtKind::If { test, body: arm, .. } = &s.kind {
+            if let Some(i) = test.as_name().and_then(|n| params.iter().position(|p| p == n)) {
+                if calls_backward(arm) {
+                    found = Some(i);
+                }
+            }
+        }
         s.for_each_expr(|e| {
             e.any(&mut |x| {
                 if let Some((_, "train")) = x.as_method_call() {

@@ -91,6 +91,9 @@ declare_rule! {
     /// threshold: a deliberate detach; a parameter's or leaf's `.data` read
     /// into the graph is reported, as it trains nothing), for reads through a copy or a
     /// reduction (`p.grad.data.norm()`, `w.data.clone()`, `x.data.min()`),
+    /// for reads that only feed an index (a codebook's distances for
+    /// `argmin`: `d.addmm_(x, emb.weight.data.T)` with `d` read by
+    /// `torch.argmin(d, 1)` alone: an index takes no gradient),
     /// nor in a branch that runs once per object (`if not self.initialized:
     /// ...; self.initialized = True`, a data-dependent initialisation in
     /// `forward`), nor for reads of what a tensor is rather than what it
@@ -301,6 +304,12 @@ impl Rule for DataAttribute {
         // detach: only a parameter or leaf read through `.data` leaves the
         // graph silently (`x * self.weight.data` trains no weight).
         if !write && !Self::is_leaf_like(checker, value) {
+            return;
+        }
+        // A codebook's distances read for `argmin` (`d.addmm_(x,
+        // emb.weight.data.T)`; `idx = torch.argmin(d, 1)`): an index takes no
+        // gradient, so the read trains nothing it would have trained.
+        if !write && checker.cx.reads_into_an_index() {
             return;
         }
         let name = checker.text(value.span).to_string();

@@ -49,7 +49,9 @@ declare_rule! {
     /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
     /// labels)]` or `list(zip(inputs, labels))`, a
     /// dataset class of the file whose `__getitem__` only returns items of
-    /// its attributes, maybe made tensors or gathered in a dict, as
+    /// its attributes, maybe made tensors, sliced, cast (`chunk[:-1].long(),
+    /// chunk[1:].long()`, a language model's input and target) or gathered
+    /// in a dict, as
     /// tokenized text is served: `{k: torch.tensor(v[i]) for k, v in
     /// self.encodings.items()}`), or a Hugging Face dataset prepared ahead and
     /// formatted with `with_format`/`set_format`, also in place in another

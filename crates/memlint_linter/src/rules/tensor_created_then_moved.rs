@@ -14,7 +14,12 @@ declare_rule! {
     /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
     /// 1).to(device)`; not when pinned first, `.pin_memory().to(...)`), or
     /// bound to a name by the statement just before one that moves it and
-    /// rebinds the name (`h = torch.zeros(n)` then `h = h.to(device)`).
+    /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
+    /// h.to(device)`; `hidden = torch.zeros(...)`, `cell =
+    /// torch.zeros(...)`, then `return hidden.to(device), cell.to(device)`),
+    /// or returned by a project helper of a few lines that draws it
+    /// (`create_noise(b, z).to(device)`, with `return torch.rand(b, z) * 2
+    /// - 1`).
     /// The factories are `zeros`, `ones`,
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
     /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
@@ -98,7 +103,10 @@ declare_rule! {
     /// nothing else in the class assigns it), the arm of `if mask is
     /// None:` (or `is not None`) that no call of the project takes, every
     /// one passing the argument or none (a call at module level outside
-    /// any loop, run once, counts only when there is no other), or under a test for
+    /// any loop, run once, counts only when there is no other), or, in a
+    /// module's `forward`, the arm an argument selects that only such one-off
+    /// calls of an instance pass (`model(x, 1)` after `model = Net()`, a
+    /// prediction after training), or under a test for
     /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
     /// path). A `def forward(self, x)` outside any class (a method pasted
     /// into a notebook cell to explain it) is not step code.
@@ -144,7 +152,15 @@ impl Rule for TensorCreatedThenMoved {
         // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`), or
         // the name the statement before bound to one (`h = torch.zeros(n)`
         // then `h = h.to(device)`).
-        let Some(recv) = host_factory(recv, checker).or_else(|| factory_of_previous_statement(expr, recv, checker)) else { return };
+        // Or a project helper that returns such a factory's tensor
+        // (`create_noise(b, z).to(device)`).
+        let Some((recv, helper)) = host_factory(recv, checker)
+            .or_else(|| factory_of_previous_statement(expr, recv, checker))
+            .map(|r| (r, false))
+            .or_else(|| cx.returns_host_factory(recv).then_some((recv, true)))
+        else {
+            return;
+        };
         let ExprKind::Call { func: factory, .. } = &recv.kind else { return };
         // Outside step code, a loop in code that runs a few times per
         // program, epoch or evaluation (module level, a function called
@@ -191,6 +207,14 @@ impl Rule for TensorCreatedThenMoved {
         }
         let name = checker.text(factory.span).to_string();
         let target = if by_helper { None } else { device_text(expr, checker) };
+        if helper {
+            checker.report(
+                Self::META
+                    .diagnostic(expr.span, format!("`{name}(...)` returns a tensor filled on the host, then copied to the device, each time this runs"))
+                    .with_help(format!("give `{name}` the device and pass it to its factory as `device=`")),
+            );
+            return;
+        }
         let legacy = cx.qualified_name(factory).is_some_and(|q| is_legacy_cpu_constructor(q.as_str()));
         let help = match (checker.is_rust(), target) {
             (false, Some(t)) if legacy => format!("create it there with a factory: `torch.zeros(..., device={t})`, `torch.full(..., value, device={t})`"),
@@ -276,7 +300,15 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
         }
     }
     let id = module.tree.owner(expr.id)?;
-    if binds(module.stmt(id)?, name)?.id != expr.id {
+    // The move rebinds the name (`h = h.to(device)`) or returns it
+    // (`return hidden.to(device), cell.to(device)`): no host copy is left.
+    let stmt = module.stmt(id)?;
+    let rebinds = binds(stmt, name).is_some_and(|v| v.id == expr.id);
+    let returns = match &stmt.kind {
+        StmtKind::Return(Some(v)) => v.id == expr.id || matches!(&v.kind, ExprKind::Sequence(items) if items.iter().any(|i| i.id == expr.id)),
+        _ => false,
+    };
+    if !rebinds && !returns {
         return None;
     }
     // `zeros = torch.zeros(n)` then `if x.is_cuda: zeros = zeros.cuda()`:
@@ -292,7 +324,20 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
             module.previous_sibling(parent)?
         }
     };
-    host_factory(binds(before, name)?, checker)
+    // Back over the other factories bound just before (`hidden =
+    // torch.zeros(...)`, `cell = torch.zeros(...)`, then the move).
+    let mut before = before;
+    for _ in 0..4 {
+        if let Some(v) = binds(before, name) {
+            return host_factory(v, checker);
+        }
+        let StmtKind::Assign { targets, value, .. } = &before.kind else { return None };
+        if targets.len() != 1 || targets[0].as_name().is_none() || host_factory(value, checker).is_none() {
+            return None;
+        }
+        before = module.previous_sibling(before.id)?;
+    }
+    None
 }
 
 /// Whether the statement of the move binds a name (`scores =

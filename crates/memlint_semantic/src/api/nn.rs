@@ -119,3 +119,18 @@ pub fn output_saving_op(class: &str) -> Option<&'static str> {
         &[("Sigmoid", "sigmoid"), ("Tanh", "tanh"), ("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("ReLU", "relu")];
     OUTPUT_SAVING_MODULES.iter().find(|(m, _)| *m == class).map(|(_, op)| *op)
 }
+
+/// Methods of `nn.Module` that return the module itself.
+const SELF_RETURNING: &[&str] = &["cuda", "to", "cpu", "float", "double", "half", "bfloat16", "train", "eval"];
+
+/// `Net(...)` out of `Net(...).cuda()`, `Net(...).to(device).eval()` (or
+/// `model` out of `model.to(device)`): the module a chain of
+/// self-returning module methods gives back.
+pub fn strip_module_moves(e: &crate::ir::Expr) -> &crate::ir::Expr {
+    match e.as_method_call() {
+        Some((recv, m)) if SELF_RETURNING.contains(&m) && (recv.as_call().is_some() || recv.as_name().is_some()) => {
+            strip_module_moves(recv)
+        }
+        _ => e,
+    }
+}

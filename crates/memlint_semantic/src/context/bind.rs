@@ -66,6 +66,9 @@ impl Context {
         frame.locals = Some(func.locals.clone());
         if func.words.contains(Words::DATA) {
             frame.data_restores = data_restores(&func.body);
+            if !summary_only {
+                frame.index_locals = index_only_locals(&func.body);
+            }
         }
         if !summary_only {
             frame.unset_locals = crate::facts::guards::unset_locals(&func.body, &func.params);
@@ -242,7 +245,13 @@ impl Context {
                     }
                     _ => (Vec::new(), false),
                 };
-                let instance = value.and_then(|v| v.as_call()).and_then(|(func, _, _)| self.instance_class_of_call(func));
+                // A module's `.cuda()`, `.to(device)`, `.eval()` return the module.
+                // So does `model = model.to(device)`.
+                let instance = value.map(crate::api::nn::strip_module_moves).and_then(|v| match v.as_call() {
+                    Some((func, _, _)) => self.instance_class_of_call(func),
+                    None if !std::ptr::eq(v, value?) => v.as_name().and_then(|n| self.instance_class(n)),
+                    None => None,
+                });
                 // Only argument-less calls return a context to enter later
                 // (`ctx = self.get_inference_context()`).
                 let factory = value

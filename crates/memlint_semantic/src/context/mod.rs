@@ -10,6 +10,7 @@ use crate::ir::{
     for_each_expr_in_function, for_each_stmt_in_function, Expr, ExprId, StmtId, ExprKind, Function, Language, Module, Param, Stmt,
     StmtKind, Words,
 };
+use crate::facts::data_reads::*;
 use crate::facts::guards::*;
 use crate::facts::scan::*;
 use crate::facts::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
@@ -205,6 +206,10 @@ struct Frame {
     /// Locals that save a tensor's `.data` only to put it back later
     /// (`saved = p.data` ... `p.data = saved`): a swap-and-restore.
     data_restores: HashSet<String>,
+    /// Locals that only feed an index reduction
+    /// ([`crate::facts::data_reads::index_only_locals`]; rules' walk only,
+    /// in functions that read `.data`).
+    index_locals: HashSet<String>,
     /// Locals the function binds only to `None` (rules' walk only): a
     /// branch that tests one for being set never runs.
     unset_locals: Vec<String>,
@@ -327,6 +332,12 @@ pub struct Context {
     /// Receivers of copying or reducing methods among the enclosing
     /// expressions (`x` in `x.detach()`, `x.clone()`, `x.norm()`).
     copied_reads: std::cell::RefCell<Vec<ExprId>>,
+    /// Index reductions around the expression being visited
+    /// (`torch.argmin(...)`, `x.argmax()`): no gradient flows out of them.
+    index_expr: Cell<usize>,
+    /// The statement being visited assigns or changes in place a local
+    /// that only feeds an index reduction (`index_locals`).
+    index_stmt: bool,
     /// Values written through by the expression or statement being visited:
     /// receivers of in-place methods (`x` in `x.add_(1)`) and bases of item
     /// assignments (`x` in `x[0] = v`, `x[0] += v`).
@@ -446,6 +457,8 @@ impl Context {
             comp_scope: std::cell::RefCell::new(Vec::new()),
             data_comprehension: Cell::new(0),
             copied_reads: std::cell::RefCell::new(Vec::new()),
+            index_expr: Cell::new(0),
+            index_stmt: false,
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
             class_accessors: HashMap::default(),

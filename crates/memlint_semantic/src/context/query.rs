@@ -57,6 +57,14 @@ impl Context {
         self.copied_reads.borrow().last() == Some(&expr)
     }
 
+    /// Whether the expression being visited only feeds an index: it sits
+    /// inside an index reduction (`torch.argmax(x @ w.data.T)`), or the
+    /// statement assigns or changes in place a local whose every use is an
+    /// index reduction's input (a codebook's distance matrix).
+    pub fn reads_into_an_index(&self) -> bool {
+        self.index_expr.get() > 0 || self.index_stmt
+    }
+
     /// Whether the statement being visited saves a `.data` into a local that
     /// the function later assigns back through `.data =` (swap-and-restore).
     pub fn saves_data_for_restore(&self) -> bool {

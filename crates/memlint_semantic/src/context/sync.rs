@@ -559,6 +559,34 @@ impl Context {
         }
     }
 
+    /// Whether `e` is a tensor a torch factory fills on the host, given no
+    /// device (`torch.rand(b, z)`, `torch.randn(b, z) * 2 - 1`,
+    /// `torch.zeros(n).uniform_()`), not drawn from a seeded generator.
+    pub fn is_host_factory(&self, e: &Expr) -> bool {
+        let mut e = e;
+        loop {
+            if let ExprKind::BinOp { left, right, .. } = &e.kind {
+                return self.is_host_factory(left) || self.is_host_factory(right);
+            }
+            let ExprKind::Call { func, .. } = &e.kind else { return false };
+            if let Some(q) = self.qualified_name(func) {
+                return e.keyword(crate::api::nn::GENERATOR).is_none()
+                    && classify(e, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true });
+            }
+            match &func.kind {
+                ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device" | "pin_memory") => e = value,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Whether `call` runs a project function that returns a tensor a
+    /// factory filled on the host ([`crate::index::FunctionSummary::returns_host_factory`]):
+    /// `create_noise(b, z)`, then `.to(device)` at the call.
+    pub fn returns_host_factory(&self, call: &Expr) -> bool {
+        self.project_callee(call).is_some_and(|f| f.returns_host_factory)
+    }
+
     /// `Tensor(np.random.randint(...))` with `Tensor = torch.cuda.FloatTensor`
     /// (PyTorch-GAN's idiom): host data copied by a CUDA tensor type's
     /// constructor, a blocking copy.

@@ -264,6 +264,10 @@ impl Context {
             if no_grad {
                 cx.no_grad_expr.set(cx.no_grad_expr.get() + 1);
             }
+            let index = is_index_call(e);
+            if index {
+                cx.index_expr.set(cx.index_expr.get() + 1);
+            }
             v.visit_expr(e, cx);
             if let Some(id) = copied {
                 cx.copied_reads.borrow_mut().push(id);
@@ -286,6 +290,9 @@ impl Context {
             }
             if no_grad {
                 cx.no_grad_expr.set(cx.no_grad_expr.get() - 1);
+            }
+            if index {
+                cx.index_expr.set(cx.index_expr.get() - 1);
             }
             if comp > 0 {
                 let mut scope = cx.comp_scope.borrow_mut();
@@ -334,6 +341,16 @@ impl Context {
         self.assign_local = match &stmt.kind {
             StmtKind::Assign { targets, .. } if targets.len() == 1 => targets[0].as_name().map(str::to_string),
             _ => None,
+        };
+        self.index_stmt = !self.frame().index_locals.is_empty() && {
+            let locals = &self.frame().index_locals;
+            match &stmt.kind {
+                StmtKind::Assign { .. } => self.assign_local.as_ref().is_some_and(|n| locals.contains(n)),
+                StmtKind::Expr(e) => e
+                    .as_method_call()
+                    .is_some_and(|(recv, m)| m.ends_with('_') && recv.as_name().is_some_and(|n| locals.contains(n))),
+                _ => false,
+            }
         };
         if let StmtKind::Assign { targets, value, .. } = &stmt.kind {
             self.assign_targets.extend(targets.iter().map(|t| t.id));

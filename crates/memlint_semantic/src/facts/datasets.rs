@@ -492,7 +492,20 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
             },
             _ => false,
         });
-        let given = |e: &Expr| item(e) || e.as_name().is_some_and(|n| bound.contains(&n));
+        // An item, a name bound to one, a slice of either (`chunk[:-1]`,
+        // `chunk[1:]`: a language model's input and target) or one cast to
+        // another dtype (`.long()`).
+        fn given(e: &Expr, item: &dyn Fn(&Expr) -> bool, bound: &[&str]) -> bool {
+            if item(e) || e.as_name().is_some_and(|n| bound.contains(&n)) {
+                return true;
+            }
+            match (&e.kind, e.as_method_call()) {
+                (_, Some((recv, m))) if CASTS.contains(&m) => given(recv, item, bound),
+                (ExprKind::Subscript { value, index }, _) if matches!(index.kind, ExprKind::Slice { .. }) => given(value, item, bound),
+                _ => false,
+            }
+        }
+        let given = |e: &Expr| given(e, &item, &bound);
         found = binds_items
             && match &ret.kind {
                 StmtKind::Return(Some(v)) => match &v.kind {
@@ -504,6 +517,9 @@ pub fn indexes_only(class_body: &[Stmt]) -> bool {
     }
     found
 }
+
+/// Tensor methods that change an item's dtype only.
+const CASTS: &[&str] = &["long", "float", "int", "double", "half", "bool", "byte"];
 
 /// A Python list of samples (`[(x, y) for x, y in zip(feats, labels)]`,
 /// `list(zip(inputs, labels))`, a list literal): its items exist before

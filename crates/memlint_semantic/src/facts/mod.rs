@@ -1,6 +1,7 @@
 //! Facts derived from the IR alone, below the walk: the view chains of
 //! expressions and the pre-walk scans of bodies.
 
+pub(crate) mod data_reads;
 pub mod datasets;
 pub mod pipeline;
 pub(crate) mod guards;

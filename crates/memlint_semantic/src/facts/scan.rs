@@ -583,29 +583,6 @@ pub fn sum_reduced_names(body: &[Stmt]) -> HashSet<String> {
     out
 }
 
-/// Locals assigned a `.data` read (`saved = p.data`) and later assigned
-/// back through `.data =` (`p.data = saved`).
-pub(crate) fn data_restores(body: &[Stmt]) -> HashSet<String> {
-    let mut saved = HashSet::default();
-    let mut restored = HashSet::default();
-    for_each_stmt_in_function(body, &mut |s| {
-        if let StmtKind::Assign { targets, value, .. } = &s.kind {
-            let reads_data = matches!(&value.kind, ExprKind::Attribute { attr, .. } if attr == "data");
-            for t in targets {
-                if let (Some(n), true) = (t.as_name(), reads_data) {
-                    saved.insert(n.to_string());
-                }
-                if matches!(&t.kind, ExprKind::Attribute { attr, .. } if attr == "data") {
-                    if let Some(n) = value.as_name() {
-                        restored.insert(n.to_string());
-                    }
-                }
-            }
-        }
-    });
-    saved.intersection(&restored).cloned().collect()
-}
-
 /// Start offsets of the `backward()` calls in `body` (nested functions excluded).
 pub(crate) fn backward_offsets(body: &[Stmt]) -> Vec<u32> {
     let mut out = Vec::new();

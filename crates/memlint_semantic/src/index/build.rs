@@ -143,8 +143,10 @@ impl IndexBuilder {
         ix.optimizer_classes = optimizer_classes;
         ix.grad_disabling = grad_disabling;
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
+        // Calls of module instances inform `forward`'s optional arguments only.
+        let instance_calls: Vec<CallSite> = calls.extract_if(.., |c| c.instance).collect();
         ix.propagate_waits(&calls);
-        ix.record_optional_arguments(&calls);
+        ix.record_optional_arguments(&calls, &instance_calls);
         ix.propagate(&calls);
         ix
     }
@@ -155,10 +157,13 @@ impl ProjectIndex {
     /// that default to `None` ([`FunctionSummary::none_params_passed`]),
     /// leaving out the calls that run once at module level when others
     /// run repeatedly.
-    fn record_optional_arguments(&mut self, calls: &[CallSite]) {
+    fn record_optional_arguments(&mut self, calls: &[CallSite], instance_calls: &[CallSite]) {
         // A call at module level outside any loop runs once (a prediction
         // after training): when the function has other calls, they decide.
         let once = |c: &CallSite| c.caller.is_none() && !c.in_loop;
+        let passes = |c: &CallSite, position: usize, name: &str| {
+            usize::from(c.positional) > position || c.keywords.iter().any(|k| k == name || k == "**")
+        };
         let mut repeated: HashSet<&str> = HashSet::default();
         for c in calls.iter().filter(|c| !once(c)) {
             repeated.insert(c.callee.as_str());
@@ -171,12 +176,35 @@ impl ProjectIndex {
             }
             let counts = seen.entry(c.callee.as_str()).or_insert_with(|| vec![(0, 0); f.none_params.len()]);
             for ((position, name), (passed, skipped)) in f.none_params.iter().zip(counts.iter_mut()) {
-                let by_keyword = c.keywords.iter().any(|k| k == name || k == "**");
-                if usize::from(c.positional) > *position || by_keyword {
+                if passes(c, *position, name) {
                     *passed += 1;
                 } else {
                     *skipped += 1;
                 }
+            }
+        }
+        // A module instance's `forward` is mostly called where the model is
+        // a parameter (`def train(model, loader)`), which no call site
+        // resolves: its known calls are not all its calls. An argument only
+        // one-off calls pass (`model(x, 1)`, a prediction after training)
+        // leaves the arm it selects rarely taken; nothing else is concluded.
+        let mut once_only: Vec<(String, Vec<usize>)> = Vec::new();
+        for c in instance_calls {
+            let Some(q) = self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD) else { continue };
+            let Some(f) = self.functions.get(&q) else { continue };
+            let counts = seen.get(q.as_str());
+            let at: Vec<usize> = f
+                .none_params
+                .iter()
+                .enumerate()
+                .filter(|(i, (position, name))| {
+                    passes(c, *position, name)
+                        && !(repeated.contains(q.as_str()) && counts.is_some_and(|n| n.get(*i).is_some_and(|(p, _)| *p > 0)))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if !at.is_empty() {
+                once_only.push((q, at));
             }
         }
         for (q, counts) in seen {
@@ -189,6 +217,14 @@ impl ProjectIndex {
                         _ => None,
                     })
                     .collect();
+            }
+        }
+        for (q, at) in once_only {
+            if let Some(f) = self.functions.get_mut(&q) {
+                f.none_params_passed.resize(f.none_params.len(), None);
+                for i in at {
+                    f.none_params_passed[i] = Some(false);
+                }
             }
         }
     }

@@ -207,6 +207,11 @@ pub struct FunctionSummary {
     /// torch.cuda.is_available(): x = x.cuda()`, then `return Variable(x)`)
     /// or `get_torch_variable(self, arg)` (`return Variable(arg).cuda()`).
     pub moves_param: Option<usize>,
+    /// The function returns a tensor a factory fills on the host
+    /// (`create_noise(b, z)` returning `torch.rand(b, z) * 2 - 1`, or a
+    /// local bound only to such a draw): its caller's `.to(device)` copies
+    /// it ([`crate::Context::returns_host_factory`]).
+    pub returns_host_factory: bool,
 }
 
 /// One call of a (possibly project) function.
@@ -256,6 +261,11 @@ pub struct CallSite {
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
+    /// A call of a project module instance (`model(x, 1)` after `model =
+    /// Net()`), at module level outside any loop: `callee` is the class.
+    /// Only the optional arguments of its `forward` read these
+    /// ([`ProjectIndex::record_optional_arguments`]); the call graph does not.
+    pub instance: bool,
 }
 
 /// What one class looks like from its own file.
@@ -411,6 +421,11 @@ pub fn is_init_name(name: &str) -> bool {
         return true;
     }
     let has = |set: &[&str]| has_word(name, set);
+    // `init_hidden(batch_size)`, `init_state()`: a recurrent model's state
+    // for the next sequence, made at every step, not weights.
+    if has(&["hidden", "state", "states", "memory", "mems", "cell", "carry"]) {
+        return false;
+    }
     has(&["init", "initialize", "initialise"])
         || (has(&["weights"]) && has(&["init", "reset", "normal", "uniform", "xavier", "kaiming"]))
 }
