@@ -50,8 +50,11 @@ declare_rule! {
     /// labels)]` or `list(zip(inputs, labels))`, a
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, maybe made tensors, sliced, cast (`chunk[:-1].long(),
-    /// chunk[1:].long()`, a language model's input and target) or gathered
-    /// in a dict, as
+    /// chunk[1:].long()`, a language model's input and target), passed
+    /// through a transform given at construction that only converts
+    /// (`if self.transform: image = self.transform(image)` with
+    /// `transform=Compose([ToTensor(), Normalize(...)])`, or none given; one
+    /// that augments is per-sample work) or gathered in a dict, as
     /// tokenized text is served: `{k: torch.tensor(v[i]) for k, v in
     /// self.encodings.items()}`), or a Hugging Face dataset prepared ahead and
     /// formatted with `with_format`/`set_format`, also in place in another

@@ -190,13 +190,15 @@ impl Context {
             }
             // Names made from what the loop draws are drawn too:
             // `xs = batch.narrow(1, 0, n)`, `src, trg = batch.src, batch.trg`,
-            // and what it draws by hand: `x, y = next(source_iter)`.
+            // and what it draws by hand: `x, y = next(source_iter)`, or
+            // builds on the host to move on a later line: `inputs =
+            // torch.from_numpy(a)`, then `inputs = inputs.to(device)`.
             if let StmtKind::Assign { targets, value, .. } = &s.kind {
                 let parts: Vec<&Expr> = match &value.kind {
                     ExprKind::Sequence(items) => items.iter().collect(),
                     _ => vec![value],
                 };
-                if parts.iter().all(|p| is_drawn(p, &drawn)) {
+                if parts.iter().all(|p| is_drawn(p, &drawn) || self.host_built(p)) {
                     for t in targets {
                         crate::facts::scan::flatten_tuple_names(t, &mut drawn);
                     }

@@ -256,7 +256,7 @@ struct InMemory<'m> {
 
 impl InMemory<'_> {
     /// Whether `e`, where it stands, makes an in-memory dataset.
-    fn made(&self, e: &Expr) -> bool {
+    fn made(&self, e: &Expr, scope: &[Stmt]) -> bool {
         // `ds["train"]` of a prepared dataset dict.
         let mut e = e;
         while let ExprKind::Subscript { value, .. } = &e.kind {
@@ -268,7 +268,7 @@ impl InMemory<'_> {
             || e.as_call().is_some_and(|(f, _, _)| {
                 f.dotted().is_some_and(|d| {
                     let last = d.as_str().rsplit('.').next().unwrap_or_default();
-                    last == "TensorDataset" || indexing_only_dataset(self.module, last)
+                    last == "TensorDataset" || indexing_only_dataset(self.module, last, e, scope)
                 }) || (self.in_memory_class)(f)
             })
     }
@@ -276,7 +276,7 @@ impl InMemory<'_> {
     /// Whether `e` is an in-memory dataset: made so where it stands, or a
     /// name bound to one in `scope` or at module level.
     fn value(&self, e: &Expr, scope: &[Stmt]) -> bool {
-        if self.made(e) {
+        if self.made(e, scope) {
             return true;
         }
         let mut base = e;
@@ -343,7 +343,7 @@ impl InMemory<'_> {
         }
         targets.iter().any(|t| {
             if t.dotted().as_deref() == Some(name) {
-                return self.made(value) || self.returned(value, None);
+                return self.made(value, scope) || self.returned(value, None);
             }
             match &t.kind {
                 ExprKind::Sequence(items) => items
@@ -380,12 +380,12 @@ impl InMemory<'_> {
                 _ => None,
             };
             item.is_some_and(|i| {
-                self.made(i)
+                self.made(i, &f.body)
                     || i.as_name().is_some_and(|n| {
                         let mut found = false;
                         crate::ir::for_each_stmt_in_function(&f.body, &mut |s| {
                             found |= matches!(&s.kind, StmtKind::Assign { targets, value, .. }
-                                if targets.iter().any(|t| t.as_name() == Some(n)) && self.made(value));
+                                if targets.iter().any(|t| t.as_name() == Some(n)) && self.made(value, &f.body));
                         });
                         found
                     })
@@ -414,15 +414,74 @@ fn enclosing_function(body: &[Stmt], offset: u32) -> Option<&crate::ir::Function
 }
 
 /// Whether `module` defines class `name` with a `__getitem__` that does
-/// no work per sample ([`indexes_only`]).
-fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
+/// no work per sample ([`dataset_items`]), `made` being the call that
+/// builds the dataset: one that applies a transform given at construction
+/// is in memory when the call gives none, or one that only converts
+/// ([`light_transform`]).
+fn indexing_only_dataset(module: &[Stmt], name: &str, made: &Expr, scope: &[Stmt]) -> bool {
     let mut found = false;
     crate::ir::for_each_stmt_in_module(module, &mut |s| {
         if let StmtKind::Class(c) = &s.kind {
-            found |= c.name.as_str() == name && indexes_only(&c.body);
+            if c.name.as_str() == name {
+                found |= match dataset_items(&c.body) {
+                    Items::InMemory => true,
+                    Items::Transformed => {
+                        // The transform: a keyword naming one, or a positional
+                        // argument that is one (`SimDataset(n, trans)`).
+                        let Some((_, args, kws)) = made.as_call() else { return };
+                        let named = kws.iter().filter(|k| k.name.as_deref().is_some_and(|n| n.contains("transform")));
+                        named.map(|k| &k.value).all(|t| t.is_none() || light_transform(t, scope, module))
+                            && args.iter().filter(|a| is_transform(a, scope, module)).all(|t| light_transform(t, scope, module))
+                    }
+                    Items::Computed => false,
+                };
+            }
         }
     });
     found
+}
+
+/// Transforms that only convert or normalise a sample: no per-sample
+/// work a loader's workers would take off the training process.
+const LIGHT_TRANSFORMS: &[&str] =
+    &["ToTensor", "Normalize", "ConvertImageDtype", "PILToTensor", "ToDtype", "ToImage", "ToPureTensor"];
+
+/// Whether the transform `t` (a transform, a `Compose([...])` of them, or
+/// a name bound to one in `scope` or the module) only converts or
+/// normalises.
+fn light_transform(t: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
+    fn light(t: &Expr, scope: &[Stmt], module: &[Stmt], depth: u8) -> bool {
+        if depth == 0 {
+            return false;
+        }
+        if let Some(n) = t.as_name() {
+            let values = bound_values(n, scope, module);
+            return !values.is_empty() && values.iter().all(|v| light(v, scope, module, depth - 1));
+        }
+        if let ExprKind::Sequence(items) = &t.kind {
+            return items.iter().all(|i| light(i, scope, module, depth - 1));
+        }
+        let Some((func, args, _)) = t.as_call() else { return false };
+        let Some(d) = func.dotted() else { return false };
+        match d.as_str().rsplit('.').next().unwrap_or_default() {
+            "Compose" => args.len() == 1 && light(&args[0], scope, module, depth - 1),
+            last => LIGHT_TRANSFORMS.contains(&last),
+        }
+    }
+    light(t, scope, module, 4)
+}
+
+/// Whether a positional argument of a dataset's construction is a
+/// transform: a `Compose(...)` or a transform class's instance, or a name
+/// bound to one (the arrays and sizes beside it are not).
+fn is_transform(a: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
+    let made = |e: &Expr| {
+        e.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+            let last = d.as_str().rsplit('.').next().unwrap_or_default();
+            last == "Compose" || LIGHT_TRANSFORMS.contains(&last) || d.as_str().contains("transforms.")
+        })
+    };
+    made(a) || a.as_name().is_some_and(|n| bound_values(n, scope, module).iter().any(|v| made(v)))
 }
 
 /// Whether a class body defines a `__getitem__` that does no work per
@@ -434,6 +493,72 @@ fn indexing_only_dataset(module: &[Stmt], name: &str) -> bool {
 /// self.encodings.items()}; item["labels"] = torch.tensor(self.labels[i]);
 /// return item`). Such a dataset holds its samples in memory.
 pub fn indexes_only(class_body: &[Stmt]) -> bool {
+    dataset_items(class_body) == Items::InMemory
+}
+
+/// What a dataset class's `__getitem__` does per sample ([`dataset_items`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Items {
+    /// Returns items of its attributes ([`indexes_only`]).
+    InMemory,
+    /// The same, after applying a transform kept from `__init__` (`if
+    /// self.transform: image = self.transform(image)`): in memory when
+    /// that transform only converts.
+    Transformed,
+    /// Anything else: reads, decodes or computes.
+    Computed,
+}
+
+/// What a class body's `__getitem__` does per sample: returns items of its
+/// attributes ([`indexes_only`]), maybe after applying a transform of
+/// `self` to them, or something else.
+pub fn dataset_items(class_body: &[Stmt]) -> Items {
+    // `image = self.transform(image)`, maybe under `if self.transform:` or
+    // `if self.transform is not None:`.
+    fn applies_transform(s: &Stmt) -> bool {
+        let applies = |s: &Stmt| match &s.kind {
+            StmtKind::Assign { targets, value, .. } if targets.len() == 1 => {
+                let Some(n) = targets[0].as_name() else { return false };
+                value.as_call().is_some_and(|(f, args, _)| {
+                    f.dotted().is_some_and(|d| d.starts_with("self.")) && args.len() == 1 && args[0].as_name() == Some(n)
+                })
+            }
+            _ => false,
+        };
+        match &s.kind {
+            StmtKind::If { test, body, orelse } => {
+                orelse.is_empty()
+                    && !body.is_empty()
+                    && body.iter().all(applies)
+                    && test.any(&mut |e| e.dotted().is_some_and(|d| d.starts_with("self.")))
+            }
+            _ => applies(s),
+        }
+    }
+    let mut transformed = false;
+    let kept: Vec<Stmt>;
+    let mut body = class_body;
+    for m in class_body {
+        let StmtKind::Function(f) = &m.kind else { continue };
+        if f.name.as_str() == "__getitem__" && f.body.iter().any(applies_transform) {
+            transformed = true;
+            let mut g = m.clone();
+            if let StmtKind::Function(f) = &mut g.kind {
+                f.body.retain(|s| !applies_transform(s));
+            }
+            kept = vec![g];
+            body = &kept;
+            break;
+        }
+    }
+    match (items_only(body), transformed) {
+        (true, false) => Items::InMemory,
+        (true, true) => Items::Transformed,
+        _ => Items::Computed,
+    }
+}
+
+fn items_only(class_body: &[Stmt]) -> bool {
     /// `torch.tensor(x)`, `torch.as_tensor(x)`, `torch.from_numpy(x)`,
     /// `torch.LongTensor(x)`: the one argument, else the expression.
     fn unwrap_tensor(e: &Expr) -> &Expr {
