@@ -305,3 +305,36 @@ fn cells_that_do_not_parse_are_one_finding() {
     let message = json(&o)["diagnostics"][1]["message"].as_str().unwrap().to_string();
     assert!(message.ends_with("2 cells do not parse: cells 7, 8"), "{message}");
 }
+
+/// A notebook's code cells as nbformat 4 JSON.
+fn notebook_of(cells: &[&str]) -> String {
+    let cells: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|c| serde_json::json!({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": null, "source": c}))
+        .collect();
+    serde_json::json!({"cells": cells, "metadata": {"kernelspec": {"language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5})
+        .to_string()
+}
+
+#[test]
+fn notebooks_see_the_helpers_they_import_from_the_project() {
+    // The course's shape: the batch loop lives in `engine.train_step`, the
+    // notebook's epoch loop calls it. A sample drawn once per epoch in the
+    // notebook is not per step; one drawn in the notebook's own batch loop
+    // is. `train.py` beside `train.ipynb` keeps its module path.
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "engine.py",
+        "import torch\n\n\ndef train_step(model, loader, opt, device):\n    for x, y in loader:\n        x, y = x.to(device), y.to(device)\n        loss = torch.nn.functional.cross_entropy(model(x), y)\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n",
+    );
+    write(dir.path(), "train.py", "def helper():\n    return 1\n");
+    let nb = notebook_of(&[
+        "import torch\nfrom engine import train_step\ndevice = 'cuda'\n",
+        "def fit(model, loader, opt, writer, epochs):\n    for epoch in range(epochs):\n        train_step(model, loader, opt, device)\n        writer.add_graph(model, torch.randn(8, 3).to(device))\n",
+        "def fit_here(model, loader, opt):\n    for x, y in loader:\n        noise = torch.randn(8, 3).to(device)\n        loss = torch.nn.functional.cross_entropy(model(x.to(device) + noise), y.to(device))\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n",
+    ]);
+    write(dir.path(), "train.ipynb", nb);
+    let o = memlint(dir.path(), &["check", "--select", "ML306", "--format", "json"]);
+    assert_eq!(located(&o), ["./train.ipynb 3:3:17 ML306"], "{}", stdout(&o));
+}

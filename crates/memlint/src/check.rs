@@ -13,7 +13,7 @@ use memlint_diagnostics::render::{
 };
 use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFile, Span};
 use memlint_linter::fix_loop::{fix_text_with, FileFix};
-use memlint_linter::notebook::{is_notebook_path, lint_notebook};
+use memlint_linter::notebook::{is_notebook_path, lint_notebook_in};
 use memlint_linter::{
     is_test_path, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
     ProjectIndex, RuleSet, Selector, PARSE_ERROR,
@@ -79,7 +79,12 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
             Some(cfg) => base.without(&cfg.ignores_for(&abs)),
             None => base,
         };
-        let module = facts.module_of(&abs);
+        let mut module = facts.module_of(&abs);
+        // Nothing imports a notebook: a name no Python module can have
+        // keeps `train.ipynb` from taking `train.py`'s place.
+        if is_notebook_path(&abs) {
+            module.path.push_str("-ipynb");
+        }
         let (torch_minimum, torch_below) = facts.torch_versions(dir);
         jobs.push(Job { candidate: c, rules, module, torch_minimum, torch_below });
     }
@@ -654,14 +659,18 @@ fn summarize_file(
 ) -> Option<PhaseOne> {
     use std::sync::atomic::Ordering;
     let path = &job.candidate.path;
-    // A notebook is its own program: nothing imports it.
-    if is_notebook_path(path) {
-        return None;
-    }
     if job.candidate.error.is_some() {
         return None;
     }
     let (text, _) = read_candidate(&job.candidate, limit).ok()?;
+    // A notebook's cells are one module: its functions join the index, so
+    // its own calls of them resolve as a script's do (nothing imports it).
+    if is_notebook_path(path) {
+        let module = memlint_linter::notebook::notebook_module(&text)?;
+        let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
+        let one = summarize_source(&module, &file, is_test_path(path));
+        return Some(PhaseOne { summary: one.summary, nothing_to_report: one.nothing_to_report, kept: None });
+    }
     let file = FileContext {
         language: memlint_linter::frontend::language_of(path),
         module: job.module.clone(),
@@ -687,11 +696,13 @@ fn summarize_file(
 /// Checks a notebook's JSON text: its code cells as one module, findings
 /// located by cell (see `memlint_linter::notebook`), and fixes its cells
 /// when `fix` is given.
-fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option<FixMode>) -> Option<Checked> {
+fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option<FixMode>, context: &FileContext) -> Option<Checked> {
     let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path), module: Some(job.module.path.clone()) };
-    let (file, diagnostics) = lint_notebook(json, &options).into_source_file(display.clone());
+    let (file, diagnostics) = lint_notebook_in(json, &options, Some(context)).into_source_file(display.clone());
     let fixed = match fix {
-        Some(mode) if !diagnostics.is_empty() => Some(memlint_linter::fix_loop::fix_notebook(json, &display, &options, mode)),
+        Some(mode) if !diagnostics.is_empty() => {
+            Some(memlint_linter::fix_loop::fix_notebook(json, &display, &options, Some(context), mode))
+        }
         _ => None,
     };
     (!diagnostics.is_empty())
@@ -720,7 +731,6 @@ fn check_file(
         }
     };
     let (text, bom, diagnostics, fixed) = match text {
-        Ok((text, bom)) if is_notebook_path(path) => return check_notebook(job, display, &text, bom, fix),
         Ok((text, bom)) => {
             let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path), module: None };
             let file = FileContext {
@@ -731,6 +741,9 @@ fn check_file(
                 torch_below: job.torch_below,
                 project_roots: roots.clone(),
             };
+            if is_notebook_path(path) {
+                return check_notebook(job, display, &text, bom, fix, &file);
+            }
             let diagnostics = match &parsed {
                 Some(p) => lint_parsed(&text, p, &options, &file),
                 None => lint_file(&text, &options, &file),

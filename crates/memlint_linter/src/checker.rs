@@ -161,10 +161,15 @@ impl<'c> Checker<'c> {
         !unused && self.cx.pipeline().feeds_training(site, run_moves)
     }
 
-    /// Whether the name `site` is bound to is passed to a function of the
-    /// project (`train_one_epoch(model, train_loader, ...)`).
+    /// Whether the name `site` is bound to is passed to a function of
+    /// another module of the project (`train_one_epoch(model, train_loader,
+    /// ...)` imported from `engine`).
     fn passed_to_project_function(&self, site: &LoaderSite) -> bool {
         let Some(name) = site.bound_to.as_deref() else { return false };
+        // A function of this file moves batches in this file's pipeline:
+        // only another module's can carry the loader to the run's moves.
+        let module = &self.cx.module_info().path;
+        let own = |q: &str| q.strip_prefix(module.as_str()).is_some_and(|rest| rest.starts_with('.'));
         let mut found = false;
         memlint_semantic::ir::for_each_stmt_in_module(&self.module.body, &mut |s| {
             s.for_each_expr(|e| {
@@ -172,7 +177,7 @@ impl<'c> Checker<'c> {
                     x.as_call().is_some_and(|(_, args, kws)| {
                         (args.iter().any(|a| a.dotted().as_deref() == Some(name))
                             || kws.iter().any(|k| k.value.dotted().as_deref() == Some(name)))
-                            && self.cx.project_callee(x).is_some()
+                            && self.cx.project_callee(x).is_some_and(|f| !own(&f.qualname))
                     })
                 });
             });

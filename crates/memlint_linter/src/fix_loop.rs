@@ -57,11 +57,11 @@ pub struct NotebookFixed {
 /// notebook. A round that leaves a cell with a syntax error it did not have
 /// is refused as a whole. Outputs, metadata and formatting are kept; only
 /// the `source` of a fixed cell changes.
-pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, mode: FixMode) -> FileFix {
-    use crate::notebook::{apply_cell_fixes, lint_notebook, read_notebook};
+pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, file: Option<&crate::FileContext>, mode: FixMode) -> FileFix {
+    use crate::notebook::{apply_cell_fixes, lint_notebook_in, read_notebook};
     let errors = |d: &[Diagnostic]| d.iter().filter(|d| d.code == PARSE_ERROR.code).count();
     let mut current = json.to_string();
-    let mut result = lint_notebook(&current, options);
+    let mut result = lint_notebook_in(&current, options, file);
     let mut fixed = 0;
     let mut refused = Vec::new();
     for _ in 0..MAX_ROUNDS {
@@ -69,7 +69,7 @@ pub fn fix_notebook(json: &str, path: &str, options: &LintOptions, mode: FixMode
         let Some((next, applied)) = apply_cell_fixes(&current, &nb, &result.diagnostics, mode) else {
             break;
         };
-        let next_result = lint_notebook(&next, options);
+        let next_result = lint_notebook_in(&next, options, file);
         if errors(&next_result.diagnostics) > errors(&result.diagnostics) {
             for &i in &applied {
                 let d = &result.diagnostics[i];

@@ -522,6 +522,14 @@ fn not_a_notebook(err: &NotebookError) -> Diagnostic {
 /// Lints a notebook's JSON text: diagnostics index the virtual source in
 /// [`NotebookResult::text`], sorted by position, suppressions applied.
 pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
+    lint_notebook_in(json, options, None)
+}
+
+/// [`lint_notebook`] for a notebook of a project: `file` carries the
+/// project index (the notebook's own summary among the others, from
+/// [`notebook_module`]), the torch the project declares and its roots, so
+/// the cells see the helpers they import from the project's modules.
+pub fn lint_notebook_in(json: &str, options: &LintOptions, file: Option<&crate::FileContext>) -> NotebookResult {
     let nb = match read_notebook(json) {
         Ok(nb) => nb,
         Err(e) => {
@@ -530,8 +538,21 @@ pub fn lint_notebook(json: &str, options: &LintOptions) -> NotebookResult {
             return NotebookResult { text: String::new(), cells: None, diagnostics };
         }
     };
-    let diagnostics = if nb.is_python { lint_cells(&nb, options) } else { Vec::new() };
+    let diagnostics = if nb.is_python { lint_cells(&nb, options, file) } else { Vec::new() };
     NotebookResult { text: nb.text, cells: Some(nb.cells), diagnostics }
+}
+
+/// The Python module a notebook's code cells make, for the project index:
+/// the cells that run in its namespace, the cells checked on their own
+/// (`%%writefile`) blanked; `None` for a file that is not a Python
+/// notebook.
+pub fn notebook_module(json: &str) -> Option<String> {
+    let nb = read_notebook(json).ok().filter(|nb| nb.is_python)?;
+    let mut module = nb.python;
+    for cell in nb.code_cells.iter().filter(|c| c.role == CellRole::Standalone) {
+        blank_range(&mut module, cell.span);
+    }
+    Some(module)
 }
 
 /// Whether every parse error of a cell is an exercise blank: a value left
@@ -673,7 +694,11 @@ fn runs_dedented(source: &str) -> bool {
     memlint_python::parse(&dedented).errors.is_empty()
 }
 
-fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
+fn lint_cells(nb: &Notebook, options: &LintOptions, file: Option<&crate::FileContext>) -> Vec<Diagnostic> {
+    let lint = |text: &str| match file {
+        Some(f) => crate::lint_file(text, options, f),
+        None => lint_source(text, options),
+    };
     let mut diagnostics = Vec::new();
     let mut comments = Vec::new();
     // Cells checked on their own: broken ones and standalone modules.
@@ -731,7 +756,7 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
         blank_range(&mut module, cell.span);
     }
     let keep = |d: &Diagnostic| d.code != PARSE_ERROR.code;
-    diagnostics.extend(lint_source(&module, options).into_iter().filter(keep));
+    diagnostics.extend(lint(&module).into_iter().filter(keep));
 
     for cell in alone {
         let (start, end) = (cell.span.start as usize, cell.span.end as usize);
@@ -743,7 +768,7 @@ fn lint_cells(nb: &Notebook, options: &LintOptions) -> Vec<Diagnostic> {
         };
         let text = prefix + &nb.python[start..end];
         diagnostics.extend(
-            lint_source(&text, options)
+            lint(&text)
                 .into_iter()
                 .filter(|d| keep(d) && d.span.start >= cell.span.start && d.span.start < cell.span.end),
         );
