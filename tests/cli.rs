@@ -264,6 +264,28 @@ fn training_step_helpers_in_other_files() {
     assert!(out.contains("train.py:9:9: ML105"), "{out}");
 }
 
+/// A step's helper over the parameters in a module of its own, which never
+/// says `cuda` (vits' `commons.clip_grad_value_`): one read per parameter
+/// every step when the run trains on a GPU; not when it trains on the CPU.
+#[test]
+fn per_parameter_reads_in_a_helper_module_of_a_gpu_run() {
+    let commons = "import torch\n\n\ndef grad_norm(parameters):\n    total = 0\n    for p in parameters:\n        total += p.grad.data.norm(2).item() ** 2\n    return total ** 0.5\n";
+    let train = |device: &str| {
+        format!("import torch\nimport commons\n\n\ndef train(net, opt, loader):\n    for x, y in loader:\n        x, y = x.to({device}), y.to({device})\n        loss = torch.nn.functional.l1_loss(net(x), y)\n        opt.zero_grad()\n        loss.backward()\n        norm = commons.grad_norm(net.parameters())\n        opt.step()\n")
+    };
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML305"];
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "commons.py", commons);
+    write(dir.path(), "train.py", train("\"cuda\""));
+    let out = stdout(&memlint(dir.path(), &args));
+    assert!(out.starts_with("./commons.py:7:18: ML305"), "{out}");
+    let cpu = tempfile::tempdir().unwrap();
+    write(cpu.path(), "commons.py", commons);
+    write(cpu.path(), "train.py", train("\"cpu\""));
+    let out = stdout(&memlint(cpu.path(), &args));
+    assert!(!out.contains("ML305"), "{out}");
+}
+
 /// A directory without `__init__.py` is a namespace package: `from
 /// util.util import f` names `util/util.py` (run with the project's root on
 /// `sys.path`). ML305 sees that the metric it names waits for the device

@@ -25,7 +25,9 @@ declare_rule! {
     /// model's parameters in step code (a helper that logs or clips
     /// gradients): there the read runs once per parameter, every step.
     /// Only files of programs that run on a GPU (they mention `cuda`) are
-    /// checked; a Rust file may get its device from another file and is
+    /// checked, and step helpers over the parameters in a module of their
+    /// own when the run moves its batches to a GPU (`commons.clip_grad_value_`
+    /// called by `train.py`); a Rust file may get its device from another file and is
     /// checked unless it names only the CPU (`Device::Cpu`,
     /// `kind::FLOAT_CPU`, and no move to the CPU). A read of a loader's
     /// batch that the function never moves to a device (a CPU tensor) is
@@ -246,8 +248,11 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
         return;
     }
     // A GPU program: the file says `cuda` (Rust: unless it names only
-    // the CPU; tch code may pick its device in another file).
-    if !cx.file_words().contains(Words::CUDA) {
+    // the CPU; tch code may pick its device in another file), or, for a
+    // step's helper over the parameters in a module of its own (vits'
+    // `commons.clip_grad_value_`), the run moves its batches to one.
+    let helper_of_a_gpu_run = per_parameter && cx.function_role() == Role::Step && cx.index().moves_batches();
+    if !cx.file_words().contains(Words::CUDA) && !helper_of_a_gpu_run {
         return;
     }
     // One finding per loop: after the first read in an iteration the
