@@ -96,7 +96,11 @@ declare_rule! {
     /// (a decode helper of the validation run after each epoch, through any
     /// number of calls) outside a loop over data, unless a `for` loop over a
     /// `range` there runs a model each step (a diffusion sampler's
-    /// denoising steps, hundreds per call). Nor is a branch a step
+    /// denoising steps, hundreds per call). An interval around a function
+    /// that trains once per call (`if t % replay_frequency == 0:
+    /// agent.learn(batch)`: its own `backward()` and optimizer step) is an
+    /// RL loop's training cadence, not a logging interval: what that
+    /// function builds runs every training step. Nor is a branch a step
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
     /// `self.individual`, or sets `self.stratified = False` itself, and

@@ -350,9 +350,14 @@ impl ProjectIndex {
             // Each function's sites: per epoch, or the caller's name.
             let mut sites: HashMap<&str, Vec<(bool, Option<&str>)>> = HashMap::default();
             for (c, &q) in calls.iter().zip(&canon) {
-                if self.functions.contains_key(q) {
-                    sites.entry(q).or_default().push((c.per_epoch || c.logged, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
-                }
+                let Some(f) = self.functions.get(q) else { continue };
+                // `if T % replay_frequency == 0: dqn.learn(mem)`: an interval
+                // around a function that trains once per call (its own
+                // `backward()` or optimizer step outside its loops) is the
+                // training cadence of an RL loop, not a logging interval.
+                let trains = f.backward_per_call || f.steps_once;
+                let rare = c.per_epoch || (c.logged && !trains);
+                sites.entry(q).or_default().push((rare, c.caller.as_deref().map(|caller| self.canonical_str(caller))));
             }
             let mut changed = true;
             while changed {
