@@ -401,6 +401,7 @@ type MethodCache = std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, O
 
 mod build;
 mod project;
+mod resolve;
 
 use build::{Csr, Edge, IndexBuilder, Names};
 
