@@ -39,9 +39,15 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         is_test_file: options.is_test_file,
         facts: None,
         dynamic: Default::default(),
+        volatile: Default::default(),
     };
     Context::walk(module, options, &mut v);
-    let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], .. } = v;
+    let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], volatile, .. } = v;
+    for q in &volatile {
+        if let Some(f) = functions.get_mut(q) {
+            f.runs_model_once = false;
+        }
+    }
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
     summary.dynamic_calls = on.into_iter().map(|n| (n, false)).chain(off.into_iter().map(|n| (n, true))).collect();
     (summary, facts.unwrap_or_default())
@@ -72,11 +78,12 @@ struct SummaryVisitor {
     /// Methods called on receivers the file cannot resolve: with grad on
     /// (`[0]`), with grad off (`[1]`).
     dynamic: [rustc_hash::FxHashSet<String>; 2],
+    /// Functions that pass `volatile=` (`Variable(x, volatile=True)`):
+    /// written for PyTorch before 0.4, where that turned grad off.
+    volatile: rustc_hash::FxHashSet<String>,
 }
 
 impl SummaryVisitor {
-    /// Records a method called on a receiver the file cannot resolve: a
-    /// local or parameter (`unit.load_from(w)`), not `self`, not an import.
     /// `model(x, 1)` at module level outside any loop, with `model` bound
     /// to an instance of a project class: a one-off call of its `forward`
     /// (a prediction after training), kept for which optional arguments
@@ -90,6 +97,8 @@ impl SummaryVisitor {
         self.summary.calls.push(CallSite { callee: class, positional, keywords, instance: true, ..CallSite::default() });
     }
 
+    /// Records a method called on a receiver the file cannot resolve: a
+    /// local or parameter (`unit.load_from(w)`), not `self`, not an import.
     fn dynamic_call(&mut self, func: &Expr, cx: &Context) {
         let ExprKind::Attribute { value, attr, .. } = &func.kind else { return };
         let Some((root, _)) = value.dotted_root() else { return };
@@ -167,6 +176,7 @@ impl SummaryVisitor {
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
             returns_host_factory: f.body.len() <= 8 && returns_host_factory(&f.body, cx),
+            runs_model_once: false,
         };
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
@@ -273,6 +283,21 @@ impl Visitor for SummaryVisitor {
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
         if let Some(q) = cx.function_qualname() {
+            if expr.keyword("volatile").is_some() && !self.volatile.contains(q) {
+                self.volatile.insert(q.to_string());
+            }
+            // Not a module's own methods: a `forward` runs its submodules.
+            if !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() && !self.functions.get(q).is_some_and(|f| f.runs_model_once) {
+                let model = match &func.kind {
+                    ExprKind::Attribute { value, attr, .. } if crate::api::nn::is_forward_method(attr) => cx.is_model(value),
+                    _ => cx.is_model(func),
+                };
+                if model {
+                    if let Some(f) = self.functions.get_mut(q) {
+                        f.runs_model_once = true;
+                    }
+                }
+            }
             if let Some((kind, _, _)) = crate::step::classify(expr, cx) {
                 if let Some(f) = self.functions.get_mut(q) {
                     let kinds = kind.kinds();

@@ -5,8 +5,10 @@ use crate::{declare_rule, Checker, Rule, RuleMeta};
 
 declare_rule! {
     /// ## What it does
-    /// Flags forward passes (`model(x)`, `model.forward(x)`) with autograd
-    /// enabled in evaluation over data: in a loop over a loader, a dataset or
+    /// Flags forward passes (`model(x)`, `model.forward(x)`, or a call of
+    /// a project helper that runs the model once per call and trains
+    /// nothing: `self._process_one_batch(x, y)`, shared with the training
+    /// loop) with autograd enabled in evaluation over data: in a loop over a loader, a dataset or
     /// batches, or a comprehension over one, in evaluation code. Evaluation code is: what follows
     /// `model.eval()` in the same function, a function named like
     /// validate/validation/evaluate/eval/test/predict/inference, a loop over
@@ -156,7 +158,21 @@ impl Rule for EvalWithoutNoGrad {
         let model = match &func.kind {
             ExprKind::Attribute { value, attr, .. } if nn::is_forward_method(attr) && cx.is_model(value) => value,
             _ if cx.is_model(func) => func,
-            _ => return,
+            _ => {
+                // A per-batch helper that runs the model once per call and
+                // trains nothing (`self._process_one_batch(x, y)`, shared
+                // with the training loop).
+                let helper = cx.project_callee(expr).filter(|f| f.runs_model_once && !f.calls_backward);
+                if helper.is_some_and(|f| !cx.index().reaches_backward(&f.qualname)) && !checker.written_for_volatile_torch() {
+                    let name = checker.text(func.span).to_string();
+                    checker.report(
+                        Self::META
+                            .diagnostic(expr.span, format!("`{name}(...)` runs a forward pass in evaluation code with autograd enabled"))
+                            .with_help("run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`"),
+                    );
+                }
+                return;
+            }
         };
         // A model whose parameters were all frozen records no graph; one
         // frozen but for a part (a head) records only that part's.

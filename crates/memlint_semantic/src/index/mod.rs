@@ -212,6 +212,10 @@ pub struct FunctionSummary {
     /// local bound only to such a draw): its caller's `.to(device)` copies
     /// it ([`crate::Context::returns_host_factory`]).
     pub returns_host_factory: bool,
+    /// The body runs a model's forward (`self.model(x)`) with grad on,
+    /// outside its loops: once per call, a per-batch helper shared by
+    /// training and evaluation (`_process_one_batch(batch_x, batch_y)`).
+    pub runs_model_once: bool,
 }
 
 /// One call of a (possibly project) function.
