@@ -223,13 +223,17 @@ fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
 
 /// The version pinned in a README's install commands: `torch==1.8.1` or
 /// `pytorch==1.8.1` (pip), `pytorch=1.7.1` (conda), or prose naming the
-/// version the code was developed with, `PyTorch version 1.7.1`. As an
+/// version the code was developed with, `PyTorch version 1.7.1`, or a
+/// release named in full, `Install Python 3.6, PyTorch 1.9.0` (not `PyTorch
+/// 1.9.0 or later`). As an
 /// exclusive bound on (major, minor): `(1, 8)` for 1.7.1. A minimum
 /// (`torch>=1.8`, `PyTorch 1.8+`) is not a pin.
 pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
     let folded = text.to_ascii_lowercase();
     let mut best: Option<(u32, u32)> = None;
-    for (word, seps) in [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..])] {
+    for (word, seps) in
+        [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..]), ("pytorch ", &[""][..])]
+    {
         let mut i = 0;
         while let Some(pos) = folded[i..].find(word) {
             let start = i + pos;
@@ -246,6 +250,18 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
             let after = rest[version.len()..].chars().next();
             if after == Some('+') || version.is_empty() {
                 continue;
+            }
+            // `PyTorch 1.9.0`: a release named in full, and not as a
+            // minimum (`PyTorch 1.9.0 or later`); `PyTorch 2` is a name.
+            if word == "pytorch " {
+                let tail = rest[version.len()..].trim_start_matches([' ', ',', ')']);
+                let minimum = tail
+                    .split_whitespace()
+                    .take(2)
+                    .any(|t| ["later", "higher", "newer", "above", "greater"].iter().any(|w| t.starts_with(w)));
+                if version.split('.').filter(|p| !p.is_empty()).count() < 3 || minimum {
+                    continue;
+                }
             }
             let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
             if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
@@ -373,6 +389,11 @@ mod tests {
         assert_eq!(readme_torch_pin("Requires PyTorch version 1.8+ and python 3.8"), None);
         assert_eq!(readme_torch_pin("pip install torch>=1.8"), None);
         assert_eq!(readme_torch_pin("We use PyTorch. See pytorch.org."), None);
+        assert_eq!(readme_torch_pin("Install Python 3.6, PyTorch 1.9.0."), Some((1, 10)));
+        assert_eq!(readme_torch_pin("Tested with PyTorch 1.9.0 or later."), None);
+        assert_eq!(readme_torch_pin("Needs PyTorch 2.1.0 or higher"), None);
+        assert_eq!(readme_torch_pin("A PyTorch 2 port of the model"), None);
+        assert_eq!(readme_torch_pin("PyTorch 1.12 is supported"), None);
     }
 
     #[test]
