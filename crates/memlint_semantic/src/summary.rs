@@ -286,12 +286,20 @@ impl Visitor for SummaryVisitor {
             if expr.keyword("volatile").is_some() && !self.volatile.contains(q) {
                 self.volatile.insert(q.to_string());
             }
-            // Not a module's own methods: a `forward` runs its submodules.
-            if !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() && !self.functions.get(q).is_some_and(|f| f.runs_model_once) {
-                let model = match &func.kind {
-                    ExprKind::Attribute { value, attr, .. } if crate::api::nn::is_forward_method(attr) => cx.is_model(value),
-                    _ => cx.is_model(func),
-                };
+            // A call named like a model first (most calls are of library
+            // functions; `is_model` resolves names), outside loops, with grad
+            // on, not in a module's own methods (a `forward` runs its
+            // submodules).
+            let last = |e: &Expr| match &e.kind {
+                ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => Context::named_like_model(n),
+                _ => false,
+            };
+            let callee = match &func.kind {
+                ExprKind::Attribute { value, attr, .. } if crate::api::nn::is_forward_method(attr) => value,
+                _ => func,
+            };
+            if last(callee) && !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() {
+                let model = !self.functions.get(q).is_some_and(|f| f.runs_model_once) && cx.is_model(callee);
                 if model {
                     if let Some(f) = self.functions.get_mut(q) {
                         f.runs_model_once = true;

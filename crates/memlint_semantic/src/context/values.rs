@@ -394,6 +394,15 @@ impl Context {
         matches!(self.kind_of(expr), Some(ValueKind::Tensor | ValueKind::Parameter))
     }
 
+    /// Whether the last segment of a callee is named like a model (`model`,
+    /// `self.net_g`, `encoder`): a cheap test before [`Context::is_model`].
+    pub(crate) fn named_like_model(last: &str) -> bool {
+        let ends_with = |suffix: &str| {
+            last.len() >= suffix.len() && last.as_bytes()[last.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        };
+        MODEL_SUFFIXES.iter().any(|s| ends_with(s)) || last.eq_ignore_ascii_case("net_g") || last.eq_ignore_ascii_case("net_d")
+    }
+
     /// Whether `expr` is a model-like module (called for a forward pass):
     /// bound to an `nn.Module` constructor that is not a loss, or named like
     /// a model (`model`, `net`, `self.encoder`, `resnet`...).
