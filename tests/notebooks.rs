@@ -338,3 +338,17 @@ fn notebooks_see_the_helpers_they_import_from_the_project() {
     let o = memlint(dir.path(), &["check", "--select", "ML306", "--format", "json"]);
     assert_eq!(located(&o), ["./train.ipynb 3:3:17 ML306"], "{}", stdout(&o));
 }
+
+#[test]
+fn a_notebook_whose_only_torch_is_a_writefile_cell_is_checked() {
+    // The joined module (the `%%writefile` cell left out) imports nothing:
+    // the notebook is still checked, and its cell as a module of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let nb = notebook_of(&[
+        "print('hi')\n",
+        "%%writefile evaluate.py\nimport torch\n\n\ndef evaluate(model, val_loader):\n    model.eval()\n    for x, y in val_loader:\n        out = model(x)\n",
+    ]);
+    write(dir.path(), "w.ipynb", nb);
+    let o = memlint(dir.path(), &["check", "--format", "json"]);
+    assert_eq!(located(&o), ["./w.ipynb 2:8:15 ML201"], "{}", stdout(&o));
+}

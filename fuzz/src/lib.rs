@@ -73,7 +73,7 @@ pub fn check_notebook(json: &str) {
     let fixable = diagnostics.iter().any(|d| d.fix.is_some());
     render_all(file, diagnostics);
     if fixable {
-        let fixed = fix_notebook(json, "fuzz.ipynb", &options, FixMode::Unsafe);
+        let fixed = fix_notebook(json, "fuzz.ipynb", &options, None, FixMode::Unsafe);
         if fixed.text != json {
             serde_json::from_str::<serde_json::Value>(&fixed.text).expect("a fixed notebook is JSON");
         }

@@ -669,7 +669,9 @@ fn summarize_file(
         let module = memlint_linter::notebook::notebook_module(&text)?;
         let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
         let one = summarize_source(&module, &file, is_test_path(path));
-        return Some(PhaseOne { summary: one.summary, nothing_to_report: one.nothing_to_report, kept: None });
+        // Checked whatever the module imports: its `%%writefile` cells are
+        // modules of their own, left out of this one.
+        return Some(PhaseOne { summary: one.summary, nothing_to_report: false, kept: None });
     }
     let file = FileContext {
         language: memlint_linter::frontend::language_of(path),

@@ -537,44 +537,42 @@ impl Context {
     /// (`torch.tensor(obs)`, `torch.FloatTensor(x)`, `torch.zeros(n)`),
     /// through methods that keep it there (`.float()`, `.unsqueeze(0)`).
     pub(crate) fn host_built(&self, e: &Expr) -> bool {
-        let mut e = e;
-        loop {
-            // `torch.ones(n) * i`: arithmetic on a host tensor stays there.
-            if let ExprKind::BinOp { left, right, .. } = &e.kind {
-                return self.host_built(left) || self.host_built(right);
+        self.built_on_the_host(e, &["to", "cuda", "to_device"], &|e, q| {
+            // `Variable(torch.ones(n))`, `torch.cat([torch.ones(b), torch.zeros(b)])`.
+            if let Some(inputs) = crate::api::computed_from(e, q) {
+                return inputs.iter().all(|i| self.host_built(i));
             }
-            let ExprKind::Call { func, .. } = &e.kind else { return false };
-            if let Some(q) = self.qualified_name(func) {
-                // `Variable(torch.ones(n))`, `torch.cat([torch.ones(b), torch.zeros(b)])`.
-                if let Some(inputs) = crate::api::computed_from(e, q.as_str()) {
-                    return inputs.iter().all(|i| self.host_built(i));
-                }
-                return HOST_CONSTRUCTORS.contains(&q.as_str()) && e.keyword("device").is_none()
-                    || matches!(classify(e, Callee::Library(q.as_str())), Some(Event::Factory { device: false, .. }));
-            }
-            match &func.kind {
-                ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device") => e = value,
-                _ => return false,
-            }
-        }
+            HOST_CONSTRUCTORS.contains(&q) && e.keyword("device").is_none()
+                || matches!(classify(e, Callee::Library(q)), Some(Event::Factory { device: false, .. }))
+        })
     }
 
     /// Whether `e` is a tensor a torch factory fills on the host, given no
     /// device (`torch.rand(b, z)`, `torch.randn(b, z) * 2 - 1`,
     /// `torch.zeros(n).uniform_()`), not drawn from a seeded generator.
     pub fn is_host_factory(&self, e: &Expr) -> bool {
+        self.built_on_the_host(e, &["to", "cuda", "to_device", "pin_memory"], &|e, q| {
+            e.keyword(crate::api::nn::GENERATOR).is_none()
+                && classify(e, Callee::Library(q)) == Some(Event::Factory { device: false, fills: true })
+        })
+    }
+
+    /// Follows `e` through host arithmetic (`torch.ones(n) * i`) and
+    /// methods other than `moves` (`.float()`, `.unsqueeze(0)`) to the
+    /// library calls at its roots, and asks `root` of each (with its
+    /// qualified name) whether it makes a tensor on the host.
+    fn built_on_the_host(&self, e: &Expr, moves: &[&str], root: &dyn Fn(&Expr, &str) -> bool) -> bool {
         let mut e = e;
         loop {
             if let ExprKind::BinOp { left, right, .. } = &e.kind {
-                return self.is_host_factory(left) || self.is_host_factory(right);
+                return self.built_on_the_host(left, moves, root) || self.built_on_the_host(right, moves, root);
             }
             let ExprKind::Call { func, .. } = &e.kind else { return false };
             if let Some(q) = self.qualified_name(func) {
-                return e.keyword(crate::api::nn::GENERATOR).is_none()
-                    && classify(e, Callee::Library(q.as_str())) == Some(Event::Factory { device: false, fills: true });
+                return root(e, q.as_str());
             }
             match &func.kind {
-                ExprKind::Attribute { value, attr, .. } if !matches!(attr.as_str(), "to" | "cuda" | "to_device" | "pin_memory") => e = value,
+                ExprKind::Attribute { value, attr, .. } if !moves.contains(&attr.as_str()) => e = value,
                 _ => return false,
             }
         }
