@@ -299,11 +299,8 @@ impl Visitor for SummaryVisitor {
                 _ => func,
             };
             if last(callee) && !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() {
-                let model = !self.functions.get(q).is_some_and(|f| f.runs_model_once) && cx.is_model(callee);
-                if model {
-                    if let Some(f) = self.functions.get_mut(q) {
-                        f.runs_model_once = true;
-                    }
+                if let Some(f) = self.functions.get_mut(q).filter(|f| !f.runs_model_once) {
+                    f.runs_model_once = cx.is_model(callee);
                 }
             }
             if let Some((kind, _, _)) = crate::step::classify(expr, cx) {

@@ -156,49 +156,53 @@ impl Rule for EvalWithoutNoGrad {
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
         let model = match &func.kind {
-            ExprKind::Attribute { value, attr, .. } if nn::is_forward_method(attr) && cx.is_model(value) => value,
-            _ if cx.is_model(func) => func,
-            _ => {
-                // A per-batch helper that runs the model once per call and
-                // trains nothing (`self._process_one_batch(x, y)`, shared
-                // with the training loop).
-                let helper = cx.project_callee(expr).filter(|f| f.runs_model_once && !f.calls_backward);
-                if helper.is_some_and(|f| !cx.index().reaches_backward(&f.qualname)) && !checker.written_for_volatile_torch() {
-                    let name = checker.text(func.span).to_string();
-                    checker.report(
-                        Self::META
-                            .diagnostic(expr.span, format!("`{name}(...)` runs a forward pass in evaluation code with autograd enabled"))
-                            .with_help("run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`"),
-                    );
-                }
-                return;
-            }
+            ExprKind::Attribute { value, attr, .. } if nn::is_forward_method(attr) && cx.is_model(value) => Some(&**value),
+            _ if cx.is_model(func) => Some(&**func),
+            _ => None,
         };
-        // A model whose parameters were all frozen records no graph; one
-        // frozen but for a part (a head) records only that part's.
-        if model.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d)) {
-            return;
-        }
+        let message = match model {
+            // A model whose parameters were all frozen records no graph; one
+            // frozen but for a part (a head) records only that part's.
+            Some(m) if m.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d)) => return,
+            Some(m) => {
+                let place = match cx.function_name() {
+                    Some(f) => format!(" in `{f}`"),
+                    None => String::new(),
+                };
+                format!("forward pass of `{}` in evaluation code{place} runs with autograd enabled", checker.text(m.span))
+            }
+            // A per-batch helper that runs the model once per call and
+            // trains nothing (`self._process_one_batch(x, y)`, shared with
+            // the training loop).
+            None if cx
+                .project_callee(expr)
+                .is_some_and(|f| f.runs_model_once && !f.calls_backward && !cx.index().reaches_backward(&f.qualname)) =>
+            {
+                format!("`{}(...)` runs a forward pass in evaluation code with autograd enabled", checker.text(func.span))
+            }
+            None => return,
+        };
         // Code for PyTorch before 0.4, which turns grad off with
         // `Variable(x, volatile=True)` and cannot run on a later PyTorch.
         if checker.written_for_volatile_torch() {
             return;
         }
-        let name = checker.text(model.span).to_string();
-        let place = match cx.function_name() {
-            Some(f) => format!(" in `{f}`"),
-            None => String::new(),
-        };
+        // A helper's finding gives the plain Python advice, whatever the
+        // language or `volatile` use of the file.
         checker.report(
-            Self::META
-                .diagnostic(expr.span, format!("forward pass of `{name}` in evaluation code{place} runs with autograd enabled"))
-                .with_help(if checker.is_rust() {
-                    "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope"
-                } else if checker.volatile_use() == memlint_semantic::facts::Volatile::NoOp {
-                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`: `volatile=True` has turned nothing off since PyTorch 0.4"
-                } else {
-                    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`"
-                }),
+            Self::META.diagnostic(expr.span, message).with_help(if model.is_none() {
+                NO_GRAD_HELP
+            } else if checker.is_rust() {
+                "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope"
+            } else if checker.volatile_use() == memlint_semantic::facts::Volatile::NoOp {
+                "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`: `volatile=True` has turned nothing off since PyTorch 0.4"
+            } else {
+                NO_GRAD_HELP
+            }),
         );
     }
 }
+
+/// The advice for Python evaluation code.
+const NO_GRAD_HELP: &str =
+    "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`, or decorate the function with `@torch.no_grad()`";
