@@ -680,10 +680,11 @@ fn summarize_file(
         ..FileContext::default()
     };
     let one = summarize_source(&text, &file, is_test_path(path));
+    let nothing_to_report = one.nothing_to_report || memlint_linter::is_frozen_code(path, &text);
     // Once what is left of the budget is under a quarter of the file's
     // text, its packed parse would almost never fit (they take 0.45 of
     // the text on transformers): it is not packed only to be dropped.
-    let kept = if one.nothing_to_report || budget.load(Ordering::Relaxed) < text.len() / 4 {
+    let kept = if nothing_to_report || budget.load(Ordering::Relaxed) < text.len() / 4 {
         None
     } else {
         let packed = one.parsed.pack();
@@ -692,7 +693,7 @@ fn summarize_file(
             .is_ok()
             .then(|| Kept { packed, text_hash: text_hash(&text) })
     };
-    Some(PhaseOne { summary: one.summary, nothing_to_report: one.nothing_to_report, kept })
+    Some(PhaseOne { summary: one.summary, nothing_to_report, kept })
 }
 
 /// Checks a notebook's JSON text: its code cells as one module, findings

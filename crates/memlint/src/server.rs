@@ -437,6 +437,9 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
     // the module path and the torch minimum its place on disk gives it.
     let Some(path) = path else { return Ok(lint_source(text, &options)) };
     let path = Path::new(&path);
+    if memlint_linter::is_frozen_code(path, text) {
+        return Ok(Vec::new());
+    }
     let facts = crate::project::ProjectFacts::default();
     let mut file = FileContext {
         language: memlint_linter::frontend::language_of(path),

@@ -73,6 +73,37 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
     }
 }
 
+/// Whether a file holds code its maintainers keep frozen, where no finding
+/// is reported (the file still joins the project index): a file under a
+/// `deprecated` directory (transformers' `models/deprecated/`, kept in
+/// maintenance mode with no changes accepted), or one generated from
+/// another file, whose leading comments say so and forbid editing it
+/// ("This file was automatically generated from ... modular_evolla.py. Do
+/// NOT edit this file manually", protobuf's "DO NOT EDIT!"): a change goes
+/// to the source it is made from, which is checked on its own.
+pub fn is_frozen_code(path: &std::path::Path, source: &str) -> bool {
+    let deprecated_dir = path.parent().is_some_and(|d| d.components().any(|c| c.as_os_str() == "deprecated"));
+    deprecated_dir || is_generated(source)
+}
+
+/// Whether the comments that open `source` (the first 20 lines, up to its
+/// first line of code) say it is generated and must not be edited.
+fn is_generated(source: &str) -> bool {
+    let mut generated = false;
+    let mut do_not_edit = false;
+    for line in source.lines().take(20) {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some(comment) = line.strip_prefix('#').or_else(|| line.strip_prefix("//")) else { break };
+        let lower = comment.to_ascii_lowercase();
+        generated |= lower.contains("generated");
+        do_not_edit |= lower.contains("do not edit") || lower.contains("don't edit");
+    }
+    generated && do_not_edit
+}
+
 /// What a file's findings may rest on beyond its own text: where it sits
 /// in the project, the index of all files of the run, and the torch
 /// version the project declares.

@@ -89,7 +89,24 @@ impl SummaryVisitor {
     /// (a prediction after training), kept for which optional arguments
     /// it passes.
     fn instance_call(&mut self, func: &Expr, args: &[Expr], keywords: &[crate::ir::Keyword], cx: &Context) {
-        if cx.function_qualname().is_some() || cx.in_loop() {
+        // A submodule called in a method of its class (`self.dp(x, x_mask,
+        // reverse=True)`): a call of its class's `forward` each time the
+        // method runs.
+        if let Some(caller) = cx.function_qualname() {
+            let Some(class) = func.dotted().filter(|d| d.starts_with("self.")).and_then(|d| cx.instance_class(&d)) else { return };
+            let (positional, keywords) = passed(args, keywords);
+            self.summary.calls.push(CallSite {
+                callee: class,
+                caller: Some(caller.to_string()),
+                positional,
+                keywords,
+                instance: true,
+                in_loop: cx.in_loop(),
+                ..CallSite::default()
+            });
+            return;
+        }
+        if cx.in_loop() {
             return;
         }
         let Some(class) = func.as_name().and_then(|n| cx.instance_class(n)) else { return };
@@ -324,15 +341,26 @@ impl Visitor for SummaryVisitor {
         if cx.in_non_torch_branch() {
             return;
         }
+        // `self.dp(...)` with `self.dp = DurationPredictor(...)`: a
+        // submodule's forward, not a method named `dp`.
+        let submodule = cx.function_qualname().is_some()
+            && matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self"))
+            && func.dotted().is_some_and(|d| cx.instance_class(&d).is_some());
+        if submodule {
+            self.instance_call(func, args, keywords, cx);
+            return;
+        }
         let Some(callee) = cx.project_name(func) else {
             self.dynamic_call(func, cx);
             self.instance_call(func, args, keywords, cx);
             return;
         };
         let (positional, keyword_names) = passed(args, keywords);
-        let false_positions = args.iter().enumerate().filter(|(_, a)| a.is_false()).map(|(i, _)| i).collect();
+        // `False` for a flag, `"eval"` for a mode: what turns training off.
+        let off = |a: &Expr| a.is_false() || crate::facts::guards::is_eval_mode_literal(a);
+        let false_positions = args.iter().enumerate().filter(|(_, a)| off(a)).map(|(i, _)| i).collect();
         let false_keywords =
-            keywords.iter().filter(|k| k.value.is_false()).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
+            keywords.iter().filter(|k| off(&k.value)).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
         let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
         let every_call = cx.function_qualname().is_some() && cx.runs_on_every_call();
         self.summary.calls.push(CallSite {
@@ -643,7 +671,7 @@ fn train_flag(body: &[Stmt], params: &[String]) -> Option<usize> {
         // `if train: ...; loss.backward()`: a parameter that decides whether
         // the function trains (BERT-pytorch's `iteration(..., train=True)`).
         if let StmtKind::If { test, body: arm, .. } = &s.kind {
-            if let Some(i) = test.as_name().and_then(|n| params.iter().position(|p| p == n)) {
+            if let Some(i) = crate::facts::guards::training_test_name(test).and_then(|n| params.iter().position(|p| p == n)) {
                 if calls_backward(arm) {
                     found = Some(i);
                 }

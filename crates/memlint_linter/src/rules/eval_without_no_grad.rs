@@ -14,8 +14,9 @@ declare_rule! {
     /// validate/validation/evaluate/eval/test/predict/inference, a loop over
     /// a loader whose name says val/valid/test/eval, or a function that
     /// sets the train mode from a flag (`net.train(mode=train_model)`), or
-    /// runs its `backward()` only under one (`if train: loss.backward()`),
-    /// that a caller passes `False`; in Rust, a `model.forward_t(xs, false)` (the
+    /// runs its `backward()` only under one (`if train: loss.backward()`,
+    /// or a mode, `if mode == "train":`), that a caller passes `False` (or
+    /// an evaluation mode, `mode="eval"`, `"val"`, `"test"`); in Rust, a `model.forward_t(xs, false)` (the
     /// train flag off) is evaluation by itself. A `backward()` in the same region makes it
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every

@@ -169,8 +169,19 @@ declare_rule! {
     /// nothing to the device in its body: its batches arrive on the device
     /// from the iterable (a legacy torchtext iterator built with
     /// `device=`) or through a helper, and whether that copy already waits
-    /// cannot be seen; a `range` loop over data already on the device is
-    /// reported. A Rust method called on a value of the project's own
+    /// cannot be seen. A Python `range` loop that trains on the same
+    /// inputs every iteration (full-batch training, `out = model(X_train)`
+    /// with `X_train` bound before the loop, or a demo's steps on one fixed
+    /// batch) is not reported: one iteration is one epoch, and a read per
+    /// iteration is the per-epoch log (in Rust such a loop is still
+    /// reported). Nor is a step that already waits every iteration at a
+    /// blocking copy of the batch it draws, drawn by hand too (an item of a
+    /// list at the loop's counter, `X_train[k].to(device)`, or what a plain
+    /// function of the project returns, `x, y = sample_batch(data)` then
+    /// `x.cuda()`), or at a call that blocks the host: a NCCL
+    /// `dist.barrier()`, Horovod's blocking `hvd.allreduce` (in a helper
+    /// too), apex's `amp.scale_loss` (it reads its overflow flag back).
+    /// A Rust method called on a value of the project's own
     /// type (`model.train_loss(...)`) is not followed, and leaves a read
     /// reported.
     /// `float(t)`/`int(t)` are reported only for a loss or model output;
@@ -288,6 +299,8 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
                         || cx.redraws_every_iteration(s)
                         || cx.decides_exit_every_iteration(s)
                         || cx.draws_data_it_never_moves(s)
+                        // Full-batch training: an iteration is an epoch.
+                        || cx.trains_on_fixed_inputs(s)
                 }))
             })
             .is_some_and(|c| *c);

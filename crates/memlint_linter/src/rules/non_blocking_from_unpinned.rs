@@ -38,7 +38,11 @@ declare_rule! {
     /// ## Known false positives
     /// A loader whose `pin_memory` comes from a variable or an unreadable
     /// `**kwargs` dict, a loader passed in as an argument, and one built in
-    /// another file are not reported. Off by default.
+    /// another file are not reported; neither is a copy next to a blocking
+    /// copy of another part of the same batch in the same iteration
+    /// (`inputs.cuda(), targets.cuda(non_blocking=True)`): the stream
+    /// waits at that one, and pinning alone would not change it. Off by
+    /// default.
     ///
     /// ## References
     /// - [CUDA semantics: use pinned memory buffers](https://pytorch.org/docs/stable/notes/cuda.html#use-pinned-memory-buffers)
@@ -72,6 +76,21 @@ impl Rule for NonBlockingFromUnpinned {
                 continue;
             }
             let Some(loader) = &mv.loader else { continue };
+            // Another part of the same batch copied with a blocking copy in
+            // the same iteration (`inputs.cuda(), targets.cuda(non_blocking=True)`):
+            // the stream waits there anyway, and pinning alone changes
+            // nothing for this copy.
+            let line = checker.line_of(mv.span.start);
+            let blocking_sibling = pipeline.moves.iter().any(|o| {
+                o.loader.as_deref() == Some(loader.as_str())
+                    && o.function == mv.function
+                    && o.non_blocking != Some(true)
+                    && !o.pinned
+                    && (o.step_loop.is_some() && o.step_loop == mv.step_loop || checker.line_of(o.span.start) == line)
+            });
+            if blocking_sibling {
+                continue;
+            }
             let found = sites_of(loader, &sites, module);
             if found.is_empty() || !found.iter().all(|s| s.pin_memory.absent_or(false)) {
                 continue;

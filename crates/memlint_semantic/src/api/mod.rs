@@ -251,6 +251,21 @@ pub fn is_random_draw(dotted: &str) -> bool {
         || dotted == "rand.random"
 }
 
+/// Calls that make the host wait for the device each time they run,
+/// though they read no value back: a NCCL `barrier()` synchronizes the
+/// stream, Horovod's blocking collectives wait for the op to finish, and
+/// apex's `amp.scale_loss` reads its overflow flag back as it exits (with
+/// the dynamic loss scale of its default opt levels). A step that runs one
+/// already waits there.
+pub const BLOCKING_CALLS: &[&str] = &[
+    "torch.distributed.barrier",
+    "horovod.torch.allreduce",
+    "horovod.torch.allgather",
+    "horovod.torch.broadcast",
+    "horovod.torch.synchronize",
+    "apex.amp.scale_loss",
+];
+
 /// Calls that list files on disk (`glob.glob(pattern)`, `os.listdir(d)`):
 /// a loop over what they give is a script's loop over input files.
 pub const FILE_LISTING_FUNCTIONS: &[&str] = &["glob.glob", "glob.iglob", "os.listdir", "os.scandir", "os.walk"];

@@ -146,6 +146,9 @@ const WAITING_CALLS: &[&str] = &[
     "type", "nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "where",
 ];
 
+/// The last names of [`crate::api::BLOCKING_CALLS`], a cheap test first.
+const BLOCKING_LAST_NAMES: &[&str] = &["barrier", "allreduce", "allgather", "broadcast", "scale_loss"];
+
 /// Visits the expressions of `s` that it evaluates for their value: for an
 /// assignment, its value only (`x[x < 0] = 0` writes through a mask, a
 /// masked fill that does not wait), with `f` returning `true` to stop.
@@ -398,7 +401,9 @@ impl Context {
                             _ => return false,
                         };
                         if !WAITING_CALLS.contains(&last) {
-                            return last.ends_with("Tensor") && self.copies_numpy_by_cuda_type(x);
+                            return last.ends_with("Tensor") && self.copies_numpy_by_cuda_type(x)
+                                || BLOCKING_LAST_NAMES.contains(&last)
+                                    && self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS));
                         }
                         matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
                             || self.moves_blocking(x, false, &[])

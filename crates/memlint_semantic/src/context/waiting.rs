@@ -181,7 +181,10 @@ impl Context {
                                 || self.copies_host_data(x)
                                 || self.called_summary(x).is_some_and(|f| f.waits_for_device)
                                 || crate::step::classify(x, self)
-                                    .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP)))
+                                    .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP))
+                                || x.as_call()
+                                    .and_then(|(f, _, _)| self.qualified_name(f))
+                                    .is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS)))
                     })
             });
             found = found || any_read_expr(s, &mut |x| self.waits_for_shape(x));
@@ -198,7 +201,7 @@ impl Context {
                     ExprKind::Sequence(items) => items.iter().collect(),
                     _ => vec![value],
                 };
-                if parts.iter().all(|p| is_drawn(p, &drawn) || self.host_built(p)) {
+                if parts.iter().all(|p| is_drawn(p, &drawn) || self.host_built(p) || self.drawn_by_hand(p, &drawn)) {
                     for t in targets {
                         crate::facts::scan::flatten_tuple_names(t, &mut drawn);
                     }
@@ -206,6 +209,24 @@ impl Context {
             }
         }
         false
+    }
+
+    /// Whether `e` draws the iteration's batch by hand, where the loop
+    /// statement shows no loader: an item of a sequence at the loop's
+    /// counter (`X_train[k]`, `data[i:i + bs]`), or what a plain function
+    /// of the project returns (`sample_batch(data, n)`, not a method nor a
+    /// model's forward): moved with a blocking copy on a later line, it is
+    /// the step's wait.
+    fn drawn_by_hand(&self, e: &Expr, drawn: &[String]) -> bool {
+        match &e.kind {
+            ExprKind::Subscript { index, .. } => index.any(&mut |x| x.as_name().is_some_and(|n| drawn.iter().any(|d| d == n))),
+            ExprKind::Call { func, .. } => {
+                matches!(func.kind, ExprKind::Name(_))
+                    && self.kind_of(func).is_none()
+                    && self.project_callee(e).is_some_and(|f| f.class.is_none())
+            }
+            _ => false,
+        }
     }
 
     /// Whether every iteration of the loop statement `lp` waits for the
@@ -375,6 +396,72 @@ impl Context {
         let mut uses = false;
         crate::ir::for_each_expr_in_function(body, &mut |x| uses = uses || x.as_name().is_some_and(|n| leaves.contains(&n)));
         uses
+    }
+
+    /// Whether the loop statement `lp` trains on the same inputs every
+    /// iteration: full-batch training (`for epoch in range(n): out =
+    /// model(X_train)`), a demo's few steps on one fixed batch. It counts
+    /// (`range(...)`, `while`) rather than iterating data, and every model
+    /// it calls takes only values bound before the loop. One iteration is
+    /// one epoch, and a read per iteration is a read per epoch.
+    pub fn trains_on_fixed_inputs(&self, lp: &Stmt) -> bool {
+        let (body, target) = match &lp.kind {
+            StmtKind::For { body, iter, target, .. } => {
+                let counts = |e: &Expr| e.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|f| matches!(f, "range" | "trange"));
+                // `tqdm(range(n))`, `enumerate(range(n))`.
+                let wrapped = iter.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(counts));
+                if !(counts(iter) || wrapped) {
+                    return false;
+                }
+                (body, Some(target))
+            }
+            StmtKind::While { body, .. } => (body, None),
+            _ => return false,
+        };
+        let mut bound: Vec<String> = Vec::new();
+        if let Some(t) = target {
+            crate::facts::scan::flatten_tuple_names(t, &mut bound);
+        }
+        crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| crate::facts::scan::flatten_tuple_names(t, &mut bound)),
+            StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut bound),
+            _ => {}
+        });
+        // Written in place (`im_data.copy_(data[0])`): new data each time.
+        let mut draws = false;
+        crate::ir::for_each_expr_in_function(body, &mut |x| {
+            if let Some((recv, m)) = x.as_method_call() {
+                if m.ends_with('_') && !m.starts_with("__") {
+                    if let Root::Name(n) = drawn_root(recv) {
+                        bound.push(n.to_string());
+                    }
+                }
+            }
+            draws |= matches!(drawn_root(x), Root::Next) && x.as_call().is_some();
+        });
+        if draws {
+            return false;
+        }
+        let (mut models, mut fixed) = (0, true);
+        crate::ir::for_each_expr_in_function(body, &mut |x| {
+            let Some((func, args, keywords)) = x.as_call() else { return };
+            if !self.is_model(func) {
+                return;
+            }
+            models += 1;
+            // `model(X)`, `model(torch.from_numpy(x_train))`: no name the
+            // loop binds, no draw (`G(torch.randn(b, z))` is new data).
+            let drawing = |x: &Expr| {
+                x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+                    let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
+                    last.contains("rand") || last.contains("normal") || last.contains("sample") || last == "next"
+                })
+            };
+            fixed &= args.iter().chain(keywords.iter().map(|k| &k.value)).all(|a| {
+                !a.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n)) || drawing(x))
+            });
+        });
+        models > 0 && fixed
     }
 
     /// Whether `e` builds a leaf tensor that requires grad on the host: a

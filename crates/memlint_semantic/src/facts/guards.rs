@@ -9,6 +9,35 @@ use rustc_hash::FxHashSet as HashSet;
 use crate::ir::{for_each_stmt_in_function, Expr, ExprKind, Stmt, StmtKind, Words};
 use crate::resolve::words;
 
+/// The parameter a test selects training by: `flag` (`if train:`) or a
+/// string mode compared with a training value (`if mode == "train":`,
+/// `if phase in ("train", "train+log"):`), the annotated transformer's
+/// `run_epoch(..., mode="train")`.
+pub(crate) fn training_test_name(test: &Expr) -> Option<&str> {
+    if let Some(n) = test.as_name() {
+        return Some(n);
+    }
+    let ExprKind::Compare { left, ops, comparators } = &test.kind else { return None };
+    let (&[op], [right]) = (&ops[..], &comparators[..]) else { return None };
+    let trains = |e: &Expr| matches!(&e.kind, ExprKind::Literal(crate::ir::Literal::Str(v)) if v.starts_with("train"));
+    let selects = match (op, &right.kind) {
+        (crate::ir::CmpOp::Eq, _) => trains(right),
+        (crate::ir::CmpOp::In, ExprKind::Sequence(items)) => !items.is_empty() && items.iter().all(trains),
+        _ => false,
+    };
+    if selects { left.as_name() } else { None }
+}
+
+/// Whether `e` is a string literal naming an evaluation mode (`"eval"`,
+/// `"val"`, `"test"`, ...), passed where a function selects training by
+/// its mode ([`training_test_name`]).
+pub(crate) fn is_eval_mode_literal(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Literal(crate::ir::Literal::Str(v)) if matches!(
+        v.to_ascii_lowercase().as_str(),
+        "eval" | "evaluate" | "evaluation" | "val" | "valid" | "validate" | "validation" | "test" | "testing" | "dev" | "inference" | "predict"
+    ))
+}
+
 /// For `if <...framework> == "tf":` (or `"jax"`, `"flax"`, `"np"`), the
 /// body runs for another framework; for `== "pt"`, the `else` does.
 pub(crate) fn framework_branches(test: &Expr) -> (bool, bool) {

@@ -164,17 +164,27 @@ impl ProjectIndex {
         let passes = |c: &CallSite, position: usize, name: &str| {
             usize::from(c.positional) > position || c.keywords.iter().any(|k| k == name || k == "**")
         };
+        // A submodule called in a method of its parent (`self.dp(x, x_mask,
+        // reverse=True)`, with `self.dp = DurationPredictor(...)`) calls its
+        // class's `forward` each time the method runs: counted as a call
+        // of that `forward`.
+        let submodule_calls: Vec<(String, &CallSite)> = instance_calls
+            .iter()
+            .filter(|c| c.caller.is_some())
+            .filter_map(|c| Some((self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD)?, c)))
+            .collect();
+        let all = || calls.iter().map(|c| (c.callee.as_str(), c)).chain(submodule_calls.iter().map(|(q, c)| (q.as_str(), *c)));
         let mut repeated: HashSet<&str> = HashSet::default();
-        for c in calls.iter().filter(|c| !once(c)) {
-            repeated.insert(c.callee.as_str());
+        for (callee, _) in all().filter(|(_, c)| !once(c)) {
+            repeated.insert(callee);
         }
         let mut seen: HashMap<&str, Vec<(usize, usize)>> = HashMap::default();
-        for c in calls {
-            let Some(f) = self.functions.get(&c.callee) else { continue };
-            if f.none_params.is_empty() || (once(c) && repeated.contains(c.callee.as_str())) {
+        for (callee, c) in all() {
+            let Some(f) = self.functions.get(callee) else { continue };
+            if f.none_params.is_empty() || (once(c) && repeated.contains(callee)) {
                 continue;
             }
-            let counts = seen.entry(c.callee.as_str()).or_insert_with(|| vec![(0, 0); f.none_params.len()]);
+            let counts = seen.entry(callee).or_insert_with(|| vec![(0, 0); f.none_params.len()]);
             for ((position, name), (passed, skipped)) in f.none_params.iter().zip(counts.iter_mut()) {
                 if passes(c, *position, name) {
                     *passed += 1;
@@ -189,7 +199,7 @@ impl ProjectIndex {
         // one-off calls pass (`model(x, 1)`, a prediction after training)
         // leaves the arm it selects rarely taken; nothing else is concluded.
         let mut once_only: Vec<(String, Vec<usize>)> = Vec::new();
-        for c in instance_calls {
+        for c in instance_calls.iter().filter(|c| c.caller.is_none()) {
             let Some(q) = self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD) else { continue };
             let Some(f) = self.functions.get(&q) else { continue };
             let counts = seen.get(q.as_str());

@@ -156,7 +156,8 @@ pub struct FunctionSummary {
     /// cleared, as a policy's episode buffer is at each update.
     pub empties: Vec<String>,
     /// Position (after `self`) of a parameter that sets the train/eval
-    /// mode (`net.train(mode=train_model)`).
+    /// mode (`net.train(mode=train_model)`) or decides whether the function
+    /// runs `backward()` (`if train:`, `if mode == "train":`).
     pub train_flag_param: Option<usize>,
     /// That parameter's name.
     pub train_flag_name: Option<String>,
@@ -253,10 +254,11 @@ pub struct CallSite {
     /// The names of the keyword arguments passed (`**` for a `**kwargs`
     /// splat, which may pass any).
     pub keywords: Vec<String>,
-    /// Argument positions (after `self` for methods) and keyword names
-    /// passed the literal `False`.
+    /// Argument positions (after `self` for methods) passed what turns a
+    /// training flag or mode off: the literal `False`, or an evaluation
+    /// mode's name (`"eval"`, `"val"`, `"test"`).
     pub false_positions: Vec<usize>,
-    /// Keyword names passed the literal `False`.
+    /// Keyword names passed the same.
     pub false_keywords: Vec<String>,
     /// Argument positions (after `self` for methods) passed a model whose
     /// parameters are all frozen at the site (`freeze_model(alex)` or a
@@ -265,9 +267,11 @@ pub struct CallSite {
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
-    /// A call of a project module instance (`model(x, 1)` after `model =
-    /// Net()`), at module level outside any loop: `callee` is the class.
-    /// Only the optional arguments of its `forward` read these
+    /// A call of a project module instance, `callee` being its class: at
+    /// module level outside any loop (`model(x, 1)` after `model = Net()`),
+    /// or a submodule's in a method of its parent (`self.dp(x, x_mask)` with
+    /// `self.dp = DurationPredictor(...)`, `caller` set). Only the optional
+    /// arguments of its `forward` read these
     /// ([`ProjectIndex::record_optional_arguments`]); the call graph does not.
     pub instance: bool,
 }
