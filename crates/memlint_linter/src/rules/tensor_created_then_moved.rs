@@ -69,7 +69,9 @@ declare_rule! {
     ///
     /// ## Known false positives
     /// A `device` that is the CPU at run time makes the move a no-op (then
-    /// `device=` is as good). `torch.tensor(data)` and the `*_like`
+    /// `device=` is as good); a name the file binds to the CPU and to no
+    /// other device (`DEVICE = torch.device("cpu")`, hard-coded in a
+    /// course notebook) is not reported. `torch.tensor(data)` and the `*_like`
     /// factories are not reported: the first copies from host data either
     /// way, the others follow their input's device. Nor is a random draw
     /// from a generator passed as `generator=` (seeded, on the host:
@@ -151,6 +153,10 @@ impl Rule for TensorCreatedThenMoved {
             None => None,
         };
         let Some((recv, by_helper)) = moved.or_else(|| cx.moved_argument(expr).map(|a| (a, true))) else { return };
+        // `x.to(DEVICE)` with `DEVICE = torch.device("cpu")`: nothing moves.
+        if !by_helper && expr.as_call().and_then(|(_, args, _)| args.first().or_else(|| expr.keyword("device"))).is_some_and(|d| cx.names_the_cpu(d)) {
+            return;
+        }
         // The receiver: a factory that fills its values, called without
         // `device=`, maybe shaped or filled on the host before the move
         // (`torch.arange(n).unsqueeze(0).repeat(b, 1).to(device)`), or

@@ -251,6 +251,26 @@ pub fn is_random_draw(dotted: &str) -> bool {
         || dotted == "rand.random"
 }
 
+/// Whether `e` is the CPU as a device: `"cpu"`, `torch.device("cpu")`.
+pub fn is_cpu_device(e: &Expr) -> bool {
+    let cpu = |a: &Expr| matches!(&a.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s.as_str() == "cpu");
+    cpu(e)
+        || e.as_call().is_some_and(|(f, args, _)| {
+            f.dotted().is_some_and(|d| d.as_str() == "torch.device") && args.first().or_else(|| e.keyword("type")).is_some_and(cpu)
+        })
+}
+
+/// Whether `e` names a device other than by a variable: a string literal
+/// (`"cuda:0"`), a `torch.device(...)`, or a choice between such
+/// (`"cuda" if cuda else "cpu"`).
+pub fn is_device_value(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(crate::ir::Literal::Str(_)) => true,
+        ExprKind::IfExp { .. } => true,
+        _ => e.as_call().is_some_and(|(f, _, _)| f.dotted().is_some_and(|d| d.as_str() == "torch.device")),
+    }
+}
+
 /// Calls that make the host wait for the device each time they run,
 /// though they read no value back: a NCCL `barrier()` synchronizes the
 /// stream, Horovod's blocking collectives wait for the op to finish, and

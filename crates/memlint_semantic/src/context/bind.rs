@@ -131,7 +131,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names);
+        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, cpu_devices);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);

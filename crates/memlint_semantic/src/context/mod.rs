@@ -225,6 +225,14 @@ struct Frame {
     /// Locals bound to an interval test (`g_regularize = i % k == 0`): an
     /// `if` on one is an interval guard.
     interval_names: HashSet<String>,
+    /// Names bound to the CPU as a device (`DEVICE = torch.device("cpu")`),
+    /// and names bound to another device anywhere in the frame
+    /// (`device = torch.device("cuda:0")` in one arm, `"cpu"` in the other):
+    /// a move to a name of the first and not the second copies nothing.
+    /// Kept across `if` arms (not among the joined facts): the CPU must be
+    /// the only device the name is ever given.
+    cpu_devices: HashSet<String>,
+    other_devices: HashSet<String>,
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,

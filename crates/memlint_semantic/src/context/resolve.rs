@@ -142,6 +142,16 @@ impl Context {
         }
     }
 
+    /// Whether a move's target is the CPU: `"cpu"`, `torch.device("cpu")`,
+    /// or a name bound to one where it is read (`DEVICE =
+    /// torch.device("cpu")` in a notebook's first cells).
+    pub fn names_the_cpu(&self, device: &Expr) -> bool {
+        crate::api::is_cpu_device(device)
+            || device.as_name().is_some_and(|n| {
+                self.visible_frames().any(|f| f.cpu_devices.contains(n)) && !self.visible_frames().any(|f| f.other_devices.contains(n))
+            })
+    }
+
     /// The project class an instance binding holds (`meter = AverageMeter()`,
     /// `self.meter` assigned one in the class).
     pub fn instance_class(&self, dotted: &str) -> Option<String> {

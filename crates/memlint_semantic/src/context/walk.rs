@@ -449,6 +449,14 @@ impl Context {
                     if let Some(d) = t.as_name().filter(|_| is_interval_guard(value)) {
                         self.frame_mut().interval_names.insert(d.to_string());
                     }
+                    // `DEVICE = torch.device("cpu")`; `device = "cuda:0"`.
+                    if let Some(d) = t.as_name() {
+                        if crate::api::is_cpu_device(value) {
+                            self.frame_mut().cpu_devices.insert(d.to_string());
+                        } else if crate::api::is_device_value(value) {
+                            self.frame_mut().other_devices.insert(d.to_string());
+                        }
+                    }
                 }
             }
             StmtKind::AugAssign { target, value, .. } => {
