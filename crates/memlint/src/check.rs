@@ -680,7 +680,7 @@ fn summarize_file(
         ..FileContext::default()
     };
     let one = summarize_source(&text, &file, is_test_path(path));
-    let nothing_to_report = one.nothing_to_report || memlint_linter::is_frozen_code(path, &text);
+    let nothing_to_report = one.nothing_to_report || memlint_linter::is_frozen_code(&job.module, &text);
     // Once what is left of the budget is under a quarter of the file's
     // text, its packed parse would almost never fit (they take 0.45 of
     // the text on transformers): it is not packed only to be dropped.

@@ -437,9 +437,6 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
     // the module path and the torch minimum its place on disk gives it.
     let Some(path) = path else { return Ok(lint_source(text, &options)) };
     let path = Path::new(&path);
-    if memlint_linter::is_frozen_code(path, text) {
-        return Ok(Vec::new());
-    }
     let facts = crate::project::ProjectFacts::default();
     let mut file = FileContext {
         language: memlint_linter::frontend::language_of(path),
@@ -448,6 +445,9 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
         torch_below: path.parent().and_then(|d| facts.torch_versions(d).1),
         ..FileContext::default()
     };
+    if memlint_linter::is_frozen_code(&file.module, text) {
+        return Ok(Vec::new());
+    }
     let summary = summarize_source(text, &file, is_test_file).summary;
     file.index = std::sync::Arc::new(ProjectIndex::build(vec![summary]));
     Ok(lint_file(text, &options, &file))

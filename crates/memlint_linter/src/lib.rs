@@ -74,16 +74,19 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
 }
 
 /// Whether a file holds code its maintainers keep frozen, where no finding
-/// is reported (the file still joins the project index): a file under a
-/// `deprecated` directory (transformers' `models/deprecated/`, kept in
+/// is reported (the file still joins the project index): a module of a
+/// `deprecated` package of the project (its dotted module path, so that a
+/// directory of that name above the project's roots does not count:
+/// transformers' `models/deprecated/`, kept in
 /// maintenance mode with no changes accepted), or one generated from
 /// another file, whose leading comments say so and forbid editing it
 /// ("This file was automatically generated from ... modular_evolla.py. Do
 /// NOT edit this file manually", protobuf's "DO NOT EDIT!"): a change goes
 /// to the source it is made from, which is checked on its own.
-pub fn is_frozen_code(path: &std::path::Path, source: &str) -> bool {
-    let deprecated_dir = path.parent().is_some_and(|d| d.components().any(|c| c.as_os_str() == "deprecated"));
-    deprecated_dir || is_generated(source)
+pub fn is_frozen_code(module: &ModuleInfo, source: &str) -> bool {
+    let mut packages = module.path.split(['.', ':']).filter(|s| !s.is_empty());
+    packages.next_back();
+    packages.any(|p| p == "deprecated") || is_generated(source)
 }
 
 /// Whether the comments that open `source` (the first 20 lines, up to its
