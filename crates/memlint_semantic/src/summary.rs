@@ -89,29 +89,36 @@ impl SummaryVisitor {
     /// (a prediction after training), kept for which optional arguments
     /// it passes.
     fn instance_call(&mut self, func: &Expr, args: &[Expr], keywords: &[crate::ir::Keyword], cx: &Context) {
-        // A submodule called in a method of its class (`self.dp(x, x_mask,
-        // reverse=True)`): a call of its class's `forward` each time the
-        // method runs.
-        if let Some(caller) = cx.function_qualname() {
-            let Some(class) = func.dotted().filter(|d| d.starts_with("self.")).and_then(|d| cx.instance_class(&d)) else { return };
-            let (positional, keywords) = passed(args, keywords);
-            self.summary.calls.push(CallSite {
-                callee: class,
-                caller: Some(caller.to_string()),
-                positional,
-                keywords,
-                instance: true,
-                in_loop: cx.in_loop(),
-                ..CallSite::default()
-            });
-            return;
-        }
-        if cx.in_loop() {
+        if cx.function_qualname().is_some() || cx.in_loop() {
             return;
         }
         let Some(class) = func.as_name().and_then(|n| cx.instance_class(n)) else { return };
         let (positional, keywords) = passed(args, keywords);
         self.summary.calls.push(CallSite { callee: class, positional, keywords, instance: true, ..CallSite::default() });
+    }
+
+    /// Records a submodule called in a method of its parent (`self.dp(x,
+    /// x_mask, reverse=True)` with `self.dp = DurationPredictor(...)`): a
+    /// call of its class's `forward` each time the method runs, kept with
+    /// the instance calls. Whether `func` is one: it is recorded then.
+    fn submodule_call(&mut self, func: &Expr, args: &[Expr], keywords: &[crate::ir::Keyword], cx: &Context) -> bool {
+        let ExprKind::Attribute { value, attr, .. } = &func.kind else { return false };
+        if value.as_name() != Some("self") {
+            return false;
+        }
+        let Some(caller) = cx.function_qualname() else { return false };
+        let Some(class) = cx.instance_class(&format!("self.{attr}")) else { return false };
+        let (positional, keywords) = passed(args, keywords);
+        self.summary.calls.push(CallSite {
+            callee: class,
+            caller: Some(caller.to_string()),
+            positional,
+            keywords,
+            instance: true,
+            in_loop: cx.in_loop(),
+            ..CallSite::default()
+        });
+        true
     }
 
     /// Records a method called on a receiver the file cannot resolve: a
@@ -343,11 +350,7 @@ impl Visitor for SummaryVisitor {
         }
         // `self.dp(...)` with `self.dp = DurationPredictor(...)`: a
         // submodule's forward, not a method named `dp`.
-        let submodule = cx.function_qualname().is_some()
-            && matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self"))
-            && func.dotted().is_some_and(|d| cx.instance_class(&d).is_some());
-        if submodule {
-            self.instance_call(func, args, keywords, cx);
+        if self.submodule_call(func, args, keywords, cx) {
             return;
         }
         let Some(callee) = cx.project_name(func) else {

@@ -146,9 +146,6 @@ const WAITING_CALLS: &[&str] = &[
     "type", "nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "where",
 ];
 
-/// The last names of [`crate::api::BLOCKING_CALLS`], a cheap test first.
-const BLOCKING_LAST_NAMES: &[&str] = &["barrier", "allreduce", "allgather", "broadcast", "scale_loss"];
-
 /// Visits the expressions of `s` that it evaluates for their value: for an
 /// assignment, its value only (`x[x < 0] = 0` writes through a mask, a
 /// masked fill that does not wait), with `f` returning `true` to stop.
@@ -401,9 +398,7 @@ impl Context {
                             _ => return false,
                         };
                         if !WAITING_CALLS.contains(&last) {
-                            return last.ends_with("Tensor") && self.copies_numpy_by_cuda_type(x)
-                                || BLOCKING_LAST_NAMES.contains(&last)
-                                    && self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS));
+                            return last.ends_with("Tensor") && self.copies_numpy_by_cuda_type(x) || self.blocks_the_host(x);
                         }
                         matches!(self.host_read(x), Some(HostRead::Method(_) | HostRead::TryFrom(_) | HostRead::Library(_)))
                             || self.moves_blocking(x, false, &[])
@@ -519,6 +514,21 @@ impl Context {
             return true;
         }
         is_drawn(recv, drawn)
+    }
+
+    /// Whether the call `e` makes the host wait for the device without
+    /// reading a value back ([`crate::api::BLOCKING_CALLS`]: a NCCL
+    /// `barrier()`, a Horovod collective, apex's `amp.scale_loss`). The
+    /// callee's last name is tested before it is resolved.
+    pub(super) fn blocks_the_host(&self, e: &Expr) -> bool {
+        let Some((func, _, _)) = e.as_call() else { return false };
+        let last = match &func.kind {
+            ExprKind::Attribute { attr, .. } => attr.as_str(),
+            ExprKind::Name(n) => n.as_str(),
+            _ => return false,
+        };
+        crate::api::BLOCKING_CALLS.iter().any(|q| q.rsplit('.').next() == Some(last))
+            && self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS))
     }
 
     /// Whether the call `e` builds a device tensor from host data, a

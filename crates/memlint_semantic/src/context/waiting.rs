@@ -182,9 +182,7 @@ impl Context {
                                 || self.called_summary(x).is_some_and(|f| f.waits_for_device)
                                 || crate::step::classify(x, self)
                                     .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP))
-                                || x.as_call()
-                                    .and_then(|(f, _, _)| self.qualified_name(f))
-                                    .is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS)))
+                                || self.blocks_the_host(x))
                     })
             });
             found = found || any_read_expr(s, &mut |x| self.waits_for_shape(x));
@@ -442,6 +440,14 @@ impl Context {
         if draws {
             return false;
         }
+        // `model(X)`, `model(torch.from_numpy(x_train))`: no name the loop
+        // binds, no draw (`G(torch.randn(b, z))` is new data).
+        let drawing = |x: &Expr| {
+            x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
+                let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
+                last.contains("rand") || last.contains("normal") || last.contains("sample") || last == "next"
+            })
+        };
         let (mut models, mut fixed) = (0, true);
         crate::ir::for_each_expr_in_function(body, &mut |x| {
             let Some((func, args, keywords)) = x.as_call() else { return };
@@ -449,14 +455,6 @@ impl Context {
                 return;
             }
             models += 1;
-            // `model(X)`, `model(torch.from_numpy(x_train))`: no name the
-            // loop binds, no draw (`G(torch.randn(b, z))` is new data).
-            let drawing = |x: &Expr| {
-                x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| {
-                    let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
-                    last.contains("rand") || last.contains("normal") || last.contains("sample") || last == "next"
-                })
-            };
             fixed &= args.iter().chain(keywords.iter().map(|k| &k.value)).all(|a| {
                 !a.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n)) || drawing(x))
             });

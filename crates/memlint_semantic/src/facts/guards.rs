@@ -32,10 +32,9 @@ pub(crate) fn training_test_name(test: &Expr) -> Option<&str> {
 /// `"val"`, `"test"`, ...), passed where a function selects training by
 /// its mode ([`training_test_name`]).
 pub(crate) fn is_eval_mode_literal(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Literal(crate::ir::Literal::Str(v)) if matches!(
-        v.to_ascii_lowercase().as_str(),
-        "eval" | "evaluate" | "evaluation" | "val" | "valid" | "validate" | "validation" | "test" | "testing" | "dev" | "inference" | "predict"
-    ))
+    const EVAL_MODES: &[&str] =
+        &["eval", "evaluate", "evaluation", "val", "valid", "validate", "validation", "test", "testing", "dev", "inference", "predict"];
+    matches!(&e.kind, ExprKind::Literal(crate::ir::Literal::Str(v)) if EVAL_MODES.iter().any(|m| v.eq_ignore_ascii_case(m)))
 }
 
 /// For `if <...framework> == "tf":` (or `"jax"`, `"flax"`, `"np"`), the
