@@ -234,6 +234,13 @@ mod tests {
         assert_eq!(saved_for_backward("add"), Some(Saves::Nothing));
         assert_eq!(saved_for_backward("frobnicate"), None);
     }
+
+    #[test]
+    fn blocking_last_names_cover_the_blocking_calls() {
+        for q in BLOCKING_CALLS {
+            assert!(BLOCKING_LAST_NAMES.contains(&q.rsplit('.').next().unwrap()), "{q}");
+        }
+    }
 }
 
 /// The flag that turns on cuDNN's benchmark mode (`torch.backends.cudnn.benchmark = True`).
@@ -285,6 +292,10 @@ pub const BLOCKING_CALLS: &[&str] = &[
     "horovod.torch.synchronize",
     "apex.amp.scale_loss",
 ];
+
+/// The last segments of [`BLOCKING_CALLS`]: the test made on every call
+/// before its callee is resolved.
+pub const BLOCKING_LAST_NAMES: &[&str] = &["barrier", "allreduce", "allgather", "broadcast", "synchronize", "scale_loss"];
 
 /// Calls that list files on disk (`glob.glob(pattern)`, `os.listdir(d)`):
 /// a loop over what they give is a script's loop over input files.

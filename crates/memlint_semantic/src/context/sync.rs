@@ -527,7 +527,7 @@ impl Context {
             ExprKind::Name(n) => n.as_str(),
             _ => return false,
         };
-        crate::api::BLOCKING_CALLS.iter().any(|q| q.rsplit('.').next() == Some(last))
+        crate::api::BLOCKING_LAST_NAMES.contains(&last)
             && self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::BLOCKING_CALLS))
     }
 
