@@ -37,7 +37,8 @@ declare_rule! {
     /// every iteration (also in a `try` body, or in the GPU arm of `if
     /// torch.cuda.is_available(): ... else: ...`) (`x.to(device)`,
     /// `x.cuda()`, `Variable(x).cuda()` or
-    /// `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of what
+    /// `x.type(torch.cuda.FloatTensor)` or `x.type(dtypeFloat)` with
+    /// `dtypeFloat` bound to one, without `non_blocking=True`, of what
     /// the loop draws (also its parts: `batch.text`, `xs =
     /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`),
     /// of `next(it)` or of a tensor built on the host; in
@@ -171,8 +172,9 @@ declare_rule! {
     /// `device=`) or through a helper, and whether that copy already waits
     /// cannot be seen. A Python `range` loop that trains on the same
     /// inputs every iteration (full-batch training, `out = model(X_train)`
-    /// with `X_train` bound before the loop, or a demo's steps on one fixed
-    /// batch) is not reported: one iteration is one epoch, and a read per
+    /// with `X_train` bound before the loop, or converted again from it in
+    /// the loop, `inputs = torch.from_numpy(x_train)`, or a demo's steps on
+    /// one fixed batch) is not reported: one iteration is one epoch, and a read per
     /// iteration is the per-epoch log (in Rust such a loop is still
     /// reported). Nor is a step that already waits every iteration at a
     /// blocking copy of the batch it draws, drawn by hand too (an item of a
@@ -180,7 +182,13 @@ declare_rule! {
     /// function of the project returns, `x, y = sample_batch(data)` then
     /// `x.cuda()`), or at a call that blocks the host: a NCCL
     /// `dist.barrier()`, Horovod's blocking `hvd.allreduce` (in a helper
-    /// too), apex's `amp.scale_loss` (it reads its overflow flag back).
+    /// too), apex's `amp.scale_loss` (it reads its overflow flag back);
+    /// also when such a call runs under a test of the run's configuration
+    /// rather than of the iteration (`if args.half:` around
+    /// `amp.scale_loss`, `if sync: dist.barrier()`: no call, no name the
+    /// loop binds, not an interval): in that configuration the step waits
+    /// anyway, and which one a run uses is not known. Under an interval
+    /// (`if i % 100 == 0: dist.barrier()`) the read is still reported.
     /// A Rust method called on a value of the project's own
     /// type (`model.train_loss(...)`) is not followed, and leaves a read
     /// reported.

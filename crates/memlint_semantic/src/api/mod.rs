@@ -364,3 +364,24 @@ pub fn averages(call: &Expr) -> bool {
 /// Functions and tensor methods that test for NaN or infinite values
 /// (`torch.isnan(k)`, `loss.isinf()`, `math.isnan(v)`).
 pub const NAN_TESTS: &[&str] = &["isnan", "isinf", "isneginf", "isposinf"];
+
+/// Library functions that convert their argument to a tensor or array and
+/// draw nothing: given the same data, they give the same tensor.
+pub const CONVERSION_FUNCTIONS: &[&str] = &[
+    "torch.from_numpy",
+    "torch.tensor",
+    "torch.as_tensor",
+    "torch.Tensor",
+    "torch.FloatTensor",
+    "torch.DoubleTensor",
+    "torch.LongTensor",
+    "torch.autograd.Variable",
+    "numpy.array",
+    "numpy.asarray",
+];
+
+/// Tensor methods that convert, reshape or move a tensor and draw nothing.
+pub const CONVERSION_METHODS: &[&str] = &[
+    "float", "double", "long", "half", "to", "cuda", "type", "view", "reshape", "unsqueeze", "squeeze", "t",
+    "contiguous", "detach", "requires_grad_", "astype",
+];

@@ -233,6 +233,9 @@ struct Frame {
     /// the only device the name is ever given.
     cpu_devices: HashSet<String>,
     other_devices: HashSet<String>,
+    /// Names bound to a CUDA tensor type in any arm (`dtypeFloat =
+    /// torch.cuda.FloatTensor`): `x.type(dtypeFloat)` copies `x` to the GPU.
+    cuda_types: HashSet<String>,
     eval_named: bool,
     /// A unit test function in a test module: never evaluation code.
     unit_test: bool,

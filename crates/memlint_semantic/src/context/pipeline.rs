@@ -95,16 +95,35 @@ impl Context {
     }
 
     /// Whether `t`, the argument of `x.type(t)`, is a CUDA tensor type:
-    /// `torch.cuda.FloatTensor`, or a name like `Tensor`/`FloatTensor` in
-    /// a file that mentions CUDA (`Tensor = torch.cuda.FloatTensor if cuda
-    /// else torch.FloatTensor`).
+    /// `torch.cuda.FloatTensor`, a name bound to one in some arm
+    /// (`dtypeFloat = torch.cuda.FloatTensor` under `if
+    /// torch.cuda.is_available():`), or a name like `Tensor`/`FloatTensor`
+    /// in a file that mentions CUDA (`Tensor = torch.cuda.FloatTensor if
+    /// cuda else torch.FloatTensor`).
     pub(super) fn names_cuda_tensor_type(&self, t: &Expr) -> bool {
-        if let Some(q) = self.qualified_name(t) {
-            if q.as_str().starts_with("torch.cuda.") {
-                return true;
-            }
+        if self.qualified_name(t).is_some_and(|q| q.as_str().starts_with("torch.cuda.")) {
+            return true;
         }
-        t.as_name().is_some_and(|n| n.ends_with("Tensor")) && self.file_words().contains(crate::ir::Words::CUDA)
+        t.as_name().is_some_and(|n| {
+            n.ends_with("Tensor") && self.file_words().contains(crate::ir::Words::CUDA)
+                || self.visible_frames().any(|f| f.cuda_types.contains(n))
+        })
+    }
+
+    /// Whether `t` is written as a CUDA tensor type: `torch.cuda.FloatTensor`,
+    /// or a choice with one in an arm (`torch.cuda.FloatTensor if cuda else
+    /// torch.FloatTensor`).
+    pub(super) fn is_cuda_tensor_type(&self, t: &Expr) -> bool {
+        if let ExprKind::IfExp { body, orelse, .. } = &t.kind {
+            return self.is_cuda_tensor_type(body) || self.is_cuda_tensor_type(orelse);
+        }
+        let last = match &t.kind {
+            ExprKind::Attribute { attr, .. } => attr.as_str(),
+            ExprKind::Name(n) => n.as_str(),
+            _ => return false,
+        };
+        last.ends_with("Tensor")
+            && self.qualified_name(t).is_some_and(|q| q.as_str().starts_with("torch.cuda.") && q.as_str().ends_with("Tensor"))
     }
 
     /// The file's input pipeline as walked so far: complete once the walk

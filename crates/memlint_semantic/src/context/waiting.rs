@@ -206,7 +206,62 @@ impl Context {
                 }
             }
         }
-        false
+        self.waits_in_a_configuration(body, target.map(|t| &**t))
+    }
+
+    /// Whether an arm of an `if` in the loop body that tests the run's
+    /// configuration, not the iteration (`if args.half:`, `if
+    /// distributed:`: no call, no name the loop binds), makes the host wait
+    /// for the device every iteration: apex's `amp.scale_loss`, a
+    /// collective that blocks ([`Context::blocks_the_host`]), AMP's
+    /// `scaler.step`. In that configuration, often the one a run uses, a
+    /// read costs nothing more; which one a run uses is not known here.
+    fn waits_in_a_configuration(&self, body: &[Stmt], target: Option<&Expr>) -> bool {
+        fn collect<'s>(body: &'s [Stmt], ifs: &mut Vec<(&'s Expr, Vec<&'s Stmt>)>) {
+            for s in body {
+                match &s.kind {
+                    StmtKind::With { body, .. } | StmtKind::Block(body) => collect(body, ifs),
+                    StmtKind::Try(t) => collect(&t.body, ifs),
+                    StmtKind::If { test, body, orelse } if crate::facts::guards::gpu_arm(test).is_none() => {
+                        if !crate::facts::guards::is_interval_guard(test) && !test.any(&mut |x| x.as_call().is_some()) {
+                            let mut arms = every_iteration(body);
+                            arms.extend(every_iteration(orelse));
+                            ifs.push((test, arms));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut ifs = Vec::new();
+        collect(body, &mut ifs);
+        let waits = |s: &Stmt| {
+            let mut found = false;
+            s.for_each_expr(|e| {
+                found = found
+                    || e.any(&mut |x| {
+                        self.blocks_the_host(x)
+                            || crate::step::classify(x, self)
+                                .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP))
+                    })
+            });
+            found
+        };
+        ifs.retain(|(_, arms)| arms.iter().any(|s| waits(s)));
+        if ifs.is_empty() {
+            return false;
+        }
+        // A test that names nothing the loop binds.
+        let mut bound: Vec<String> = Vec::new();
+        if let Some(t) = target {
+            crate::facts::scan::flatten_tuple_names(t, &mut bound);
+        }
+        crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
+            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| crate::facts::scan::flatten_tuple_names(t, &mut bound)),
+            StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut bound),
+            _ => {}
+        });
+        ifs.iter().any(|(t, _)| !t.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n))))
     }
 
     /// Whether `e` draws the iteration's batch by hand, where the loop
@@ -416,12 +471,19 @@ impl Context {
             StmtKind::While { body, .. } => (body, None),
             _ => return false,
         };
+        // The names that change from one iteration to the next: the
+        // counter, what is added to or drawn, and what is computed from
+        // such names or by a call not known to convert its argument
+        // (`x, y = get_batch()`). A name bound in the loop to a conversion
+        // of fixed data (`inputs = torch.from_numpy(x_train)`) is the same
+        // every time.
         let mut bound: Vec<String> = Vec::new();
         if let Some(t) = target {
             crate::facts::scan::flatten_tuple_names(t, &mut bound);
         }
+        let mut assigns: Vec<(&[Expr], &Expr)> = Vec::new();
         crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
-            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| crate::facts::scan::flatten_tuple_names(t, &mut bound)),
+            StmtKind::Assign { targets, value, .. } => assigns.push((targets, value)),
             StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut bound),
             _ => {}
         });
@@ -439,6 +501,27 @@ impl Context {
         });
         if draws {
             return false;
+        }
+        // Until nothing changes: a later line may feed an earlier one in
+        // the next iteration.
+        loop {
+            let before = bound.len();
+            for (targets, value) in &assigns {
+                if !self.same_every_iteration(value, &bound) {
+                    for t in targets.iter() {
+                        let mut names = Vec::new();
+                        crate::facts::scan::flatten_tuple_names(t, &mut names);
+                        for n in names {
+                            if !bound.contains(&n) {
+                                bound.push(n);
+                            }
+                        }
+                    }
+                }
+            }
+            if bound.len() == before {
+                break;
+            }
         }
         // `model(X)`, `model(torch.from_numpy(x_train))`: no name the loop
         // binds, no draw (`G(torch.randn(b, z))` is new data).
@@ -460,6 +543,32 @@ impl Context {
             });
         });
         models > 0 && fixed
+    }
+
+    /// Whether `e` has the same value in every iteration of a loop in which
+    /// the names `changing` change: names not among them, literals, their
+    /// parts and arithmetic, and conversions of them that draw nothing
+    /// (`torch.from_numpy(x_train).float()`, `Variable(X).to(device)`).
+    fn same_every_iteration(&self, e: &Expr, changing: &[String]) -> bool {
+        let same = |x: &Expr| self.same_every_iteration(x, changing);
+        match &e.kind {
+            ExprKind::Name(n) => !changing.iter().any(|c| c == n.as_str()),
+            ExprKind::Literal(_) => true,
+            ExprKind::Attribute { value, .. } | ExprKind::Unary { operand: value, .. } => same(value),
+            ExprKind::Subscript { value, index } => same(value) && same(index),
+            ExprKind::BinOp { left, right, .. } => same(left) && same(right),
+            ExprKind::Sequence(items) => items.iter().all(same),
+            ExprKind::Call { func, args, keywords, .. } => {
+                let converts = match &func.kind {
+                    ExprKind::Attribute { value, attr, .. } if self.qualified_name(func).is_none() => {
+                        crate::api::CONVERSION_METHODS.contains(&attr.as_str()) && same(value)
+                    }
+                    _ => self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::CONVERSION_FUNCTIONS)),
+                };
+                converts && args.iter().all(same) && keywords.iter().all(|k| same(&k.value))
+            }
+            _ => false,
+        }
     }
 
     /// Whether `e` builds a leaf tensor that requires grad on the host: a

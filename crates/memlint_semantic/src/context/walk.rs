@@ -455,6 +455,8 @@ impl Context {
                             self.frame_mut().cpu_devices.insert(d.to_string());
                         } else if crate::api::is_device_value(value) {
                             self.frame_mut().other_devices.insert(d.to_string());
+                        } else if self.is_cuda_tensor_type(value) {
+                            self.frame_mut().cuda_types.insert(d.to_string());
                         }
                     }
                 }
