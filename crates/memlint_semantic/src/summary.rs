@@ -108,6 +108,7 @@ impl SummaryVisitor {
         }
         let Some(caller) = cx.function_qualname() else { return false };
         let Some(class) = cx.instance_class(&format!("self.{attr}")) else { return false };
+        let flags = LiteralFlags::of(args, keywords);
         let (positional, keywords) = passed(args, keywords);
         self.summary.calls.push(CallSite {
             callee: class,
@@ -116,6 +117,10 @@ impl SummaryVisitor {
             keywords,
             instance: true,
             in_loop: cx.in_loop(),
+            false_positions: flags.false_positions,
+            false_keywords: flags.false_keywords,
+            true_positions: flags.true_positions,
+            true_keywords: flags.true_keywords,
             ..CallSite::default()
         });
         true
@@ -196,6 +201,15 @@ impl SummaryVisitor {
                 .map(|(i, p)| (i, p.name.clone()))
                 .collect(),
             none_params_passed: Vec::new(),
+            flag_params: f.params[offset.min(f.params.len())..]
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| match p.default.as_ref()?.kind {
+                    ExprKind::Literal(crate::ir::Literal::Bool(b)) => Some((i, p.name.clone(), b)),
+                    _ => None,
+                })
+                .collect(),
+            flag_values: Vec::new(),
             // A helper that moves its argument is a few lines long.
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
@@ -359,11 +373,7 @@ impl Visitor for SummaryVisitor {
             return;
         };
         let (positional, keyword_names) = passed(args, keywords);
-        // `False` for a flag, `"eval"` for a mode: what turns training off.
-        let off = |a: &Expr| a.is_false() || crate::facts::guards::is_eval_mode_literal(a);
-        let false_positions = args.iter().enumerate().filter(|(_, a)| off(a)).map(|(i, _)| i).collect();
-        let false_keywords =
-            keywords.iter().filter(|k| off(&k.value)).filter_map(|k| k.name.as_deref().map(str::to_string)).collect();
+        let LiteralFlags { false_positions, false_keywords, true_positions, true_keywords } = LiteralFlags::of(args, keywords);
         let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
         let every_call = cx.function_qualname().is_some() && cx.runs_on_every_call();
         self.summary.calls.push(CallSite {
@@ -377,6 +387,8 @@ impl Visitor for SummaryVisitor {
             per_epoch: cx.in_epoch_loop_only(),
             false_positions,
             false_keywords,
+            true_positions,
+            true_keywords,
             frozen_positions,
             positional,
             keywords: keyword_names,
@@ -388,6 +400,28 @@ impl Visitor for SummaryVisitor {
         });
     }
 
+}
+
+/// The arguments of a call given a literal flag: `False` (or an
+/// evaluation mode's name, `"eval"`: what turns training off) and `True`,
+/// by position and by keyword.
+struct LiteralFlags {
+    false_positions: Vec<usize>,
+    false_keywords: Vec<String>,
+    true_positions: Vec<usize>,
+    true_keywords: Vec<String>,
+}
+
+impl LiteralFlags {
+    fn of(args: &[Expr], keywords: &[crate::ir::Keyword]) -> LiteralFlags {
+        let off = |a: &Expr| a.is_false() || crate::facts::guards::is_eval_mode_literal(a);
+        let on = |a: &Expr| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Bool(true)));
+        let positions = |f: &dyn Fn(&Expr) -> bool| args.iter().enumerate().filter(|(_, a)| f(a)).map(|(i, _)| i).collect();
+        let names = |f: &dyn Fn(&Expr) -> bool| {
+            keywords.iter().filter(|k| f(&k.value)).filter_map(|k| k.name.as_deref().map(str::to_string)).collect()
+        };
+        LiteralFlags { false_positions: positions(&off), false_keywords: names(&off), true_positions: positions(&on), true_keywords: names(&on) }
+    }
 }
 
 /// How many positional arguments a call passes (`u8::MAX` with a `*args`

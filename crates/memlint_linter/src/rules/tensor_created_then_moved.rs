@@ -112,14 +112,22 @@ declare_rule! {
     /// any loop, run once, counts only when there is no other), or, in a
     /// module's `forward`, the arm an argument selects that only such one-off
     /// calls of an instance pass (`model(x, 1)` after `model = Net()`, a
-    /// prediction after training), or under a test for
+    /// prediction after training), the arm of `if flag:` / `if not flag:`
+    /// that no call takes where every call of the project gives a flag
+    /// parameter the same literal or leaves its default (`reverse=True`
+    /// from a parent's only call of a submodule; `if self.ln:` with
+    /// `self.ln = ln` kept by `__init__` and every construction giving
+    /// `ln` the same value; a submodule built by `Vision._from_config(cfg)`
+    /// or `from_pretrained` is an instance of its class), or under a test for
     /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
     /// path). A `def forward(self, x)` outside any class (a method pasted
     /// into a notebook cell to explain it) is not step code.
     ///
     /// ## Known false negatives
-    /// A caller may turn an off-by-default option on for every step
-    /// (`Model(configs, individual=True)`); the branch is still skipped.
+    /// A caller may turn an off-by-default option on for every step with a
+    /// value that is not a literal (`Model(configs, individual=args.ind)`);
+    /// the branch is still skipped. Given the literal `True` by every
+    /// construction, it is not.
     ///
     /// ## References
     /// - [Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)

@@ -134,3 +134,7 @@ pub fn strip_module_moves(e: &crate::ir::Expr) -> &crate::ir::Expr {
         _ => e,
     }
 }
+
+/// Class methods of model classes that build an instance of their class
+/// (Hugging Face's `PreTrainedModel`, diffusers' `ModelMixin`).
+pub const ALTERNATE_CONSTRUCTORS: &[&str] = &["from_pretrained", "from_config", "_from_config"];

@@ -101,6 +101,48 @@ pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
     from_off_param
 }
 
+/// The attributes a class's `__init__` sets from one of its flag
+/// parameters (default `True` or `False`) and nothing sets again: `self.ln
+/// = ln` with `def __init__(self, model, ln=True)`, attribute to parameter.
+pub(super) fn flag_options(body: &[Stmt]) -> HashMap<String, String> {
+    let Some(init) = body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(f),
+        _ => None,
+    }) else {
+        return HashMap::default();
+    };
+    let is_flag = |n: &str| {
+        init.params
+            .iter()
+            .any(|p| p.name == n && p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(_)))))
+    };
+    if !init.params.iter().any(|p| is_flag(&p.name)) {
+        return HashMap::default();
+    }
+    let mut assigned: HashMap<String, usize> = HashMap::default();
+    let mut from_flag: HashMap<String, String> = HashMap::default();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        let is_init = std::ptr::eq(f, init);
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
+                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
+                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
+                _ => return,
+            };
+            for t in targets {
+                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                *assigned.entry(attr.clone()).or_default() += 1;
+                if let Some(param) = value.and_then(Expr::as_name).filter(|n| is_init && is_flag(n)) {
+                    from_flag.insert(attr, param.to_string());
+                }
+            }
+        });
+    }
+    from_flag.retain(|a, _| assigned.get(a) == Some(&1));
+    from_flag
+}
+
 /// A class's accessor methods: `def m(self)` whose every return gives
 /// `self.<attr>` or, for a wrapped model, `self.<attr>.module` (`def
 /// getOriginalG(self): if isinstance(self.netG, nn.DataParallel): return

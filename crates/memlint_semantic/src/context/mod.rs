@@ -362,6 +362,9 @@ pub struct Context {
     /// parameter that defaults to `False` or `None` and nothing else in
     /// the class assigns ([`off_by_default_options`]).
     class_off_options: HashMap<String, HashSet<String>>,
+    /// Per class, the attributes its `__init__` sets from a flag parameter
+    /// (`self.ln = ln`), attribute to parameter ([`kinds::flag_options`]).
+    class_flag_options: HashMap<String, HashMap<String, String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
     /// Per class (qualified): `self.<attr>` assigned a `torch.nn` layer,
     /// by the layer's class name (`self.act = nn.Sigmoid()` -> `Sigmoid`).
@@ -474,6 +477,7 @@ impl Context {
             class_frozen: HashMap::default(),
             class_accessors: HashMap::default(),
             class_off_options: HashMap::default(),
+            class_flag_options: HashMap::default(),
             class_instances: HashMap::default(),
             class_layers: HashMap::default(),
             assign_targets: Vec::new(),

@@ -258,6 +258,39 @@ impl Context {
         }
     }
 
+    /// For `if flag:` / `if not flag:` on a flag parameter of the current
+    /// function (default `True` or `False`), or on an attribute its class's
+    /// `__init__` sets from one (`if self.ln:` with `self.ln = ln`): when
+    /// every call of the project gives it the same literal
+    /// ([`crate::index::FunctionSummary::flag_values`]; for the attribute,
+    /// every construction of the class), whether the `if` arm and the
+    /// `else` arm are never taken. `None` when the value is not known.
+    pub(super) fn fixed_flag_arms(&self, test: &Expr) -> Option<(bool, bool)> {
+        if self.index.is_empty() {
+            return None;
+        }
+        let (subject, negated) = match &test.kind {
+            ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => (&**operand, true),
+            _ => (test, false),
+        };
+        let value_of = |function: &str, param: &str| {
+            let f = self.index.function(function)?;
+            let i = f.flag_params.iter().position(|(_, p, _)| p == param)?;
+            f.flag_values.get(i).copied().flatten()
+        };
+        let value = match &subject.kind {
+            ExprKind::Name(n) => value_of(self.function_qualname()?, n)?,
+            ExprKind::Attribute { value, attr, .. } if value.as_name() == Some("self") => {
+                let class = self.current_class()?;
+                let param = self.class_flag_options.get(class)?.get(attr.as_str())?;
+                value_of(&format!("{class}.__init__"), param)?
+            }
+            _ => return None,
+        };
+        let holds = value != negated;
+        Some((!holds, holds))
+    }
+
     /// Whether an `if` test turns on an option of the current class that
     /// is off by default: `self.individual`, alone or in an `and`.
     pub(super) fn tests_an_off_option(&self, test: &Expr) -> bool {

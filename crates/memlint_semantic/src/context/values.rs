@@ -697,6 +697,12 @@ impl Context {
     /// `model.load_from(w)` is recorded as a call of
     /// `VisionTransformer.load_from`, which the index resolves.
     pub(super) fn instance_class_of_call(&self, func: &Expr) -> Option<String> {
+        // `Encoder.from_pretrained(path)`, `Vision._from_config(cfg)`: a
+        // class method that builds an instance of its class.
+        let func = match &func.kind {
+            ExprKind::Attribute { value, attr, .. } if crate::api::nn::ALTERNATE_CONSTRUCTORS.contains(&attr.as_str()) => value,
+            _ => func,
+        };
         if !(self.index.is_empty() && self.options.summary_only) {
             return self.project_class_of_call(func);
         }

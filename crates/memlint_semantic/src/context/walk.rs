@@ -523,12 +523,21 @@ impl Context {
                 let debug = usize::from(logging > 0 && crate::facts::guards::is_debug_guard(test));
                 // Only rules ask whether a branch is rarely taken: the
                 // summary walk skips the tests.
-                let (never_body, never_else) =
-                    if self.options.summary_only { (false, false) } else { self.optional_argument_arms(test) };
+                let (never_body, never_else, flag_known) = if self.options.summary_only {
+                    (false, false, false)
+                } else {
+                    match self.fixed_flag_arms(test) {
+                        Some((body, orelse)) => (body, orelse, true),
+                        None => {
+                            let (body, orelse) = self.optional_argument_arms(test);
+                            (body, orelse, false)
+                        }
+                    }
+                };
                 let rare = usize::from(
                     !self.options.summary_only
                         && (never_body
-                            || self.tests_an_off_option(test)
+                            || (!flag_known && self.tests_an_off_option(test))
                             || crate::facts::guards::tests_for_nan(test)
                             || crate::facts::guards::tests_an_unset_local(test, &self.frame().unset_locals)),
                 );
@@ -693,6 +702,10 @@ impl Context {
                     let off = super::kinds::off_by_default_options(body);
                     if !off.is_empty() {
                         self.class_off_options.insert(qualname.clone(), off);
+                    }
+                    let flags = super::kinds::flag_options(body);
+                    if !flags.is_empty() {
+                        self.class_flag_options.insert(qualname.clone(), flags);
                     }
                 }
                 self.class_instances.insert(qualname.clone(), instances);

@@ -152,6 +152,42 @@ impl IndexBuilder {
     }
 }
 
+/// What the calls seen so far give a flag parameter.
+#[derive(Clone, Copy)]
+enum Flag {
+    Unseen,
+    Same(bool),
+    Mixed,
+}
+
+/// The literal value the call `c` gives the flag parameter at `position`
+/// named `name` (its default when it passes none), `None` when it passes
+/// a value that is not a literal or may pass one through a splat.
+fn flag_given(c: &CallSite, position: usize, name: &str, default: bool) -> Option<bool> {
+    if c.positional == u8::MAX || c.keywords.iter().any(|k| k == "**") {
+        return None;
+    }
+    if usize::from(c.positional) > position {
+        return if c.true_positions.contains(&position) {
+            Some(true)
+        } else if c.false_positions.contains(&position) {
+            Some(false)
+        } else {
+            None
+        };
+    }
+    if c.keywords.iter().any(|k| k == name) {
+        return if c.true_keywords.iter().any(|k| k == name) {
+            Some(true)
+        } else if c.false_keywords.iter().any(|k| k == name) {
+            Some(false)
+        } else {
+            None
+        };
+    }
+    Some(default)
+}
+
 impl ProjectIndex {
     /// Whether the project's calls of each function pass its parameters
     /// that default to `None` ([`FunctionSummary::none_params_passed`]),
@@ -215,6 +251,40 @@ impl ProjectIndex {
                 .collect();
             if !at.is_empty() {
                 once_only.push((q, at));
+            }
+        }
+        // Flags: the value each call gives (a class's constructions give
+        // its `__init__`'s).
+        let mut flags: HashMap<String, Vec<Flag>> = HashMap::default();
+        for (callee, c) in all() {
+            let target = if self.functions.contains_key(callee) {
+                callee.to_string()
+            } else if !c.instance && self.classes.contains_key(callee) {
+                match self.method_of(callee, "__init__") {
+                    Some(init) => init,
+                    None => continue,
+                }
+            } else {
+                continue;
+            };
+            let Some(f) = self.functions.get(&target) else { continue };
+            if f.flag_params.is_empty() || (once(c) && repeated.contains(callee)) {
+                continue;
+            }
+            let n = f.flag_params.len();
+            let values: Vec<Option<bool>> = f.flag_params.iter().map(|(position, name, default)| flag_given(c, *position, name, *default)).collect();
+            let seen = flags.entry(target).or_insert_with(|| vec![Flag::Unseen; n]);
+            for (s, v) in seen.iter_mut().zip(values) {
+                *s = match (*s, v) {
+                    (Flag::Unseen, Some(v)) => Flag::Same(v),
+                    (Flag::Same(a), Some(v)) if a == v => Flag::Same(a),
+                    _ => Flag::Mixed,
+                };
+            }
+        }
+        for (q, seen) in flags {
+            if let Some(f) = self.functions.get_mut(&q) {
+                f.flag_values = seen.into_iter().map(|s| if let Flag::Same(v) = s { Some(v) } else { None }).collect();
             }
         }
         for (q, counts) in seen {

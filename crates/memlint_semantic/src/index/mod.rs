@@ -203,6 +203,15 @@ pub struct FunctionSummary {
     /// it, `Some(false)` when none does, `None` when some do or no call is
     /// seen.
     pub none_params_passed: Vec<Option<bool>>,
+    /// The parameters whose default is `True` or `False` (flags): position
+    /// (after `self` for a method), name and default.
+    pub flag_params: Vec<(usize, String, bool)>,
+    /// For each of [`FunctionSummary::flag_params`], as the index sets it
+    /// from the project's call sites (a class's constructions for its
+    /// `__init__`): `Some(v)` when every call gives it the literal `v` (or
+    /// leaves the default `v`), `None` when calls differ, pass a value
+    /// that is not a literal, or no call is seen.
+    pub flag_values: Vec<Option<bool>>,
     /// The position (after `self`) of a parameter the function returns
     /// moved to an accelerator: a helper like `to_var(x)` (`if
     /// torch.cuda.is_available(): x = x.cuda()`, then `return Variable(x)`)
@@ -260,6 +269,11 @@ pub struct CallSite {
     pub false_positions: Vec<usize>,
     /// Keyword names passed the same.
     pub false_keywords: Vec<String>,
+    /// Argument positions (after `self` for methods) passed the literal
+    /// `True`.
+    pub true_positions: Vec<usize>,
+    /// Keyword names passed the same.
+    pub true_keywords: Vec<String>,
     /// Argument positions (after `self` for methods) passed a model whose
     /// parameters are all frozen at the site (`freeze_model(alex)` or a
     /// loop over `alex.parameters()` before `extract(alex, loader)`).
