@@ -99,8 +99,9 @@ declare_rule! {
     /// In Rust with `tch` (the data already on the device):
     /// ```rust,ignore
     /// let (xs, ys) = (xs.to_device(device), ys.to_device(device));
-    /// for epoch in 1..=epochs {
-    ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
+    /// for step in 1..=steps {
+    ///     let noisy = &xs + xs.randn_like() * 0.1;
+    ///     let loss = net.forward(&noisy).cross_entropy_for_logits(&ys);
     ///     opt.backward_step(&loss);
     ///     sum_loss += f64::try_from(&loss)?;
     /// }
@@ -122,8 +123,9 @@ declare_rule! {
     /// ```
     /// ```rust,ignore
     /// let mut sum_loss = Tensor::zeros([], (Kind::Float, device));
-    /// for epoch in 1..=epochs {
-    ///     let loss = net.forward(&xs).cross_entropy_for_logits(&ys);
+    /// for step in 1..=steps {
+    ///     let noisy = &xs + xs.randn_like() * 0.1;
+    ///     let loss = net.forward(&noisy).cross_entropy_for_logits(&ys);
     ///     opt.backward_step(&loss);
     ///     sum_loss += loss.detach();
     /// }
@@ -175,8 +177,8 @@ declare_rule! {
     /// with `X_train` bound before the loop, or converted again from it in
     /// the loop, `inputs = torch.from_numpy(x_train)`, or a demo's steps on
     /// one fixed batch) is not reported: one iteration is one epoch, and a read per
-    /// iteration is the per-epoch log (in Rust such a loop is still
-    /// reported). Nor is a step that already waits every iteration at a
+    /// iteration is the per-epoch log (in tch too: `for epoch in
+    /// 1..=epochs { net.forward(&xs) ... }` with `xs` bound before it). Nor is a step that already waits every iteration at a
     /// blocking copy of the batch it draws, drawn by hand too (an item of a
     /// list at the loop's counter, `X_train[k].to(device)`, or what a plain
     /// function of the project returns, `x, y = sample_batch(data)` then

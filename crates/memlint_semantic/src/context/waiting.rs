@@ -456,11 +456,18 @@ impl Context {
     /// model(X_train)`), a demo's few steps on one fixed batch. It counts
     /// (`range(...)`, `while`) rather than iterating data, and every model
     /// it calls takes only values bound before the loop. One iteration is
-    /// one epoch, and a read per iteration is a read per epoch.
+    /// one epoch, and a read per iteration is a read per epoch. In tch, a
+    /// range loop (`for epoch in 1..=epochs`), `while` or `loop` whose
+    /// `net.forward(&xs)` / `xs.apply_t(&net, true)` takes only values
+    /// bound before it.
     pub fn trains_on_fixed_inputs(&self, lp: &Stmt) -> bool {
         let (body, target) = match &lp.kind {
             StmtKind::For { body, iter, target, .. } => {
-                let counts = |e: &Expr| e.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|f| matches!(f, "range" | "trange"));
+                // `range(n)`; in Rust, `1..=epochs`.
+                let counts = |e: &Expr| {
+                    matches!(e.kind, ExprKind::Range { .. })
+                        || e.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|f| matches!(f, "range" | "trange"))
+                };
                 // `tqdm(range(n))`, `enumerate(range(n))`.
                 let wrapped = iter.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(counts));
                 if !(counts(iter) || wrapped) {
@@ -532,15 +539,20 @@ impl Context {
             })
         };
         let (mut models, mut fixed) = (0, true);
+        let rust = self.language == Language::Rust;
         crate::ir::for_each_expr_in_function(body, &mut |x| {
             let Some((func, args, keywords)) = x.as_call() else { return };
-            if !self.is_model(func) {
-                return;
-            }
+            // In tch: `net.forward(&xs)`, `net.forward_t(&xs, true)`, and
+            // `xs.apply(&net)`, `xs.apply_t(&net, true)`, whose input is
+            // the receiver.
+            let inputs: Vec<&Expr> = match x.as_method_call() {
+                Some((_, m)) if rust && matches!(m, "forward" | "forward_t" | "forward_mt") => args.iter().collect(),
+                Some((recv, m)) if rust && matches!(m, "apply" | "apply_t") => vec![recv],
+                _ if !rust && self.is_model(func) => args.iter().chain(keywords.iter().map(|k| &k.value)).collect(),
+                _ => return,
+            };
             models += 1;
-            fixed &= args.iter().chain(keywords.iter().map(|k| &k.value)).all(|a| {
-                !a.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n)) || drawing(x))
-            });
+            fixed &= inputs.iter().all(|a| !a.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n)) || drawing(x)));
         });
         models > 0 && fixed
     }
