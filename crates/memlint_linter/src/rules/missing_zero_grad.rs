@@ -62,7 +62,11 @@ declare_rule! {
     /// (the closure zeroes). Zeroing in code the run does not include, or
     /// reached by dynamic dispatch, is not seen, and a helper that zeroes
     /// some optimizer is taken to zero the one stepped.
-    /// Test modules are not checked.
+    /// Test modules are not checked, nor a benchmark of the step: a loop
+    /// that trains on the same inputs every iteration in a function named
+    /// for a test, benchmark or profile that reads a clock (`def
+    /// test_attention(): start = time.time(); for i in range(1000): ...`),
+    /// whose weights are thrown away.
     ///
     /// ## References
     /// - [Zeroing out gradients in PyTorch](https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html)
@@ -81,7 +85,7 @@ impl Rule for MissingZeroGrad {
         &Self::META
     }
 
-    fn check_loop(&self, _stmt: &Stmt, _body: &[Stmt], checker: &mut Checker<'_>) {
+    fn check_loop(&self, stmt: &Stmt, _body: &[Stmt], checker: &mut Checker<'_>) {
         let cx = checker.cx;
         if !checker.in_grad_code() {
             return;
@@ -89,6 +93,16 @@ impl Rule for MissingZeroGrad {
         let events = checker.loop_events();
         let backward = events.iter().any(|e| e.kinds().contains(StepKinds::BACKWARD));
         if !backward {
+            return;
+        }
+        // A benchmark of the step (`test_attention()` timing 1000 steps on
+        // one constant batch): its weights are thrown away.
+        let module = checker.module();
+        let function = module.tree.enclosing_function(stmt.id).and_then(|f| match &module.stmt(f)?.kind {
+            memlint_semantic::ir::StmtKind::Function(f) => Some(&**f),
+            _ => None,
+        });
+        if function.is_some_and(|f| cx.benchmarks_the_step(stmt, f)) {
             return;
         }
         // Zeroing that covers every optimizer: on a model, a parameter's

@@ -417,11 +417,13 @@ impl Context {
         // A CamelCase name is a class, even one passed in as a parameter
         // annotated `nn.Module` (`def evaluate(Model: nn.Module): m =
         // Model(envs)`): calling it constructs a model, it runs none.
+        // A local bound to a module (`NSA_Layer = Attention(args).cuda()`)
+        // is one, whatever its case.
         if !dotted.contains('.')
             && dotted.starts_with(|c: char| c.is_ascii_uppercase())
             && dotted.chars().any(|c| c.is_ascii_lowercase())
         {
-            return false;
+            return !self.is_function_param(&dotted) && self.frame().kinds.get(dotted.as_str()) == Some(&ValueKind::Module);
         }
         match self.kind_of_binding(&dotted) {
             Some(ValueKind::Module) => return true,

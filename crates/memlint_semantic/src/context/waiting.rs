@@ -117,6 +117,29 @@ impl Context {
         logger || clock
     }
 
+    /// Whether the loop statement `lp` benchmarks a training step rather
+    /// than training: it trains on the same inputs every iteration
+    /// ([`Context::trains_on_fixed_inputs`]), the function around it is
+    /// named for a test, benchmark or profile (`test_attention`,
+    /// `benchmark_layer`, `profile_step`) and reads a clock
+    /// (`time.time()`). Its weights are thrown away; only the time and the
+    /// memory it prints count.
+    pub fn benchmarks_the_step(&self, lp: &Stmt, function: &crate::ir::Function) -> bool {
+        const BENCH_WORDS: &[&str] = &["test", "bench", "benchmark", "profile", "profiling", "speed", "timing", "measure"];
+        if !crate::resolve::word_slices(&function.name).any(|w| BENCH_WORDS.iter().any(|b| w.eq_ignore_ascii_case(b))) {
+            return false;
+        }
+        let mut clock = false;
+        crate::ir::for_each_stmt_in_function(&function.body, &mut |s| {
+            s.for_each_expr(|e| {
+                clock |= e.any(&mut |x| {
+                    x.as_call().is_some_and(|(f, _, _)| self.qualified_name(f).is_some_and(|q| CLOCKS.contains(&q.as_str())))
+                });
+            });
+        });
+        clock && self.trains_on_fixed_inputs(lp)
+    }
+
     /// Whether every iteration of the loop statement `lp` copies host data
     /// to an accelerator with a blocking copy: `x.to(device)`, `x.cuda()`
     /// or `x.type(torch.cuda.FloatTensor)` without `non_blocking=True`, of
