@@ -40,7 +40,8 @@ declare_rule! {
     /// `x.type(torch.cuda.FloatTensor)` or `x.type(dtypeFloat)` with
     /// `dtypeFloat` bound to one, without `non_blocking=True`, of what
     /// the loop draws (also its parts: `batch.text`, `xs =
-    /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`),
+    /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`,
+    /// `map(lambda t: t.to(device), batch)`),
     /// of `next(it)` or of a tensor built on the host; in
     /// tch, a batch iterator moved with `.to_device(device)`), that makes
     /// host data a device tensor (`torch.tensor(obs, device=device)`,

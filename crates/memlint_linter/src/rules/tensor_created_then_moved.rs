@@ -12,7 +12,9 @@ declare_rule! {
     /// `torch.zeros(n).cuda()`, `torch.randn(b, d).to(device)`,
     /// `torch.arange(t).to(x.device)`, also when it is shaped or filled on
     /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
-    /// 1).to(device)`; not when pinned first, `.pin_memory().to(...)`), or
+    /// 1).to(device)`, or computed on the host from it, `torch.exp(-log(p) *
+    /// torch.arange(h) / h).to(t.device)`, a sinusoidal timestep embedding;
+    /// not when pinned first, `.pin_memory().to(...)`), or
     /// bound to a name by the statement just before one that moves it and
     /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
     /// h.to(device)`; `hidden = torch.zeros(...)`, `cell =
@@ -256,7 +258,8 @@ impl Rule for TensorCreatedThenMoved {
 /// The root may also be host arithmetic on such a factory
 /// (`torch.ones(n) * i`), a library function that computes from such
 /// factories alone (`torch.cat([torch.ones(b), torch.zeros(b)])`,
-/// `torch.triu(torch.ones(t, t))`, the old `Variable(torch.zeros(n))`), or a legacy typed
+/// `torch.triu(torch.ones(t, t))`, element-wise math such as `torch.exp(...)`,
+/// the old `Variable(torch.zeros(n))`), or a legacy typed
 /// constructor given sizes and filled on the way
 /// (`torch.FloatTensor(b, n).zero_()`).
 fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {

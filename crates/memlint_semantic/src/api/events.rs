@@ -221,8 +221,12 @@ const FILLING_METHODS: &[&str] = &["zero_", "fill_", "normal_", "uniform_", "ran
 const JOINING_FUNCTIONS: &[&str] = &["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"];
 
 /// Library functions whose result is computed from their first argument
-/// alone (`torch.triu(x)`), on its device.
-const UNARY_FUNCTIONS: &[&str] = &["triu", "tril", "diag", "diag_embed", "flip", "roll", "t", "transpose", "repeat_interleave"];
+/// alone (`torch.triu(x)`, `torch.exp(x)`), on its device.
+const UNARY_FUNCTIONS: &[&str] = &[
+    "triu", "tril", "diag", "diag_embed", "flip", "roll", "t", "transpose", "repeat_interleave",
+    // Element-wise math (a sinusoidal embedding's `torch.exp(-log(p) * torch.arange(h) / h)`).
+    "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "abs", "neg", "reciprocal", "square",
+];
 
 /// The old `Variable` wrapper (before PyTorch 0.4): the same tensor.
 const VARIABLE: &[&str] = &["torch.autograd.Variable", "torch.autograd.variable.Variable"];

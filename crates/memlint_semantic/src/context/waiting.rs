@@ -189,6 +189,15 @@ impl Context {
                             }
                         }
                     }
+                    // `map(lambda t: t.float().to(device), batch)`: the
+                    // lambda's parameter is each part of what the loop draws.
+                    if let Some((f, [fun, iterable], _)) = x.as_call() {
+                        if let (Some("map"), ExprKind::Closure(c)) = (f.as_name(), &fun.kind) {
+                            if matches!(drawn_root(iterable), Root::Name(n) if drawn.iter().any(|d| d == n)) {
+                                drawn.extend(c.params.iter().map(|p| p.name.to_string()));
+                            }
+                        }
+                    }
                     false
                 });
             });
