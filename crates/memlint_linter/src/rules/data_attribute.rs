@@ -143,6 +143,18 @@ pub(crate) enum DataUse {
 /// Classifies a `.data` use on `value` (the object before `.data`), or
 /// `None` when `value` is not known to be a tensor.
 pub(crate) fn data_use(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
+    let found = data_use_of(checker, value)?;
+    // A batch of a data loader (`labels.data` of `for texts, labels in
+    // data_iter`) requires no grad: where no graph needs it, `.data` on it
+    // is no idiom worth changing. (Changed in place after a forward that
+    // saved it, it is ML103's.)
+    if matches!(found, DataUse::Setup) && value.as_name().is_some_and(|n| checker.cx.is_batch(n)) {
+        return None;
+    }
+    Some(found)
+}
+
+fn data_use_of(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     let cx = checker.cx;
     let graph = cx.carries_graph(value);
     let output = graph && matches!(cx.kind_of(value), Some(ValueKind::Output | ValueKind::Tensor));

@@ -58,7 +58,9 @@ declare_rule! {
     /// A `.data =` swap that changes the tensor's dtype, device or class
     /// (quantization, layer swaps: `m.weight.data = m.weight.data.half()`)
     /// has no `torch.nn.init` equivalent and is not reported. Unit tests are
-    /// not reported. As for ML103, only objects known to be tensors count.
+    /// not reported. As for ML103, only objects known to be tensors count,
+    /// and a batch of a data loader (`target.data` of `for data, target in
+    /// loader`) is not reported: it requires no grad.
     ///
     /// ## References
     /// - [torch.nn.init](https://pytorch.org/docs/stable/nn.init.html)

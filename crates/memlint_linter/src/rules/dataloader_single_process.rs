@@ -11,7 +11,10 @@ declare_rule! {
     /// (`x.to(device)`, `x.cuda()`, `x.type(torch.cuda.FloatTensor)`). When
     /// the loader is iterated in the same file (`for x, y in loader`, or
     /// `next(it)` of `it = iter(loader)`), a loop that runs `backward()`
-    /// must move its batches; a loader passed on counts when the file moves
+    /// must move its batches (a loop over a name it is bound to, or over a
+    /// parameter of that name: a loader is known by its construction or
+    /// by a name like `train_loader`, `dl`, `iterator` or d2l's
+    /// `train_iter`); a loader passed on counts when the file moves
     /// some loader's batches, or when it can reach another file that does
     /// (its module is imported there, or it is passed to a function of the
     /// project).

@@ -135,8 +135,16 @@ impl Context {
         // `iterator`: what `train(model, iterator, optimizer)` of the
         // torchtext-era tutorials loops over (a `DataLoader` or a
         // `BucketIterator`, both yield batches).
-        self.kind_of_binding(d) == Some(ValueKind::DataLoader)
-            || words(d).iter().any(|w| w.ends_with("loader") || w == "dl" || w == "iterator")
+        if self.kind_of_binding(d) == Some(ValueKind::DataLoader) {
+            return true;
+        }
+        // `train_iter`, `data_iter`: the d2l books' name for a loader
+        // (not a count: `n_iter`, `max_iter`).
+        let w = words(d);
+        w.iter().any(|w| w.ends_with("loader") || w == "dl" || w == "iterator")
+            || (w.len() >= 2
+                && w.last().is_some_and(|l| l == "iter")
+                && !w.iter().any(|x| matches!(x.as_str(), "n" | "num" | "max" | "min" | "total" | "cur" | "start" | "end")))
     }
 
     /// After `target = value`: an iterator over a loader (`data_iter =
