@@ -79,7 +79,46 @@ pub fn parse(source: &str) -> ParsedPython {
             },
         );
     }
+    let body = marimo_cells(body);
     ParsedPython { module: Module::new(Language::Python, body, WORDS.get()), errors, comments }
+}
+
+/// A marimo notebook (`app = marimo.App(...)`, each cell a function
+/// decorated `@app.cell` that takes the names other cells define as its
+/// parameters and returns the names it defines) is a notebook: each cell's
+/// body is lowered at module level, in file order, without its final
+/// `return`, so that `torch` in a cell is the module another cell imported,
+/// not an unknown parameter. Other code is left as it is.
+fn marimo_cells(body: Vec<Stmt>) -> Vec<Stmt> {
+    let is_app = |s: &Stmt| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => {
+            targets.len() == 1
+                && targets[0].as_name() == Some("app")
+                && value.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str() == "marimo.App")
+        }
+        _ => false,
+    };
+    if !body.iter().any(is_app) {
+        return body;
+    }
+    let is_cell = |d: &Expr| {
+        let d = d.as_call().map_or(d, |(f, _, _)| f);
+        d.dotted().is_some_and(|d| d.as_str() == "app.cell")
+    };
+    let mut out = Vec::with_capacity(body.len());
+    for s in body {
+        match s.kind {
+            StmtKind::Function(f) if f.decorators.iter().any(is_cell) => {
+                let mut cell = f.body;
+                if matches!(cell.last().map(|s| &s.kind), Some(StmtKind::Return(_))) {
+                    cell.pop();
+                }
+                out.extend(cell);
+            }
+            kind => out.push(Stmt { kind, ..s }),
+        }
+    }
+    out
 }
 
 /// The deepest nesting of statements and expressions lowered (a block
@@ -524,6 +563,28 @@ mod tests {
         assert_eq!((b[0].local.as_str(), b[0].qualified.as_str()), ("torch", "torch"));
         let StmtKind::Import(b) = &p.module.body[2].kind else { panic!("not an import") };
         assert_eq!((b[0].local.as_str(), b[0].qualified.as_str()), ("ac", "torch.cuda.amp.autocast"));
+    }
+
+    #[test]
+    fn marimo_cells_are_lowered_at_module_level() {
+        let src = "import marimo\napp = marimo.App()\n\n@app.cell\ndef _():\n    import torch\n    return (torch,)\n\n@app.cell(hide_code=True)\ndef _(torch):\n    x = torch.zeros(3)\n    return (x,)\n\n@app.function\ndef helper(y):\n    return y\n";
+        let p = parse(src);
+        let kinds: Vec<&str> = p
+            .module
+            .body
+            .iter()
+            .map(|s| match &s.kind {
+                StmtKind::Import(_) => "import",
+                StmtKind::Assign { .. } => "assign",
+                StmtKind::Function(_) => "function",
+                _ => "other",
+            })
+            .collect();
+        // The cells' bodies without their `return`; `@app.function` stays a function.
+        assert_eq!(kinds, ["import", "assign", "import", "assign", "function"]);
+        // The same decorators without `marimo.App` are ordinary functions.
+        let p = parse("@app.cell\ndef _(torch):\n    return torch\n");
+        assert!(matches!(p.module.body[0].kind, StmtKind::Function(_)));
     }
 
     #[test]
