@@ -15,7 +15,10 @@ declare_rule! {
     /// 1).to(device)`, or computed on the host from it, `torch.exp(-log(p) *
     /// torch.arange(h) / h).to(t.device)`, a sinusoidal timestep embedding;
     /// not when pinned first, `.pin_memory().to(...)`), or
-    /// bound to a name by the statement just before one that moves it and
+    /// bound to a name by the statement just before one that moves it (or
+    /// just before an `if` that tests for the device and moves it there,
+    /// after moves of other names: `if USE_CUDA: x = x.cuda(); outs =
+    /// outs.cuda()`) and
     /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
     /// h.to(device)`; `hidden = torch.zeros(...)`, `cell =
     /// torch.zeros(...)`, then `return hidden.to(device), cell.to(device)`),
@@ -333,32 +336,41 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
         return None;
     }
     // `zeros = torch.zeros(n)` then `if x.is_cuda: zeros = zeros.cuda()`:
-    // the move opens an `if` without `else` that tests for the device.
-    let before = match module.previous_sibling(id) {
-        Some(s) => s,
-        None => {
-            let parent = module.tree.parent(id)?;
-            let StmtKind::If { test, body, orelse } = &module.stmt(parent)?.kind else { return None };
-            if !orelse.is_empty() || body.first().map(|s| s.id) != Some(id) || !memlint_semantic::facts::tests_for_the_device(test) {
-                return None;
-            }
-            module.previous_sibling(parent)?
+    // the move is in an `if` without `else` that tests for the device,
+    // after statements there that do not touch the name (`if USE_CUDA: x =
+    // x.cuda(); outs = outs.cuda()`).
+    let parent_if = || {
+        let parent = module.tree.parent(id)?;
+        let StmtKind::If { test, body, orelse } = &module.stmt(parent)?.kind else { return None };
+        if !orelse.is_empty() || !memlint_semantic::facts::tests_for_the_device(test) {
+            return None;
         }
+        let at = body.iter().position(|s| s.id == id)?;
+        let mut touched = false;
+        for s in &body[..at] {
+            s.for_each_expr(|e| touched = touched || e.any(&mut |x| x.as_name() == Some(name)));
+        }
+        if touched {
+            return None;
+        }
+        module.previous_sibling(parent)
     };
     // Back over the other factories bound just before (`hidden =
     // torch.zeros(...)`, `cell = torch.zeros(...)`, then the move).
-    let mut before = before;
-    for _ in 0..4 {
-        if let Some(v) = binds(before, name) {
-            return host_factory(v, checker);
+    let bound_before = |mut before: &'e Stmt| {
+        for _ in 0..4 {
+            if let Some(v) = binds(before, name) {
+                return host_factory(v, checker);
+            }
+            let StmtKind::Assign { targets, value, .. } = &before.kind else { return None };
+            if targets.len() != 1 || targets[0].as_name().is_none() || host_factory(value, checker).is_none() {
+                return None;
+            }
+            before = module.previous_sibling(before.id)?;
         }
-        let StmtKind::Assign { targets, value, .. } = &before.kind else { return None };
-        if targets.len() != 1 || targets[0].as_name().is_none() || host_factory(value, checker).is_none() {
-            return None;
-        }
-        before = module.previous_sibling(before.id)?;
-    }
-    None
+        None
+    };
+    module.previous_sibling(id).and_then(bound_before).or_else(|| parent_if().and_then(bound_before))
 }
 
 /// Whether the statement of the move binds a name (`scores =
