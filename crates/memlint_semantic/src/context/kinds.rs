@@ -57,6 +57,39 @@ const MODULE_SELF_METHODS: &[&str] = &[
     "apply", "to_empty", "xpu", "mps",
 ];
 
+/// The `self.<attr>` a class's `__init__` sets once and nothing in the
+/// class sets again, each with the value `__init__` gives it; `None` when
+/// the class has no `__init__`. An attribute assigned more than once (or
+/// augmented) is left out.
+fn set_once_by_init(body: &[Stmt]) -> Option<(&crate::ir::Function, Vec<(String, &Expr)>)> {
+    let init = body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(&**f),
+        _ => None,
+    })?;
+    let mut assigned: HashMap<String, usize> = HashMap::default();
+    let mut by_init: Vec<(String, &Expr)> = Vec::new();
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        let is_init = std::ptr::eq(&**f, init);
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
+                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
+                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
+                _ => return,
+            };
+            for t in targets {
+                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                *assigned.entry(attr.clone()).or_default() += 1;
+                if let (true, Some(v)) = (is_init, value) {
+                    by_init.push((attr, v));
+                }
+            }
+        });
+    }
+    by_init.retain(|(a, _)| assigned.get(a) == Some(&1));
+    Some((init, by_init))
+}
+
 /// The options of a class that are off by default: `self.<attr>` set in
 /// `__init__` from a parameter whose default is `False` or `None`
 /// (`def __init__(self, configs, individual=False): self.individual =
@@ -64,83 +97,29 @@ const MODULE_SELF_METHODS: &[&str] = &[
 /// False`), and assigned nowhere else in the class. A branch under one
 /// runs only for a caller that turns it on.
 pub(super) fn off_by_default_options(body: &[Stmt]) -> HashSet<String> {
-    let Some(init) = body.iter().find_map(|s| match &s.kind {
-        StmtKind::Function(f) if f.name == "__init__" => Some(f),
-        _ => None,
-    }) else {
-        return HashSet::default();
-    };
+    let Some((init, set)) = set_once_by_init(body) else { return HashSet::default() };
     let off_value = |d: &Expr| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(false) | crate::ir::Literal::None));
-    let off = |p: &crate::ir::Param| p.default.as_ref().is_some_and(off_value);
-    // Every assignment of a `self.<attr>` in the class: an option set from
-    // the parameter once, and never again.
-    let mut assigned: HashMap<String, usize> = HashMap::default();
-    let mut from_off_param: HashSet<String> = HashSet::default();
-    for s in body {
-        let StmtKind::Function(f) = &s.kind else { continue };
-        let is_init = std::ptr::eq(f, init);
-        for_each_stmt_in_function(&f.body, &mut |s| {
-            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
-                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
-                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
-                _ => return,
-            };
-            for t in targets {
-                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
-                *assigned.entry(attr.clone()).or_default() += 1;
-                let param = value.and_then(Expr::as_name);
-                if is_init
-                    && (value.is_some_and(off_value) || param.is_some_and(|n| init.params.iter().any(|p| p.name == n && off(p))))
-                {
-                    from_off_param.insert(attr);
-                }
-            }
-        });
-    }
-    from_off_param.retain(|a| assigned.get(a) == Some(&1));
-    from_off_param
+    let off_param = |n: &str| init.params.iter().any(|p| p.name == n && p.default.as_ref().is_some_and(off_value));
+    set.into_iter().filter(|(_, v)| off_value(v) || v.as_name().is_some_and(off_param)).map(|(a, _)| a).collect()
 }
 
 /// The attributes a class's `__init__` sets from one of its flag
 /// parameters (default `True` or `False`) and nothing sets again: `self.ln
 /// = ln` with `def __init__(self, model, ln=True)`, attribute to parameter.
 pub(super) fn flag_options(body: &[Stmt]) -> HashMap<String, String> {
-    let Some(init) = body.iter().find_map(|s| match &s.kind {
-        StmtKind::Function(f) if f.name == "__init__" => Some(f),
-        _ => None,
-    }) else {
-        return HashMap::default();
-    };
-    let is_flag = |n: &str| {
-        init.params
-            .iter()
-            .any(|p| p.name == n && p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(_)))))
-    };
-    if !init.params.iter().any(|p| is_flag(&p.name)) {
+    let is_flag = |p: &crate::ir::Param| p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(crate::ir::Literal::Bool(_))));
+    // Most classes have no flag parameter: nothing to scan.
+    let has_flag = body.iter().any(|s| matches!(&s.kind, StmtKind::Function(f) if f.name == "__init__" && f.params.iter().any(is_flag)));
+    if !has_flag {
         return HashMap::default();
     }
-    let mut assigned: HashMap<String, usize> = HashMap::default();
-    let mut from_flag: HashMap<String, String> = HashMap::default();
-    for s in body {
-        let StmtKind::Function(f) = &s.kind else { continue };
-        let is_init = std::ptr::eq(f, init);
-        for_each_stmt_in_function(&f.body, &mut |s| {
-            let (targets, value): (&[Expr], Option<&Expr>) = match &s.kind {
-                StmtKind::Assign { targets, value, .. } => (targets, Some(value)),
-                StmtKind::AugAssign { target, .. } => (std::slice::from_ref(target), None),
-                _ => return,
-            };
-            for t in targets {
-                let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
-                *assigned.entry(attr.clone()).or_default() += 1;
-                if let Some(param) = value.and_then(Expr::as_name).filter(|n| is_init && is_flag(n)) {
-                    from_flag.insert(attr, param.to_string());
-                }
-            }
-        });
-    }
-    from_flag.retain(|a, _| assigned.get(a) == Some(&1));
-    from_flag
+    let Some((init, set)) = set_once_by_init(body) else { return HashMap::default() };
+    set.into_iter()
+        .filter_map(|(a, v)| {
+            let n = v.as_name()?;
+            init.params.iter().any(|p| p.name == n && is_flag(p)).then(|| (a, n.to_string()))
+        })
+        .collect()
 }
 
 /// A class's accessor methods: `def m(self)` whose every return gives
