@@ -63,6 +63,23 @@ fn drawn_names(target: &Expr, iter: &Expr) -> Vec<String> {
     names
 }
 
+/// What a loop binds in every iteration: the names of its counter, of
+/// augmented assignments and of nested loops' targets, and its plain
+/// assignments (targets and value), for the caller to read.
+fn loop_bindings<'s>(target: Option<&Expr>, body: &'s [Stmt]) -> (Vec<String>, Vec<(&'s [Expr], &'s Expr)>) {
+    let mut names = Vec::new();
+    if let Some(t) = target {
+        crate::facts::scan::flatten_tuple_names(t, &mut names);
+    }
+    let mut assigns = Vec::new();
+    crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
+        StmtKind::Assign { targets, value, .. } => assigns.push((&targets[..], &**value)),
+        StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut names),
+        _ => {}
+    });
+    (names, assigns)
+}
+
 /// Whether the call `x` writes a part of what the loop draws into a tensor
 /// made before it (`im_data.resize_(data[0].size()).copy_(data[0])`, a
 /// buffer on the device refilled each step): a copy from the host without
@@ -284,15 +301,10 @@ impl Context {
             return false;
         }
         // A test that names nothing the loop binds.
-        let mut bound: Vec<String> = Vec::new();
-        if let Some(t) = target {
-            crate::facts::scan::flatten_tuple_names(t, &mut bound);
+        let (mut bound, assigns) = loop_bindings(target, body);
+        for (targets, _) in assigns {
+            targets.iter().for_each(|t| crate::facts::scan::flatten_tuple_names(t, &mut bound));
         }
-        crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
-            StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| crate::facts::scan::flatten_tuple_names(t, &mut bound)),
-            StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut bound),
-            _ => {}
-        });
         ifs.iter().any(|(t, _)| !t.any(&mut |x| x.as_name().is_some_and(|n| bound.iter().any(|b| b == n))))
     }
 
@@ -516,16 +528,7 @@ impl Context {
         // (`x, y = get_batch()`). A name bound in the loop to a conversion
         // of fixed data (`inputs = torch.from_numpy(x_train)`) is the same
         // every time.
-        let mut bound: Vec<String> = Vec::new();
-        if let Some(t) = target {
-            crate::facts::scan::flatten_tuple_names(t, &mut bound);
-        }
-        let mut assigns: Vec<(&[Expr], &Expr)> = Vec::new();
-        crate::ir::for_each_stmt_in_function(body, &mut |s| match &s.kind {
-            StmtKind::Assign { targets, value, .. } => assigns.push((targets, value)),
-            StmtKind::AugAssign { target, .. } | StmtKind::For { target, .. } => crate::facts::scan::flatten_tuple_names(target, &mut bound),
-            _ => {}
-        });
+        let (mut bound, assigns) = loop_bindings(target.map(|t| &**t), body);
         // Written in place (`im_data.copy_(data[0])`): new data each time.
         let mut draws = false;
         crate::ir::for_each_expr_in_function(body, &mut |x| {
