@@ -271,12 +271,15 @@ impl Context {
                 match &s.kind {
                     StmtKind::With { body, .. } | StmtKind::Block(body) => collect(body, ifs),
                     StmtKind::Try(t) => collect(&t.body, ifs),
-                    StmtKind::If { test, body, orelse } if crate::facts::guards::gpu_arm(test).is_none() => {
-                        if !crate::facts::guards::is_interval_guard(test) && !test.any(&mut |x| x.as_call().is_some()) {
-                            let mut arms = every_iteration(body);
-                            arms.extend(every_iteration(orelse));
-                            ifs.push((test, arms));
-                        }
+                    // A test of the configuration: not the GPU's, no interval, no call.
+                    StmtKind::If { test, body, orelse }
+                        if crate::facts::guards::gpu_arm(test).is_none()
+                            && !crate::facts::guards::is_interval_guard(test)
+                            && !test.any(&mut |x| x.as_call().is_some()) =>
+                    {
+                        let mut arms = every_iteration(body);
+                        arms.extend(every_iteration(orelse));
+                        ifs.push((test, arms));
                     }
                     _ => {}
                 }
