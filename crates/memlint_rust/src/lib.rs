@@ -295,7 +295,7 @@ impl Lower {
     }
 
     fn function(&mut self, attrs: &[syn::Attribute], sig: &syn::Signature, body: Option<&syn::Block>) -> Function {
-        let params = sig
+        let params: Vec<Param> = sig
             .inputs
             .iter()
             .map(|a| match a {
@@ -312,6 +312,9 @@ impl Lower {
             name: sig.ident.to_string(),
             name_span: spanned(&sig.ident),
             decorators: attrs.iter().map(|a| self.path(a.path())).collect(),
+            positional: u16::try_from(params.len()).unwrap_or(u16::MAX),
+            var_positional: false,
+            var_keywords: false,
             params,
             locals: memlint_semantic::ir::bound_names(&body),
             body,

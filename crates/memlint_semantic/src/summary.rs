@@ -5,8 +5,9 @@ use rustc_hash::FxHashMap as HashMap;
 
 use std::sync::Arc;
 
-use crate::context::{class_attr_kinds, Context, ContextOptions, ModuleFacts, Visitor};
+use crate::context::{class_attr_kinds, self_calls_under_options, Context, ContextOptions, ModuleFacts, OptionArm, Visitor};
 use crate::facts::scan::calls_backward;
+use crate::index::calls::{passed, LiteralFlags};
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
 use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind, Words};
 use crate::ValueKind;
@@ -40,6 +41,7 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         facts: None,
         dynamic: Default::default(),
         volatile: Default::default(),
+        option_arms: HashMap::default(),
     };
     Context::walk(module, options, &mut v);
     let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], volatile, .. } = v;
@@ -81,6 +83,10 @@ struct SummaryVisitor {
     /// Functions that pass `volatile=` (`Variable(x, volatile=True)`):
     /// written for PyTorch before 0.4, where that turned grad off.
     volatile: rustc_hash::FxHashSet<String>,
+    /// In the methods of a class whose attribute holds one of several
+    /// classes: the configuration test arm each `self.<attr>(...)` call
+    /// is under, by the call's start.
+    option_arms: HashMap<u32, OptionArm>,
 }
 
 impl SummaryVisitor {
@@ -107,7 +113,24 @@ impl SummaryVisitor {
             return false;
         }
         let Some(caller) = cx.function_qualname() else { return false };
-        let Some(class) = cx.instance_class(&format!("self.{attr}")) else { return false };
+        let Some(mut class) = cx.instance_class(&format!("self.{attr}")) else { return false };
+        // One of several classes (`if config.stochastic: self.dp = A()
+        // else: self.dp = B()`): under the arm of the same test that
+        // built one, it is that one; otherwise the index tells them apart
+        // by what the call passes.
+        let choices = cx.instance_alternatives(attr);
+        let built_here = self.option_arms.get(&func.span.start).and_then(|arm| {
+            let mut built = choices.iter().filter(|(_, a)| a.as_ref() == Some(arm));
+            let one = built.next()?;
+            built.next().is_none().then(|| one.0.clone())
+        });
+        let alternatives = match built_here {
+            Some(c) => {
+                class = c;
+                Vec::new()
+            }
+            None => choices.iter().map(|(c, _)| c.clone()).collect(),
+        };
         let flags = LiteralFlags::of(args, keywords);
         let (positional, keywords) = passed(args, keywords);
         self.summary.calls.push(CallSite {
@@ -121,6 +144,7 @@ impl SummaryVisitor {
             false_keywords: flags.false_keywords,
             true_positions: flags.true_positions,
             true_keywords: flags.true_keywords,
+            alternatives,
             ..CallSite::default()
         });
         true
@@ -141,6 +165,9 @@ impl SummaryVisitor {
     }
 
     fn function(&mut self, f: &crate::ir::Function, cx: &Context) {
+        if cx.in_class_body() && cx.class_has_alternatives() {
+            self_calls_under_options(&f.body, &mut self.option_arms);
+        }
         let qualname = cx.qualname_for(&f.name);
         let class = if cx.in_class_body() { cx.current_class_qualname() } else { None };
         let offset = usize::from(class.is_some());
@@ -210,6 +237,15 @@ impl SummaryVisitor {
                 })
                 .collect(),
             flag_values: Vec::new(),
+            signature: (f.name == crate::api::nn::FORWARD && offset == 1).then(|| {
+                let named = f.params.len() - usize::from(f.var_positional) - usize::from(f.var_keywords);
+                Box::new(crate::index::calls::Signature {
+                    params: f.params[1.min(named)..named].iter().map(|p| (p.name.clone(), p.default.is_some())).collect(),
+                    positional: usize::from(f.positional).saturating_sub(1),
+                    var_positional: f.var_positional,
+                    var_keywords: f.var_keywords,
+                })
+            }),
             // A helper that moves its argument is a few lines long.
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
@@ -397,42 +433,10 @@ impl Visitor for SummaryVisitor {
             host_arg: every_call && args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
             instance: false,
+            alternatives: Vec::new(),
         });
     }
 
-}
-
-/// The arguments of a call given a literal flag: `False` (or an
-/// evaluation mode's name, `"eval"`: what turns training off) and `True`,
-/// by position and by keyword.
-struct LiteralFlags {
-    false_positions: Vec<usize>,
-    false_keywords: Vec<String>,
-    true_positions: Vec<usize>,
-    true_keywords: Vec<String>,
-}
-
-impl LiteralFlags {
-    fn of(args: &[Expr], keywords: &[crate::ir::Keyword]) -> LiteralFlags {
-        let off = |a: &Expr| a.is_false() || crate::facts::guards::is_eval_mode_literal(a);
-        let on = |a: &Expr| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Bool(true)));
-        let positions = |f: &dyn Fn(&Expr) -> bool| args.iter().enumerate().filter(|(_, a)| f(a)).map(|(i, _)| i).collect();
-        let names = |f: &dyn Fn(&Expr) -> bool| {
-            keywords.iter().filter(|k| f(&k.value)).filter_map(|k| k.name.as_deref().map(str::to_string)).collect()
-        };
-        LiteralFlags { false_positions: positions(&off), false_keywords: names(&off), true_positions: positions(&on), true_keywords: names(&on) }
-    }
-}
-
-/// How many positional arguments a call passes (`u8::MAX` with a `*args`
-/// splat: any number) and the names of its keywords (`**` for a splat).
-fn passed(args: &[Expr], keywords: &[crate::ir::Keyword]) -> (u8, Vec<String>) {
-    let positional = if args.iter().any(|a| matches!(a.kind, ExprKind::Starred(_))) {
-        u8::MAX
-    } else {
-        u8::try_from(args.len()).unwrap_or(u8::MAX)
-    };
-    (positional, keywords.iter().map(|k| k.name.as_deref().unwrap_or("**").to_string()).collect())
 }
 
 /// A cheap syntactic filter before [`applies_grad_off`] resolves names:

@@ -91,7 +91,9 @@ declare_rule! {
     /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
-    /// self.cache is None:`), unit tests and helpers named for drawing or
+    /// self.cache is None:`) or rebuilt when a longer input than any before
+    /// outgrows it (`if seq_len > self.max_position_embeddings:` around code
+    /// that stores to `self` or calls `self.register_buffer`), unit tests and helpers named for drawing or
     /// showing results (`visualize_results`, `plot_samples`: once per
     /// epoch or report) are not reported. The `forward` of a custom
     /// `torch.autograd.Function` is not step code of its own (it runs where
@@ -123,7 +125,10 @@ declare_rule! {
     /// from a parent's only call of a submodule; `if self.ln:` with
     /// `self.ln = ln` kept by `__init__` and every construction giving
     /// `ln` the same value; a submodule built by `Vision._from_config(cfg)`
-    /// or `from_pretrained` is an instance of its class), or under a test for
+    /// or `from_pretrained` is an instance of its class; an attribute built
+    /// as one of two classes by a configuration test is called as the one
+    /// whose `forward` takes the keywords passed, `reverse=True` naming the
+    /// stochastic predictor, and a call both would take counts for neither), or under a test for
     /// NaN or infinite values (`if torch.isnan(k).any():`, a recovery
     /// path). A `def forward(self, x)` outside any class (a method pasted
     /// into a notebook cell to explain it) is not step code.
@@ -422,7 +427,9 @@ fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
     let guarded = module.tree.guards(id).any(|(guard, arm)| {
         arm == Arm::Body
             && module.stmt(guard).is_some_and(|s| match &s.kind {
-                StmtKind::If { test, .. } => tests_for_missing_state(test, checker),
+                StmtKind::If { test, body, .. } => {
+                    tests_for_missing_state(test, checker) || (tests_for_outgrown_state(test) && stores_state(body))
+                }
                 _ => false,
             })
     });
@@ -509,6 +516,46 @@ fn tests_for_present_state(test: &Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// `seq_len > self.max_seq_len_cached`, `self.cached_len < t`, alone or
+/// in an `and`: the input has outgrown what a cache holds, which happens
+/// when a longer input than any before arrives, not on every call.
+fn tests_for_outgrown_state(test: &Expr) -> bool {
+    // `self.max_len`, `self.cos_cached.shape[0]`: the object's own state.
+    let state = |e: &Expr| {
+        let e = match &e.kind {
+            ExprKind::Subscript { value, .. } => value,
+            _ => e,
+        };
+        e.dotted().is_some_and(|d| d.starts_with("self."))
+    };
+    match &test.kind {
+        ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(tests_for_outgrown_state),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => match ops[0] {
+            CmpOp::Gt | CmpOp::GtE => state(&comparators[0]) && !state(left),
+            CmpOp::Lt | CmpOp::LtE => state(left) && !state(&comparators[0]),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// Whether a body stores what it builds in the object (`self.inv_freq =
+/// ...`, `self.register_buffer("inv_freq", ...)`): a cache refilled.
+fn stores_state(body: &[Stmt]) -> bool {
+    let mut found = false;
+    memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
+        found = found
+            || match &s.kind {
+                StmtKind::Assign { targets, .. } => targets.iter().any(|t| t.dotted().is_some_and(|d| d.starts_with("self."))),
+                StmtKind::Expr(e) => e
+                    .as_method_call()
+                    .is_some_and(|(recv, method)| recv.as_name() == Some("self") && method == "register_buffer"),
+                _ => false,
+            };
+    });
+    found
 }
 
 /// State that outlives a call: an attribute (`self.cache`), or what

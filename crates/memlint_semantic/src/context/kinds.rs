@@ -162,9 +162,10 @@ pub(super) fn self_accessors(body: &[Stmt]) -> HashMap<String, String> {
 pub(super) fn class_attr_facts(
     body: &[Stmt],
     cx: &Context,
-) -> (HashSet<String>, HashMap<String, String>, HashMap<String, String>) {
+) -> ClassAttrFacts {
     let mut frozen = HashSet::default();
-    let mut instances = HashMap::default();
+    let mut instances: HashMap<String, String> = HashMap::default();
+    let mut alternatives: HashMap<String, Vec<String>> = HashMap::default();
     let mut layers = HashMap::default();
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
@@ -193,7 +194,14 @@ pub(super) fn class_attr_facts(
                         if let Some(class) = cx.instance_class_of_call(func) {
                             for t in targets {
                                 if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
-                                    instances.insert(attr.to_string(), class.clone());
+                                    if let Some(before) = instances.insert(attr.to_string(), class.clone()).filter(|b| *b != class) {
+                                        let all = alternatives.entry(attr.to_string()).or_default();
+                                        for c in [before, class.clone()] {
+                                            if !all.contains(&c) {
+                                                all.push(c);
+                                            }
+                                        }
+                                    }
                                 }
                             }
                         } else if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module(crate::api::nn::NN)) {
@@ -209,7 +217,107 @@ pub(super) fn class_attr_facts(
             });
         }
     }
-    (frozen, instances, layers)
+    // Which arm of a configuration test built each class (`if
+    // config.stochastic: self.dp = A(...) else: self.dp = B(...)`).
+    let mut alternatives: HashMap<String, Vec<(String, Option<OptionArm>)>> =
+        alternatives.into_iter().map(|(attr, classes)| (attr, classes.into_iter().map(|c| (c, None)).collect())).collect();
+    if !alternatives.is_empty() {
+        for s in body {
+            let StmtKind::Function(f) = &s.kind else { continue };
+            for_each_under_option(&f.body, None, &mut |s, arm| {
+                let (Some(arm), StmtKind::Assign { targets, value, .. }) = (arm, &s.kind) else { return };
+                let Some(class) = value.as_call().and_then(|(func, _, _)| cx.instance_class_of_call(func)) else { return };
+                for t in targets {
+                    let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).map(str::to_string) else { continue };
+                    if let Some(entry) = alternatives.get_mut(&attr).and_then(|all| all.iter_mut().find(|(c, _)| *c == class)) {
+                        entry.1 = Some(arm.clone());
+                    }
+                }
+            });
+        }
+    }
+    ClassAttrFacts { frozen, instances, alternatives, layers }
+}
+
+/// What a class's methods assign to its attributes
+/// ([`class_attr_facts`]).
+pub(super) struct ClassAttrFacts {
+    /// Attributes frozen (`self.enc.requires_grad_(False)`).
+    pub frozen: HashSet<String>,
+    /// The project class of the instance each attribute holds (the last
+    /// assigned, when several are).
+    pub instances: HashMap<String, String>,
+    /// Attributes assigned instances of several project classes (`if
+    /// config.stochastic: self.dp = A(config) else: self.dp = B(config)`):
+    /// every class, in order, each with the configuration test arm that
+    /// builds it when there is one.
+    pub alternatives: HashMap<String, Vec<(String, Option<OptionArm>)>>,
+    /// The `torch.nn` layer class each attribute holds (`self.fc =
+    /// nn.Linear(...)`: `Linear`).
+    pub layers: HashMap<String, String>,
+}
+
+/// An arm of a test of a configuration option: the option as read
+/// without `self.` (`config.stochastic` for `self.config.stochastic`) and
+/// whether the option holds there (`false` in the `else` arm, or under
+/// `not`).
+pub(crate) type OptionArm = (String, bool);
+
+/// Per class, its attributes that hold one of several project classes
+/// ([`ClassAttrFacts::alternatives`]).
+pub(super) type ClassAlternatives = HashMap<String, HashMap<String, Vec<(String, Option<OptionArm>)>>>;
+
+/// The option an `if` tests, `config.stochastic` for `if
+/// self.config.stochastic:` or `if not config.stochastic:`, and whether
+/// its body runs when the option holds.
+fn option_test(test: &Expr) -> Option<OptionArm> {
+    match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => option_test(operand).map(|(o, holds)| (o, !holds)),
+        ExprKind::Attribute { .. } | ExprKind::Name(_) => {
+            let d = test.dotted()?;
+            Some((d.strip_prefix("self.").unwrap_or(&d).to_string(), true))
+        }
+        _ => None,
+    }
+}
+
+/// Records, by each call's start, the configuration test arm
+/// ([`OptionArm`]) every `self.<attr>(...)` call of a method body is
+/// under.
+pub(crate) fn self_calls_under_options(body: &[Stmt], out: &mut HashMap<u32, OptionArm>) {
+    fn calls_of_self(e: &Expr, arm: &OptionArm, out: &mut HashMap<u32, OptionArm>) {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            if matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")) {
+                out.insert(func.span.start, arm.clone());
+            }
+        }
+        e.for_each_child(|c| calls_of_self(c, arm, out));
+    }
+    for_each_under_option(body, None, &mut |s, arm| {
+        if let (Some(arm), false) = (arm, matches!(s.kind, StmtKind::Function(_) | StmtKind::Class(_))) {
+            s.for_each_expr(|e| calls_of_self(e, arm, out));
+        }
+    });
+}
+
+/// Visits every statement of a function body (not nested definitions)
+/// with the innermost configuration test arm it is under
+/// ([`OptionArm`]), `None` outside any.
+fn for_each_under_option<'a>(body: &'a [Stmt], arm: Option<&OptionArm>, f: &mut dyn FnMut(&'a Stmt, Option<&OptionArm>)) {
+    for s in body {
+        f(s, arm);
+        match &s.kind {
+            StmtKind::Function(_) | StmtKind::Class(_) => {}
+            StmtKind::If { test, body, orelse } => match option_test(test) {
+                Some((option, holds)) => {
+                    for_each_under_option(body, Some(&(option.clone(), holds)), f);
+                    for_each_under_option(orelse, Some(&(option, !holds)), f);
+                }
+                None => s.child_blocks().for_each(|b| for_each_under_option(b, arm, f)),
+            },
+            _ => s.child_blocks().for_each(|b| for_each_under_option(b, arm, f)),
+        }
+    }
 }
 
 impl Context {

@@ -30,7 +30,7 @@ mod sync;
 mod waiting;
 mod walk;
 
-pub(crate) use kinds::class_attr_kinds;
+pub(crate) use kinds::{class_attr_kinds, self_calls_under_options, OptionArm};
 use kinds::class_attr_facts;
 
 /// What kind of value a binding is known to hold.
@@ -366,6 +366,9 @@ pub struct Context {
     /// (`self.ln = ln`), attribute to parameter ([`kinds::flag_options`]).
     class_flag_options: HashMap<String, HashMap<String, String>>,
     class_instances: HashMap<String, HashMap<String, String>>,
+    /// Per class, its attributes that hold instances of several project
+    /// classes ([`kinds::ClassAttrFacts::alternatives`]).
+    class_alternatives: kinds::ClassAlternatives,
     /// Per class (qualified): `self.<attr>` assigned a `torch.nn` layer,
     /// by the layer's class name (`self.act = nn.Sigmoid()` -> `Sigmoid`).
     class_layers: HashMap<String, HashMap<String, String>>,
@@ -479,6 +482,7 @@ impl Context {
             class_off_options: HashMap::default(),
             class_flag_options: HashMap::default(),
             class_instances: HashMap::default(),
+            class_alternatives: HashMap::default(),
             class_layers: HashMap::default(),
             assign_targets: Vec::new(),
             data_swap: None,

@@ -164,6 +164,23 @@ impl Context {
         self.class_instances.get(self.current_class()?)?.get(attr).cloned()
     }
 
+    /// The project classes `self.<attr>` may hold when its class assigns it
+    /// instances of several (chosen by a configuration test), in order,
+    /// each with the test arm that builds it when there is one; empty when
+    /// it holds one or none.
+    pub fn instance_alternatives(&self, attr: &str) -> &[(String, Option<super::OptionArm>)] {
+        self.current_class()
+            .and_then(|c| self.class_alternatives.get(c))
+            .and_then(|m| m.get(attr))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether the current class has an attribute that holds one of
+    /// several project classes ([`Context::instance_alternatives`]).
+    pub fn class_has_alternatives(&self) -> bool {
+        self.current_class().is_some_and(|c| self.class_alternatives.contains_key(c))
+    }
+
     /// Whether a call returns a loss summed over the samples: a torch loss
     /// with `reduction="sum"`, a project loss function that sums its
     /// losses, or an instance of a project loss module whose `forward`

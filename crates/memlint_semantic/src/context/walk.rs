@@ -692,7 +692,10 @@ impl Context {
                 self.class_stack.push(name.clone());
                 let qualname = self.qualname_for(name);
                 let attrs = self.class_attrs.take().unwrap_or_else(|| class_attr_kinds(body, self));
-                let (frozen, instances, layers) = class_attr_facts(body, self);
+                let super::kinds::ClassAttrFacts { frozen, instances, alternatives, layers } = class_attr_facts(body, self);
+                if !alternatives.is_empty() {
+                    self.class_alternatives.insert(qualname.clone(), alternatives);
+                }
                 self.class_frozen.insert(qualname.clone(), frozen);
                 if !self.options.summary_only {
                     let accessors = super::kinds::self_accessors(body);

@@ -204,10 +204,25 @@ impl ProjectIndex {
         // reverse=True)`, with `self.dp = DurationPredictor(...)`) calls its
         // class's `forward` each time the method runs: counted as a call
         // of that `forward`.
+        // An attribute that holds one of several classes (chosen by a
+        // configuration test the call is not under) is called as the one
+        // whose `forward` takes what the call passes (`reverse=True`); a
+        // call more than one would take is not known to call any.
         let submodule_calls: Vec<(String, &CallSite)> = instance_calls
             .iter()
             .filter(|c| c.caller.is_some())
-            .filter_map(|c| Some((self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD)?, c)))
+            .filter_map(|c| {
+                if c.alternatives.is_empty() {
+                    return Some((self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD)?, c));
+                }
+                let mut takes = c.alternatives.iter().filter_map(|class| {
+                    let q = self.method_of(self.canonical_str(class), crate::api::nn::FORWARD)?;
+                    let f = self.functions.get(&q)?;
+                    f.signature.as_ref().is_none_or(|s| s.accepts(c.positional, &c.keywords)).then_some(q)
+                });
+                let one = takes.next()?;
+                takes.next().is_none().then_some((one, c))
+            })
             .collect();
         let all = || calls.iter().map(|c| (c.callee.as_str(), c)).chain(submodule_calls.iter().map(|(q, c)| (q.as_str(), *c)));
         let mut repeated: HashSet<&str> = HashSet::default();

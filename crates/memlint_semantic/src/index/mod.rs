@@ -212,6 +212,11 @@ pub struct FunctionSummary {
     /// leaves the default `v`), `None` when calls differ, pass a value
     /// that is not a literal, or no call is seen.
     pub flag_values: Vec<Option<bool>>,
+    /// For a method named `forward`: how it takes its arguments, so that a
+    /// call of a submodule that may be one of several classes (`self.dp`
+    /// built as `A(...)` or `B(...)` by a configuration test) is told
+    /// apart by what it passes.
+    pub signature: Option<Box<calls::Signature>>,
     /// The position (after `self`) of a parameter the function returns
     /// moved to an accelerator: a helper like `to_var(x)` (`if
     /// torch.cuda.is_available(): x = x.cuda()`, then `return Variable(x)`)
@@ -288,6 +293,11 @@ pub struct CallSite {
     /// arguments of its `forward` read these
     /// ([`ProjectIndex::record_optional_arguments`]); the call graph does not.
     pub instance: bool,
+    /// For a submodule's call, every class the attribute may hold when
+    /// its class assigns several (`callee` is one of them): the index
+    /// keeps the call only for the one class whose `forward` accepts what
+    /// is passed, and drops it when more than one does.
+    pub alternatives: Vec<String>,
 }
 
 /// What one class looks like from its own file.
@@ -422,6 +432,7 @@ pub struct ProjectIndex {
 type MethodCache = std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>;
 
 mod build;
+pub(crate) mod calls;
 mod project;
 mod resolve;
 

@@ -194,6 +194,15 @@ pub struct Function {
     pub decorators: Vec<Expr>,
     /// Parameters in order.
     pub params: Vec<Param>,
+    /// How many of `params`, from the first, may be passed by position
+    /// (Python's positional-only and positional-or-keyword parameters);
+    /// keyword-only ones follow, then `*args` and `**kwargs` when the
+    /// function has them.
+    pub positional: u16,
+    /// The function takes `*args`: any number of positional arguments.
+    pub var_positional: bool,
+    /// The function takes `**kwargs`: any keyword argument.
+    pub var_keywords: bool,
     /// Body statements.
     pub body: Vec<Stmt>,
     /// The identifiers of [`Words`] the definition mentions (decorators,

@@ -208,6 +208,8 @@ impl<'a> Writer<'a> {
                 self.span(f.name_span);
                 self.exprs(&f.decorators);
                 self.params(&f.params);
+                self.uint(u64::from(f.positional));
+                self.byte(u8::from(f.var_positional) | (u8::from(f.var_keywords) << 1));
                 self.stmts(&f.body);
                 self.uint(u64::from(f.words.0));
                 self.uint(f.locals.len() as u64);
@@ -581,15 +583,23 @@ impl<'b> Reader<'b> {
                 items: self.many(|r| Some(WithItem { context: r.expr()?, target: r.opt_expr()? }))?,
                 body: self.stmts()?,
             },
-            8 => StmtKind::Function(Box::new(Function {
-                name: self.string()?,
-                name_span: self.span()?,
-                decorators: self.exprs()?,
-                params: self.params()?,
-                body: self.stmts()?,
-                words: Words(u32::try_from(self.uint()?).ok()?),
-                locals: Arc::from(self.many(Self::ident)?),
-            })),
+            8 => {
+                let (name, name_span, decorators, params) = (self.string()?, self.span()?, self.exprs()?, self.params()?);
+                let positional = u16::try_from(self.uint()?).ok()?;
+                let star = self.byte()?;
+                StmtKind::Function(Box::new(Function {
+                    name,
+                    name_span,
+                    decorators,
+                    params,
+                    positional,
+                    var_positional: star & 1 != 0,
+                    var_keywords: star & 2 != 0,
+                    body: self.stmts()?,
+                    words: Words(u32::try_from(self.uint()?).ok()?),
+                    locals: Arc::from(self.many(Self::ident)?),
+                }))
+            }
             9 => StmtKind::Class(Box::new(Class {
                 name: self.string()?,
                 bases: self.exprs()?.into_boxed_slice(),
