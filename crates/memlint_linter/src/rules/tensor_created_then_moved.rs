@@ -76,7 +76,9 @@ declare_rule! {
     /// A `device` that is the CPU at run time makes the move a no-op (then
     /// `device=` is as good); a name the file binds to the CPU and to no
     /// other device (`DEVICE = torch.device("cpu")`, hard-coded in a
-    /// course notebook) is not reported. `torch.tensor(data)` and the `*_like`
+    /// course notebook) is not reported, nor is a move to the device of a
+    /// loader's batch the function never moves (`.to(batch_y.device)` after
+    /// `batch_y = batch_y.float()`: a copy from the CPU to the CPU). `torch.tensor(data)` and the `*_like`
     /// factories are not reported: the first copies from host data either
     /// way, the others follow their input's device. Nor is a random draw
     /// from a generator passed as `generator=` (seeded, on the host:

@@ -150,6 +150,18 @@ impl Context {
             || device.as_name().is_some_and(|n| {
                 self.visible_frames().any(|f| f.cpu_devices.contains(n)) && !self.visible_frames().any(|f| f.other_devices.contains(n))
             })
+            || self.device_of_host_batch(device)
+    }
+
+    /// `batch_y.device` with `batch_y` a loader's batch the function never
+    /// moves (`batch_y = batch_y.float()` only): the CPU.
+    fn device_of_host_batch(&self, device: &Expr) -> bool {
+        let ExprKind::Attribute { value, attr, .. } = &device.kind else { return false };
+        let mut base = &**value;
+        while let ExprKind::Subscript { value, .. } = &base.kind {
+            base = value;
+        }
+        attr.as_str() == "device" && base.as_name().is_some_and(|n| self.is_unmoved_batch(n))
     }
 
     /// The project class an instance binding holds (`meter = AverageMeter()`,

@@ -305,7 +305,7 @@ impl Context {
 
     /// Whether `name` holds a loader's batch that the current function
     /// never moves to a device: a CPU tensor.
-    fn is_unmoved_batch(&self, name: &str) -> bool {
+    pub(super) fn is_unmoved_batch(&self, name: &str) -> bool {
         if !self.is_batch(name) {
             return false;
         }
