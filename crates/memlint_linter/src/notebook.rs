@@ -589,10 +589,28 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
             rest.is_empty() || rest.starts_with(',') || rest.starts_with(')') || rest == "pass" || rest.starts_with("pass ")
         })
     }
+    // `x = x.view(# COMPLETE HERE)`, `print( # complete here )`: the
+    // blank's comment holds the closing bracket, so everything after that
+    // line is read inside the call (errors there, up to the end of the
+    // cell, come from the blank).
+    let mut offset = 0;
+    let mut swallowed_from = usize::MAX;
+    for line in source.split_inclusive('\n') {
+        let code = line.split('#').next().unwrap_or("");
+        let opened = code.matches(['(', '[', '{']).count() > code.matches([')', ']', '}']).count();
+        if opened && marks_a_blank(line) {
+            swallowed_from = offset;
+            break;
+        }
+        offset += line.len();
+    }
     let mut errors = errors.peekable();
     errors.peek().is_some()
         && errors.all(|(message, start)| {
             let at = (start as usize).min(source.len());
+            if at >= swallowed_from {
+                return true;
+            }
             let Some(before) = source.get(..at) else { return false };
             let line_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
             if message.starts_with("Expected an indented block") {
@@ -676,7 +694,9 @@ fn has_placeholder(line: &str) -> bool {
 fn marks_a_blank(line: &str) -> bool {
     let Some((_, comment)) = line.split_once('#') else { return false };
     let comment = comment.to_ascii_lowercase();
-    ["your code", "todo", "fill in", "fill this"].iter().any(|m| comment.contains(m))
+    // `# COMPLETE HERE`, `# complete the loop`, `# code here`.
+    ["your code", "todo", "fill in", "fill this", "complete here", "to complete", "code here"].iter().any(|m| comment.contains(m))
+        || comment.trim_start().starts_with("complete")
 }
 
 /// Whether a cell whose first line is indented parses once that
@@ -1159,6 +1179,13 @@ mod tests {
         assert!(!in_module("def f(:\n    pass\n"));
         assert!(!in_module("loss = \n"));
         assert!(in_module("loss =  # TODO: your code\n"));
+        // Blanks marked `# COMPLETE HERE` in a header or inside a call.
+        assert!(blank("for # COMPLETE HERE\n    pass\n"));
+        assert!(blank("if # COMPLETE HERE\n    x = 1\n"));
+        assert!(blank("print( # complete here )\n"));
+        assert!(blank("def f(x):\n    x = x.view(# COMPLETE HERE)\n    x = # COMPLETE HERE\n    return x\n"));
+        // A real error beside an ordinary comment is no blank.
+        assert!(!blank("x = f(1,\ny = 2  # the training is completed\n"));
         assert!(!blank("y = (1,\n"));
         assert!(!blank("def f(:\n    pass\n"));
         assert!(!blank("if a == :\n    pass\n"));
