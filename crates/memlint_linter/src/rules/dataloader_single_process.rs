@@ -74,7 +74,9 @@ declare_rule! {
     /// plot; in a training loop it draws every step's batch), one only an
     /// inference or feature-extraction loop iterates, nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
-    /// cannot read, nor one returned by a helper function that nothing in
+    /// cannot read, nor one whose batch is the whole dataset
+    /// (`batch_size=len(dataset)`: one batch per epoch, nothing for workers
+    /// to split), nor one returned by a helper function that nothing in
     /// the run calls (a method may be called by a framework and still
     /// counts). Other in-memory datasets (one that converts each item,
     /// `torch.flip(self.data[i])`) are reported though workers would
@@ -104,7 +106,7 @@ impl Rule for DataloaderSingleProcess {
         }
         let sites = checker.loader_sites();
         for site in sites.iter() {
-            if site.in_memory || !site.num_workers.absent_or(0) || !checker.loader_feeds_training(site) {
+            if site.in_memory || site.whole_dataset || !site.num_workers.absent_or(0) || !checker.loader_feeds_training(site) {
                 continue;
             }
             let (span, what) = match site.num_workers {

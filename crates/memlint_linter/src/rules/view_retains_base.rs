@@ -1,5 +1,5 @@
 use memlint_diagnostics::Span;
-use memlint_semantic::ir::{Expr, ExprKind, Stmt, StmtKind};
+use memlint_semantic::ir::{Expr, ExprKind, Literal, Stmt, StmtKind};
 use memlint_semantic::{Part, ValueKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
@@ -75,7 +75,10 @@ declare_rule! {
     /// stores other views of the same base on `self` (`self.lo = ar[:, 0];
     /// self.hi = ar[:, 1]`): the base is kept in parts, all of them used.
     /// Attributes of a model's output (`out.logits[:, -1]`) are taken as
-    /// tensors. Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
+    /// tensors. Nor is `out[0]` where `out` is computed in the function from
+    /// a tensor given a leading dimension of size 1 there
+    /// (`x.unsqueeze(0)`, `x[None]`: a batch of one, whose `[0]` is all of
+    /// it). Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
     /// tensor) is reported although it pins nothing extra. `reshape` of a
     /// non-contiguous tensor copies, but is still treated as a view.
     ///
@@ -135,6 +138,12 @@ impl ViewRetainsBase {
         if !returned && Self::kept_in_parts(checker, value, &b) {
             return;
         }
+        // `out[0]` of an `out` computed from a batch of one the function
+        // made (`x.unsqueeze(0)`, `x[None]`): the index drops a dimension of
+        // size 1, the view is all of the base.
+        if Self::drops_a_batch_of_one(checker, value, &b) {
+            return;
+        }
         let freed_otherwise = if cx.in_loop() && !returned {
             cx.is_iteration_local(&root)
         } else {
@@ -168,6 +177,48 @@ impl ViewRetainsBase {
             }
         });
         found
+    }
+
+    /// Whether `value` is `base[0]` and `base` is computed in the function
+    /// from a tensor given a leading dimension of size 1 there
+    /// (`ct = torch.tensor(chunk).unsqueeze(0)`, then `out =
+    /// F.grid_sample(ct, grid)`, then `return out[0]`).
+    fn drops_a_batch_of_one(checker: &Checker<'_>, value: &Expr, base: &str) -> bool {
+        let ExprKind::Subscript { index, .. } = &value.kind else { return false };
+        if !matches!(index.kind, ExprKind::Literal(Literal::Int(0))) {
+            return false;
+        }
+        let module = checker.module();
+        let Some(id) = module.tree.owner(value.id) else { return false };
+        let Some(body) = module.enclosing_function_body(id) else { return false };
+        let mut bound: Vec<(String, &Expr)> = Vec::new();
+        memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
+            if let StmtKind::Assign { targets, value: v, .. } = &s.kind {
+                for t in targets {
+                    if let Some(d) = t.dotted() {
+                        bound.push((d.to_string(), v));
+                    }
+                }
+            }
+        });
+        let adds_unit_dim = |e: &Expr| {
+            e.any(&mut |x| match &x.kind {
+                ExprKind::Subscript { index, .. } => match &index.kind {
+                    ExprKind::Sequence(items) => items.first().is_some_and(Expr::is_none),
+                    _ => index.is_none(),
+                },
+                _ => {
+                    x.as_method_call().is_some_and(|(_, m)| m == "unsqueeze")
+                        && x.as_call()
+                            .and_then(|(_, args, _)| args.first().or_else(|| x.keyword("dim")))
+                            .is_some_and(|a| matches!(a.kind, ExprKind::Literal(Literal::Int(0))))
+                }
+            })
+        };
+        let made_from_one = |name: &str| bound.iter().any(|(n, v)| n == name && adds_unit_dim(v));
+        bound.iter().filter(|(n, _)| n == base).any(|(_, v)| {
+            adds_unit_dim(v) || v.any(&mut |x| x.as_name().is_some_and(|n| n != base && made_from_one(n)))
+        })
     }
 
     fn container_outlives(checker: &Checker<'_>, container: &Expr) -> bool {

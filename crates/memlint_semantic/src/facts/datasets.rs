@@ -582,8 +582,14 @@ fn items_only(class_body: &[Stmt]) -> bool {
         }
         let body: Vec<&Stmt> =
             f.body.iter().filter(|s| !matches!(&s.kind, StmtKind::Expr(e) if matches!(e.kind, ExprKind::Literal(_)))).collect();
+        // `self.data[idx]`, or a part of it, `self.data[idx][0]`.
         let item = |e: &Expr| {
-            matches!(&unwrap_tensor(e).kind, ExprKind::Subscript { value, .. } if value.dotted().is_some_and(|d| d.starts_with("self.")))
+            let ExprKind::Subscript { value, .. } = &unwrap_tensor(e).kind else { return false };
+            let mut base = &**value;
+            while let ExprKind::Subscript { value, .. } = &base.kind {
+                base = value;
+            }
+            base.dotted().is_some_and(|d| d.starts_with("self."))
         };
         // `{k: torch.tensor(v[i]) for k, v in self.encodings.items()}`.
         let dict_of_items = |e: &Expr| match &e.kind {

@@ -60,6 +60,9 @@ pub struct LoaderSite {
     /// attributes, built in the call or bound to the name passed): batches
     /// are slices of memory, with nothing for worker processes to do.
     pub in_memory: bool,
+    /// The batch is the whole dataset (`batch_size=len(dataset)`): one
+    /// batch per epoch, which workers cannot split.
+    pub whole_dataset: bool,
     /// The file reads one batch of it and nothing more: every use of the
     /// name it is bound to is `next(iter(name))` (a sample to plot, a
     /// shape to print). It feeds no loop.
@@ -230,6 +233,11 @@ impl Pipeline {
                     function: function.clone(),
                     returned,
                     in_memory: dataset_in_memory(call, module, in_memory_class),
+                    whole_dataset: call
+                        .keyword("batch_size")
+                        .or_else(|| call.as_call().and_then(|(_, args, _)| args.get(1)))
+                        .and_then(Expr::as_call)
+                        .is_some_and(|(func, _, _)| func.as_name() == Some("len")),
                     one_batch,
                     redrawn,
                     until: None,
