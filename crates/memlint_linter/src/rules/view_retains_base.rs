@@ -201,20 +201,7 @@ impl ViewRetainsBase {
                 }
             }
         });
-        let adds_unit_dim = |e: &Expr| {
-            e.any(&mut |x| match &x.kind {
-                ExprKind::Subscript { index, .. } => match &index.kind {
-                    ExprKind::Sequence(items) => items.first().is_some_and(Expr::is_none),
-                    _ => index.is_none(),
-                },
-                _ => {
-                    x.as_method_call().is_some_and(|(_, m)| m == "unsqueeze")
-                        && x.as_call()
-                            .and_then(|(_, args, _)| args.first().or_else(|| x.keyword("dim")))
-                            .is_some_and(|a| matches!(a.kind, ExprKind::Literal(Literal::Int(0))))
-                }
-            })
-        };
+        let adds_unit_dim = |e: &Expr| e.any(&mut |x| memlint_semantic::api::adds_a_leading_unit_dim(x));
         let made_from_one = |name: &str| bound.iter().any(|(n, v)| n == name && adds_unit_dim(v));
         bound.iter().filter(|(n, _)| n == base).any(|(_, v)| {
             adds_unit_dim(v) || v.any(&mut |x| x.as_name().is_some_and(|n| n != base && made_from_one(n)))

@@ -258,6 +258,23 @@ pub fn is_random_draw(dotted: &str) -> bool {
         || dotted == "rand.random"
 }
 
+/// Whether `e` gives a tensor a leading dimension of size 1:
+/// `x.unsqueeze(0)`, `x.unsqueeze(dim=0)`, `x[None]`, `x[None, ...]`.
+pub fn adds_a_leading_unit_dim(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Subscript { index, .. } => match &index.kind {
+            ExprKind::Sequence(items) => items.first().is_some_and(Expr::is_none),
+            _ => index.is_none(),
+        },
+        _ => {
+            e.as_method_call().is_some_and(|(_, m)| m == "unsqueeze")
+                && e.as_call()
+                    .and_then(|(_, args, _)| args.first().or_else(|| e.keyword("dim")))
+                    .is_some_and(|a| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Int(0))))
+        }
+    }
+}
+
 /// Whether `e` is the CPU as a device: `"cpu"`, `torch.device("cpu")`.
 pub fn is_cpu_device(e: &Expr) -> bool {
     let cpu = |a: &Expr| matches!(&a.kind, ExprKind::Literal(crate::ir::Literal::Str(s)) if s.as_str() == "cpu");
