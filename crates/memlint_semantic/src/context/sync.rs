@@ -375,12 +375,39 @@ impl Context {
         // np.random.choice(n, b)`): a tensor indexed with one copies them
         // to its device, a blocking copy (`self.states[index]`).
         let mut indices: Vec<String> = Vec::new();
+        // Names bound to what a torch function returns (`loss =
+        // F.mse_loss(y_hat, x)`): `float(loss)` reads a tensor back.
+        let mut tensors: Vec<String> = Vec::new();
+        let converts_a_tensor = |x: &Expr, tensors: &[String]| {
+            x.as_call().is_some_and(|(func, args, _)| {
+                matches!(func.as_name(), Some("float" | "int" | "bool"))
+                    && args.first().and_then(Expr::as_name).is_some_and(|n| tensors.iter().any(|t| t == n))
+            })
+        };
         stmts.iter().any(|s| {
             if let StmtKind::Assign { targets, value, .. } = &s.kind {
                 if self.is_host_index(value, &indices) {
                     indices.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
                     return false;
                 }
+                // Not the host-side helpers (`torch.cuda.device_count()`,
+                // `torch.load(path)`, `torch.is_tensor(x)`).
+                let returns_a_tensor = |q: &crate::resolve::QualifiedName| {
+                    q.starts_with_module("torch")
+                        && !["torch.cuda", "torch.backends", "torch.distributed", "torch.utils", "torch.hub", "torch.jit", "torch.load"]
+                            .iter()
+                            .any(|m| q.starts_with_module(m))
+                        && !q.last().starts_with("is_")
+                        && !q.last().starts_with("get_")
+                };
+                if self.language() == Language::Python
+                    && value.as_call().and_then(|(func, _, _)| self.qualified_name(func)).is_some_and(|q| returns_a_tensor(&q))
+                {
+                    tensors.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
+                }
+            }
+            if !tensors.is_empty() && any_read_expr(s, &mut |x| converts_a_tensor(x, &tensors)) {
+                return true;
             }
             if !indices.is_empty() && any_read_expr(s, &mut |x| self.indexes_with_host_indices(x, &indices)) {
                 return true;
