@@ -83,7 +83,10 @@ declare_rule! {
     /// forward, its graph dropped every step), nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`),
     /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`, also moved:
-    /// `nn.CrossEntropyLoss().to(device)`), which has no parameters. `range(iter)` counts iterations: it is no loop over
+    /// `nn.CrossEntropyLoss().to(device)`), which has no parameters, nor a
+    /// project module that owns none (its only base `nn.Module`, its
+    /// `__init__` registers buffers and builds no layer: a mel-spectrogram
+    /// front end). `range(iter)` counts iterations: it is no loop over
     /// data. A loss handed to a local helper that takes gradients (`def
     /// hvp(y, w, v): ... torch.autograd.grad(y, w, create_graph=True)`)
     /// needs its graph, as a `backward()` does.
@@ -165,6 +168,9 @@ impl Rule for EvalWithoutNoGrad {
             // A model whose parameters were all frozen records no graph; one
             // frozen but for a part (a head) records only that part's.
             Some(m) if m.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d)) => return,
+            // A module that owns no parameters (a mel-spectrogram front end
+            // with buffers only) records no graph either.
+            Some(m) if m.dotted().and_then(|d| cx.instance_class(&d)).is_some_and(|c| cx.index().is_parameter_free(&c)) => return,
             Some(m) => {
                 let place = match cx.function_name() {
                     Some(f) => format!(" in `{f}`"),

@@ -257,6 +257,68 @@ pub(super) struct ClassAttrFacts {
     pub layers: HashMap<String, String>,
 }
 
+/// Whether a class is a module that owns no parameters: its only base is
+/// `torch.nn.Module`, and no method assigns `self.<attr>` anything but
+/// plain values (literals, arithmetic, a parameter of the method with a
+/// literal default, what a torch function outside `torch.nn` returns) or
+/// calls a method of `self` other than `register_buffer`, nothing in it
+/// builds a `torch.nn` layer or parameter, and its `__init__` registers a
+/// buffer (`Audio2Mel`: a window and a mel basis kept as buffers).
+pub(crate) fn holds_no_parameters(bases: &[String], body: &[Stmt], cx: &Context) -> bool {
+    if bases.len() != 1 || bases[0] != "torch.nn.Module" {
+        return false;
+    }
+    let torch_nn = |q: &crate::resolve::QualifiedName| q.starts_with_module("torch.nn") && !q.starts_with_module("torch.nn.functional");
+    // It keeps buffers: a class with no `__init__` of its own, or one
+    // whose `__init__` is a `# TODO` (an exercise's skeleton), is a model
+    // left to write.
+    let keeps_buffers = body.iter().any(|s| {
+        matches!(&s.kind, StmtKind::Function(f) if f.name == "__init__" && f.body.iter().any(|s| matches!(&s.kind,
+            StmtKind::Expr(e) if e.as_method_call().is_some_and(|(recv, m)| recv.as_name() == Some("self") && m == "register_buffer"))))
+    });
+    let mut plain = keeps_buffers;
+    for s in body {
+        let StmtKind::Function(f) = &s.kind else { continue };
+        let init = f.name == "__init__";
+        let literal_default = |n: &str| {
+            f.params.iter().any(|p| p.name == n && p.default.as_ref().is_some_and(|d| matches!(d.kind, ExprKind::Literal(_))))
+        };
+        fn plain_value(e: &Expr, cx: &Context, literal_default: &dyn Fn(&str) -> bool) -> bool {
+            match &e.kind {
+                ExprKind::Literal(_) => true,
+                ExprKind::Name(n) => literal_default(n),
+                ExprKind::Attribute { .. } => e.dotted().is_some_and(|d| d.starts_with("self.")),
+                ExprKind::BinOp { left, right, .. } => plain_value(left, cx, literal_default) && plain_value(right, cx, literal_default),
+                ExprKind::Unary { operand, .. } => plain_value(operand, cx, literal_default),
+                ExprKind::Call { func, .. } => cx.qualified_name(func).is_some_and(|q| q.starts_with_module("torch")),
+                _ => false,
+            }
+        }
+        for_each_stmt_in_function(&f.body, &mut |s| {
+            if !plain {
+                return;
+            }
+            s.for_each_expr(|e| {
+                plain = plain
+                    && !e.any(&mut |x| {
+                        let Some((func, _, _)) = x.as_call() else { return false };
+                        // `self.add_module(...)`, `self.build()`, a project
+                        // factory: they may make layers.
+                        let on_self = matches!(&func.kind, ExprKind::Attribute { value, attr, .. }
+                            if value.as_name() == Some("self") && attr.as_str() != "register_buffer");
+                        cx.qualified_name(func).is_some_and(|q| torch_nn(&q)) || (init && (on_self || cx.project_name(func).is_some()))
+                    });
+            });
+            if let (true, StmtKind::Assign { targets, value, .. }) = (init, &s.kind) {
+                if targets.iter().any(|t| t.dotted().is_some_and(|d| d.starts_with("self."))) {
+                    plain = plain && plain_value(value, cx, &literal_default);
+                }
+            }
+        });
+    }
+    plain
+}
+
 /// An arm of a test of a configuration option: the option as read
 /// without `self.` (`config.stochastic` for `self.config.stochastic`) and
 /// whether the option holds there (`false` in the `else` arm, or under

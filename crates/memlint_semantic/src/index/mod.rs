@@ -323,6 +323,11 @@ pub struct ClassSummary {
     /// A dataset whose `__getitem__` only returns items of its attributes
     /// ([`crate::facts::datasets::indexes_only`]): its samples are in memory.
     pub in_memory_dataset: bool,
+    /// A module that owns no parameters: its direct base is `nn.Module` and
+    /// it builds no layer, parameter or submodule, only buffers and plain
+    /// attributes (a mel-spectrogram front end). A forward of it records no
+    /// graph ([`crate::context::holds_no_parameters`]).
+    pub parameter_free: bool,
 }
 
 /// Everything one file contributes to the index.

@@ -494,6 +494,12 @@ impl ProjectIndex {
         self.classes.contains_key(&c).then(|| self.module_classes.contains(&c))
     }
 
+    /// Whether a project class (through re-exports) is a module that owns
+    /// no parameters ([`super::ClassSummary::parameter_free`]).
+    pub fn is_parameter_free(&self, qualified: &str) -> bool {
+        self.classes.get(self.canonical_str(qualified)).is_some_and(|c| c.parameter_free)
+    }
+
     /// Whether a project class (through re-exports) is a dataset whose
     /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]).
     pub fn is_in_memory_dataset(&self, qualified: &str) -> bool {
