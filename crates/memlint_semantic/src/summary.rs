@@ -127,9 +127,9 @@ impl SummaryVisitor {
         let alternatives = match built_here {
             Some(c) => {
                 class = c;
-                Vec::new()
+                None
             }
-            None => choices.iter().map(|(c, _)| c.clone()).collect(),
+            None => (!choices.is_empty()).then(|| choices.iter().map(|(c, _)| c.clone()).collect()),
         };
         let flags = LiteralFlags::of(args, keywords);
         let (positional, keywords) = passed(args, keywords);
@@ -239,12 +239,12 @@ impl SummaryVisitor {
             flag_values: Vec::new(),
             signature: (f.name == crate::api::nn::FORWARD && offset == 1).then(|| {
                 let named = f.params.len() - usize::from(f.var_positional) - usize::from(f.var_keywords);
-                Box::new(crate::index::calls::Signature {
-                    params: f.params[1.min(named)..named].iter().map(|p| (p.name.clone(), p.default.is_some())).collect(),
-                    positional: usize::from(f.positional).saturating_sub(1),
-                    var_positional: f.var_positional,
-                    var_keywords: f.var_keywords,
-                })
+                Box::new(crate::index::calls::Signature::new(
+                    f.params[1.min(named)..named].iter().map(|p| (p.name.as_str(), p.default.is_some())),
+                    usize::from(f.positional).saturating_sub(1),
+                    f.var_positional,
+                    f.var_keywords,
+                ))
             }),
             // A helper that moves its argument is a few lines long.
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
@@ -436,7 +436,7 @@ impl Visitor for SummaryVisitor {
             host_arg: every_call && args.iter().any(|a| cx.host_built(a)),
             via_self: matches!(&func.kind, ExprKind::Attribute { value, .. } if value.as_name() == Some("self")),
             instance: false,
-            alternatives: Vec::new(),
+            alternatives: None,
         });
     }
 

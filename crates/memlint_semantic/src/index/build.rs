@@ -212,10 +212,10 @@ impl ProjectIndex {
             .iter()
             .filter(|c| c.caller.is_some())
             .filter_map(|c| {
-                if c.alternatives.is_empty() {
+                let Some(alternatives) = &c.alternatives else {
                     return Some((self.method_of(self.canonical_str(&c.callee), crate::api::nn::FORWARD)?, c));
-                }
-                let mut takes = c.alternatives.iter().filter_map(|class| {
+                };
+                let mut takes = alternatives.iter().filter_map(|class| {
                     let q = self.method_of(self.canonical_str(class), crate::api::nn::FORWARD)?;
                     let f = self.functions.get(&q)?;
                     f.signature.as_ref().is_none_or(|s| s.accepts(c.positional, &c.keywords)).then_some(q)

@@ -3,21 +3,52 @@
 
 use crate::ir::{Expr, ExprKind};
 
-/// How a method takes its arguments (after `self`).
+/// How a method takes its arguments (after `self`), kept in one
+/// allocation: every `forward` of a library has one.
 #[derive(Debug, Clone, Default)]
 pub struct Signature {
-    /// The named parameters (not `*args` nor `**kwargs`), each with
-    /// whether it has a default.
-    pub params: Box<[(String, bool)]>,
+    /// The named parameters (not `*args` nor `**kwargs`) in order, each
+    /// followed by `=` when it has a default, joined by commas:
+    /// `x,x_mask,w=,g=`.
+    params: Box<str>,
     /// How many of them, from the first, may be passed by position.
-    pub positional: usize,
+    positional: u16,
     /// It takes `*args`.
-    pub var_positional: bool,
+    var_positional: bool,
     /// It takes `**kwargs`.
-    pub var_keywords: bool,
+    var_keywords: bool,
 }
 
 impl Signature {
+    /// The signature of named parameters `(name, has_default)`, the first
+    /// `positional` of which may be passed by position.
+    pub fn new<'a>(params: impl IntoIterator<Item = (&'a str, bool)>, positional: usize, var_positional: bool, var_keywords: bool) -> Signature {
+        let mut joined = String::new();
+        for (name, has_default) in params {
+            if !joined.is_empty() {
+                joined.push(',');
+            }
+            joined.push_str(name);
+            if has_default {
+                joined.push('=');
+            }
+        }
+        Signature {
+            params: joined.into_boxed_str(),
+            positional: u16::try_from(positional).unwrap_or(u16::MAX),
+            var_positional,
+            var_keywords,
+        }
+    }
+
+    /// The named parameters, each with whether it has a default.
+    fn params(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
+        self.params.split(',').filter(|p| !p.is_empty()).map(|p| match p.strip_suffix('=') {
+            Some(name) => (name, true),
+            None => (p, false),
+        })
+    }
+
     /// Whether a call passing `positional` arguments by position
     /// (`u8::MAX`: a `*` splat, any number) and the keyword arguments
     /// `keywords` (`**`: a `**` splat, any) binds to these parameters
@@ -27,19 +58,20 @@ impl Signature {
     pub fn accepts(&self, positional: u8, keywords: &[String]) -> bool {
         let splat = positional == u8::MAX || keywords.iter().any(|k| k == "**");
         let by_position = if positional == u8::MAX { 0 } else { usize::from(positional) };
-        if positional != u8::MAX && by_position > self.positional && !self.var_positional {
+        let most = usize::from(self.positional);
+        if positional != u8::MAX && by_position > most && !self.var_positional {
             return false;
         }
-        let filled = by_position.min(self.positional);
+        let filled = by_position.min(most);
         for k in keywords.iter().filter(|k| *k != "**") {
-            match self.params.iter().position(|(name, _)| name == k) {
+            match self.params().position(|(name, _)| name == k) {
                 Some(i) if i < filled => return false,
                 Some(_) => {}
                 None if !self.var_keywords => return false,
                 None => {}
             }
         }
-        splat || self.params.iter().enumerate().all(|(i, (name, has_default))| *has_default || i < filled || keywords.contains(name))
+        splat || self.params().enumerate().all(|(i, (name, has_default))| has_default || i < filled || keywords.iter().any(|k| k == name))
     }
 }
 

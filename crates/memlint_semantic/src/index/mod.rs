@@ -297,7 +297,7 @@ pub struct CallSite {
     /// its class assigns several (`callee` is one of them): the index
     /// keeps the call only for the one class whose `forward` accepts what
     /// is passed, and drops it when more than one does.
-    pub alternatives: Vec<String>,
+    pub alternatives: Option<Box<[String]>>,
 }
 
 /// What one class looks like from its own file.
