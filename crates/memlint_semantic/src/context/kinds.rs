@@ -290,7 +290,11 @@ pub(crate) fn holds_no_parameters(bases: &[String], body: &[Stmt], cx: &Context)
                 ExprKind::Attribute { .. } => e.dotted().is_some_and(|d| d.starts_with("self.")),
                 ExprKind::BinOp { left, right, .. } => plain_value(left, cx, literal_default) && plain_value(right, cx, literal_default),
                 ExprKind::Unary { operand, .. } => plain_value(operand, cx, literal_default),
-                ExprKind::Call { func, .. } => cx.qualified_name(func).is_some_and(|q| q.starts_with_module("torch")),
+                // Not a leaf that requires grad (`torch.randn(d,
+                // requires_grad=True)`): a forward would record a graph.
+                ExprKind::Call { func, .. } => {
+                    cx.qualified_name(func).is_some_and(|q| q.starts_with_module("torch")) && !e.keyword("requires_grad").is_some_and(Expr::is_true)
+                }
                 _ => false,
             }
         }
