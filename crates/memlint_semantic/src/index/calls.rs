@@ -113,12 +113,7 @@ mod tests {
     use super::Signature;
 
     fn sig(params: &[(&str, bool)], positional: usize, var_positional: bool, var_keywords: bool) -> Signature {
-        Signature {
-            params: params.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
-            positional,
-            var_positional,
-            var_keywords,
-        }
+        Signature::new(params.iter().copied(), positional, var_positional, var_keywords)
     }
 
     fn kw(names: &[&str]) -> Vec<String> {
