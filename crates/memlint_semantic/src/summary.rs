@@ -283,8 +283,7 @@ impl SummaryVisitor {
             StmtKind::Function(f) if f.name == "__enter__" => mentions_grad_off(&f.body) && applies_grad_off(&f.body, cx, false),
             _ => false,
         }) || resolved.iter().any(|q| matches!(q.as_str(), "torch.no_grad" | "torch.inference_mode" | "torch.autograd.no_grad"));
-        let parameter_attrs_empty = parameter_attrs.is_empty();
-        let resolved_bases = resolved.clone();
+        let parameter_free = parameter_attrs.is_empty() && crate::context::holds_no_parameters(&resolved, body, cx);
         self.summary.classes.push(ClassSummary {
             qualname,
             is_module_locally: torch_module || defines_forward || !parameter_attrs.is_empty(),
@@ -294,7 +293,7 @@ impl SummaryVisitor {
             parameter_attrs,
             disables_grad,
             in_memory_dataset: crate::facts::datasets::indexes_only(body),
-            parameter_free: parameter_attrs_empty && crate::context::holds_no_parameters(&resolved_bases, body, cx),
+            parameter_free,
         });
     }
 }
