@@ -751,3 +751,55 @@ fn frozen_code_is_not_reported() {
     let out = stdout(&memlint(dir.path(), &args));
     assert!(out.contains("modeling_tiny.py:8:11: ML101"), "{out}");
 }
+
+/// A submodule a factory function builds (`self.emb = get_module(kind)`,
+/// returning one of several classes): a method called on it is followed to
+/// each class the factory returns, and a step whose helper waits for the
+/// device in one of them already waits (ML305 is silent). The step's
+/// micro-batch loop (`for j in range(accum)`) runs every step.
+#[test]
+fn submodules_built_by_a_factory_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let emb = "import torch\nimport torch.nn as nn\n\n\nclass Base(nn.Module):\n    def __init__(self, device):\n        super().__init__()\n        self.device = device\n        self.lin = nn.Linear(4, 4)\n\n    def compute(self, nodes):\n        t = torch.from_numpy(nodes).float().to(self.device)\n        return self.lin(t)\n\n\nclass Graph(Base):\n    pass\n\n\nclass Identity(Base):\n    def compute(self, nodes):\n        return nodes\n\n\ndef get_module(kind, device):\n    if kind == \"graph\":\n        return Graph(device)\n    elif kind == \"identity\":\n        return Identity(device)\n    raise ValueError(kind)\n";
+    write(dir.path(), "modules/emb.py", emb);
+    let model = "import torch.nn as nn\nfrom modules.emb import get_module\n\n\nclass Net(nn.Module):\n    def __init__(self, kind, device):\n        super().__init__()\n        self.emb = get_module(kind, device)\n\n    def probs(self, nodes):\n        out = self.emb.compute(nodes)\n        return out.sigmoid()\n";
+    write(dir.path(), "model.py", model);
+    let train = "import numpy as np\nimport torch\nfrom model import Net\n\ndevice = torch.device(\"cuda\")\nnet = Net(\"graph\", device).to(device)\nopt = torch.optim.Adam(net.parameters())\nlosses = []\nfor k in range(0, 100, 4):\n    loss = 0\n    opt.zero_grad()\n    for j in range(4):\n        loss += net.probs(np.arange(4)).sum()\n    loss.backward()\n    opt.step()\n    losses.append(loss.item())\n";
+    write(dir.path(), "train.py", train);
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML305"];
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+    // A factory whose classes never wait: the read is the step's only wait.
+    write(dir.path(), "modules/emb.py", &emb.replace("        return Graph(device)\n", "        return Identity(device)\n").replace("        t = torch.from_numpy(nodes).float().to(self.device)\n        return self.lin(t)\n", "        return self.lin(nodes)\n"));
+    let o = memlint(dir.path(), &args);
+    assert!(stdout(&o).starts_with("./train.py:16:19: ML305"), "{}", stdout(&o));
+}
+
+/// A module of a directory without `__init__.py` named like the package
+/// at the root (`tgn/model/tgn.py` beside `tgn/__init__.py`) keeps the
+/// name the root's scripts import it by (`from model.tgn import TGN`).
+#[test]
+fn a_namespace_module_named_like_the_root_package() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "tgn/__init__.py", "");
+    let model = "import torch\nimport torch.nn as nn\n\n\nclass TGN(nn.Module):\n    def __init__(self, device):\n        super().__init__()\n        self.device = device\n        self.lin = nn.Linear(4, 1)\n\n    def probs(self, nodes):\n        t = torch.from_numpy(nodes).float().to(self.device)\n        return self.lin(t).sigmoid()\n";
+    write(dir.path(), "tgn/model/tgn.py", model);
+    let train = "import numpy as np\nimport torch\nfrom model.tgn import TGN\n\ndevice = torch.device(\"cuda\")\ntgn = TGN(device).to(device)\nopt = torch.optim.Adam(tgn.parameters())\nlosses = []\nfor k in range(100):\n    loss = tgn.probs(np.arange(4)).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    losses.append(loss.item())\n";
+    write(dir.path(), "tgn/train.py", train);
+    let o = memlint(dir.path(), &["check", "tgn", "--format", "concise", "--quiet", "--select", "ML305"]);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+}
+
+/// A script its first line declares Python 2 is not reported as a parse
+/// error; a Python 3 file with the same error is.
+#[test]
+fn python2_scripts_are_not_parse_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "text2token.py", "#!/usr/bin/env python2\nimport sys\nprint 'usage'\n");
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    write(dir.path(), "text2token.py", "#!/usr/bin/env python\nimport sys\nprint 'usage'\n");
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet"]);
+    assert!(stdout(&o).contains("ML000"), "{}", stdout(&o));
+}

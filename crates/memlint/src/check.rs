@@ -93,10 +93,37 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     // copies of a package) cannot both be what an import names: each gets
     // a path of its own that no import matches, so neither lends its facts
     // to the other's callers.
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for j in &jobs {
-        *seen.entry(j.module.path.clone()).or_default() += 1;
+    let count = |jobs: &[Job]| {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for j in jobs {
+            *seen.entry(j.module.path.clone()).or_default() += 1;
+        }
+        seen
+    };
+    // A module of a directory without `__init__.py` (`model/tgn.py`, named
+    // `tgn` as a script beside it imports it) that collides with another
+    // (the package `tgn/__init__.py` above it) takes the name the
+    // project's root imports it by (`from model.tgn import TGN`), when
+    // that is free.
+    let seen = count(&jobs);
+    let free = |name: &str| !seen.contains_key(name);
+    let mut renamed = false;
+    for j in &mut jobs {
+        let (false, None, true) = (j.module.is_package, &j.module.crate_root, seen.get(&j.module.path).is_some_and(|n| *n > 1)) else { continue };
+        if j.module.path.contains('.') {
+            continue;
+        }
+        let abs = cwd.join(&j.candidate.path);
+        let Some(dir) = abs.parent().filter(|d| !d.join("__init__.py").is_file()).and_then(|d| d.file_name()).and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let longer = format!("{dir}.{}", j.module.path);
+        if free(&longer) {
+            j.module.path = longer;
+            renamed = true;
+        }
     }
+    let seen = if renamed { count(&jobs) } else { seen };
     for j in &mut jobs {
         if seen.get(&j.module.path).is_some_and(|n| *n > 1) {
             let path = format!("<{}>", j.candidate.path.display());

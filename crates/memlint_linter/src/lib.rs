@@ -198,7 +198,14 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
         let homework = || {
             frontend.language() == memlint_semantic::ir::Language::Python && notebook::exercise_blanks_in_module(source, &parsed.errors)
         };
-        if options.rules.contains(PARSE_ERROR.code) && !homework() {
+        // A script its first line declares Python 2 (`#!/usr/bin/env
+        // python2`): it is not meant to parse as Python 3.
+        let python2 = || {
+            frontend.language() == memlint_semantic::ir::Language::Python
+                && source.starts_with("#!")
+                && source.lines().next().is_some_and(|l| l.contains("python2"))
+        };
+        if options.rules.contains(PARSE_ERROR.code) && !homework() && !python2() {
             let more = parsed.errors.len() - 1;
             let mut message = format!("syntax error: {}", first.message);
             if more > 0 {

@@ -102,7 +102,10 @@ declare_rule! {
     /// JSON, no `cells` list, a cell without `source`, wrong types). In a
     /// notebook, the code cells that do not parse are one finding, in the
     /// first of them, naming them all (an exercise notebook's blanks do not
-    /// bury the other findings).
+    /// bury the other findings). A Python 2 script, declared so by its
+    /// first line (`#!/usr/bin/env python2`), is not reported: it is not
+    /// meant to parse as Python 3 (the rules still check what the parser
+    /// recovered).
     ///
     /// ## Why is this bad?
     /// Findings in the rest of a file that does not parse come only from the

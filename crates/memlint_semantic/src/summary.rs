@@ -250,6 +250,7 @@ impl SummaryVisitor {
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
             returns_host_factory: f.body.len() <= 8 && returns_host_factory(&f.body, cx),
+            returns_classes: returns_classes(&f.body, cx),
             runs_model_once: false,
         };
         self.order.push(qualname.clone());
@@ -531,6 +532,20 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 /// Whether every `return` of `body` gives back a tensor a factory filled
 /// on the host: the factory itself (arithmetic on it included), or a local
 /// that only such factories bind.
+/// The project classes a factory function returns instances of, when every
+/// `return` builds one ([`crate::index::FunctionSummary::returns_classes`]).
+fn returns_classes(body: &[Stmt], cx: &Context) -> Option<Box<[String]>> {
+    let (mut classes, mut all) = (Vec::new(), true);
+    for_each_stmt_in_function(body, &mut |s| {
+        let StmtKind::Return(value) = &s.kind else { return };
+        match value.as_ref().and_then(Expr::as_call).and_then(|(func, _, _)| cx.instance_class_of_call(func)) {
+            Some(c) => classes.extend((!classes.contains(&c)).then_some(c)),
+            None => all = false,
+        }
+    });
+    (all && !classes.is_empty()).then(|| classes.into_boxed_slice())
+}
+
 fn returns_host_factory(body: &[Stmt], cx: &Context) -> bool {
     let mut returns: Vec<&Expr> = Vec::new();
     let mut bare = false;

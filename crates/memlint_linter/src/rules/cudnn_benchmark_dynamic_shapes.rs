@@ -188,7 +188,12 @@ fn signal_of(e: &Expr, random_names: &[String]) -> Option<(String, bool)> {
             if matches!(last, "pad_sequence" | "pack_padded_sequence" | "pack_sequence" | "BucketIterator") {
                 return Some((format!("`{last}`"), true));
             }
-            if VARIABLE_SIZE_MODELS.iter().any(|p| last.starts_with(p)) || d.contains("detection.") || d.contains("segmentation.") {
+            // Through the models package (`models.detection.FasterRCNN`), not
+            // any name that says so (`segmentation.astype(np.uint8)`, a mask).
+            if VARIABLE_SIZE_MODELS.iter().any(|p| last.starts_with(p))
+                || d.contains("models.detection.")
+                || d.contains("models.segmentation.")
+            {
                 return Some((format!("the variable-size model `{last}`"), false));
             }
             // A tokenizer padding each batch to its longest sequence.

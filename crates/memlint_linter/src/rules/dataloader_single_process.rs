@@ -78,7 +78,9 @@ declare_rule! {
     /// (`batch_size=len(dataset)`: one batch per epoch, nothing for workers
     /// to split), nor one returned by a helper function that nothing in
     /// the run calls (a method may be called by a framework and still
-    /// counts). Other in-memory datasets (one that converts each item,
+    /// counts), nor code written for PyTorch before 0.4 (`volatile=True`
+    /// with `loss.data[0]`, `backward(retain_variables=True)`), which a
+    /// current PyTorch cannot run. Other in-memory datasets (one that converts each item,
     /// `torch.flip(self.data[i])`) are reported though workers would
     /// only add overhead there, and code that must stay single-process
     /// (some Windows or notebook setups) is reported too. Off by default.
@@ -101,7 +103,9 @@ impl Rule for DataloaderSingleProcess {
     }
 
     fn check_file(&self, module: &Module, checker: &mut Checker<'_>) {
-        if !checker.in_torch_program() {
+        // Code for torch 0.3 (`volatile=True` with `loss.data[0]`,
+        // `backward(retain_variables=True)`) does not run on a current torch.
+        if !checker.in_torch_program() || checker.written_for_volatile_torch() {
             return;
         }
         let sites = checker.loader_sites();

@@ -76,7 +76,9 @@ declare_rule! {
     /// where it does not wait). A loader a helper of the file builds and
     /// returns is judged only when a loop of the file iterates the name the
     /// helper binds it to (`train_loader = DataLoader(...)` in
-    /// `get_dataloaders(...)`, `for x, y in train_loader:` in the caller). Code written
+    /// `get_dataloaders(...)`, `for x, y in train_loader:` in the caller).
+    /// Nor a loader of one sample per batch (`batch_size=1`, or a name
+    /// bound to `1`): each copy is one image. Code written
     /// for PyTorch before 0.4 (`volatile=True`, `loss.data[0]`) is not
     /// checked. Pinned memory
     /// is a limited resource: with very large batches and many workers a
@@ -127,6 +129,11 @@ impl Rule for DataloaderUnpinnedMemory {
             // view must show large samples (photographs, a resize to 64
             // pixels or more); one made out of sight is judged by the rest.
             if checker.loader_samples(module, site) == Samples::Small {
+                continue;
+            }
+            // One sample per batch (`batch_size=1`, a demo over a few
+            // pictures): a copy of one image, with little to overlap.
+            if site.one_sample {
                 continue;
             }
             // Only a loop over the loader's own name in this file shows what

@@ -107,7 +107,8 @@ declare_rule! {
     /// are there is reported (a method called by name on receivers the run
     /// cannot resolve, all with grad off, counts as called with grad off). A file written for PyTorch before 0.4 (it passes
     /// `volatile=True`, which turned grad off then, and reads a loss as
-    /// `loss.data[0]`, which raises from PyTorch 0.5 on) is not checked:
+    /// `loss.data[0]`, which raises from PyTorch 0.5 on, or passes
+    /// `retain_variables=`, a `TypeError` from PyTorch 0.4 on) is not checked:
     /// on the PyTorch it runs on, its volatile inputs record no graph. Models are recognised by their constructor (`nn.*`, a
     /// class deriving from `nn.Module` in the run, `torchvision.models.*`)
     /// or by a model-like name (`model`, `net`, `encoder`,

@@ -79,7 +79,9 @@ declare_rule! {
     /// course notebook) is not reported, nor is a move to the device of a
     /// loader's batch the function never moves (`.to(batch_y.device)` after
     /// `batch_y = batch_y.float()`: a copy from the CPU to the CPU). `torch.tensor(data)` and the `*_like`
-    /// factories are not reported: the first copies from host data either
+    /// factories are not reported (nor code written for PyTorch before 0.4,
+    /// `volatile=True` with `loss.data[0]` or `retain_variables=`, whose
+    /// factories took no `device=`): the first copies from host data either
     /// way, the others follow their input's device. Nor is a random draw
     /// from a generator passed as `generator=` (seeded, on the host:
     /// drawing on the device would need a generator there). Nor is a factory given
@@ -232,7 +234,8 @@ impl Rule for TensorCreatedThenMoved {
         if cx.function_name().is_some_and(reports) {
             return;
         }
-        if filled_element_by_element(expr, checker) {
+        // Code for PyTorch before 0.4, whose factories take no `device=`.
+        if filled_element_by_element(expr, checker) || checker.written_for_volatile_torch() {
             return;
         }
         let name = checker.text(factory.span).to_string();

@@ -204,6 +204,12 @@ pub(super) fn class_attr_facts(
                                     }
                                 }
                             }
+                        } else if let Some(factory) = cx.factory_of_call(func) {
+                            for t in targets {
+                                if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
+                                    instances.entry(attr.to_string()).or_insert_with(|| factory.clone());
+                                }
+                            }
                         } else if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module(crate::api::nn::NN)) {
                             for t in targets {
                                 if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {

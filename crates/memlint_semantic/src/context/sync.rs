@@ -375,13 +375,12 @@ impl Context {
         // np.random.choice(n, b)`): a tensor indexed with one copies them
         // to its device, a blocking copy (`self.states[index]`).
         let mut indices: Vec<String> = Vec::new();
-        // Names bound to what a torch function returns (`loss =
-        // F.mse_loss(y_hat, x)`): `float(loss)` reads a tensor back.
-        let mut tensors: Vec<String> = Vec::new();
-        let converts_a_tensor = |x: &Expr, tensors: &[String]| {
+        let tensors = if self.language() == Language::Python { self.tensor_names(body) } else { Vec::new() };
+        // `float(loss)` of a name bound before to a tensor reads it back.
+        let converts_a_tensor = |x: &Expr, before: u32| {
             x.as_call().is_some_and(|(func, args, _)| {
                 matches!(func.as_name(), Some("float" | "int" | "bool"))
-                    && args.first().and_then(Expr::as_name).is_some_and(|n| tensors.iter().any(|t| t == n))
+                    && args.first().and_then(Expr::as_name).is_some_and(|n| tensors.iter().any(|(t, at)| t == n && *at < before))
             })
         };
         stmts.iter().any(|s| {
@@ -390,23 +389,8 @@ impl Context {
                     indices.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
                     return false;
                 }
-                // Not the host-side helpers (`torch.cuda.device_count()`,
-                // `torch.load(path)`, `torch.is_tensor(x)`).
-                let returns_a_tensor = |q: &crate::resolve::QualifiedName| {
-                    q.starts_with_module("torch")
-                        && !["torch.cuda", "torch.backends", "torch.distributed", "torch.utils", "torch.hub", "torch.jit", "torch.load"]
-                            .iter()
-                            .any(|m| q.starts_with_module(m))
-                        && !q.last().starts_with("is_")
-                        && !q.last().starts_with("get_")
-                };
-                if self.language() == Language::Python
-                    && value.as_call().and_then(|(func, _, _)| self.qualified_name(func)).is_some_and(|q| returns_a_tensor(&q))
-                {
-                    tensors.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
-                }
             }
-            if !tensors.is_empty() && any_read_expr(s, &mut |x| converts_a_tensor(x, &tensors)) {
+            if !tensors.is_empty() && any_read_expr(s, &mut |x| converts_a_tensor(x, s.span.start)) {
                 return true;
             }
             if !indices.is_empty() && any_read_expr(s, &mut |x| self.indexes_with_host_indices(x, &indices)) {
@@ -434,6 +418,48 @@ impl Context {
             });
             found || any_read_expr(s, &mut is_mask_read)
         })
+    }
+
+    /// The names a function body binds to tensors, each with where it is
+    /// bound: what a torch function returns (`loss = F.mse_loss(y_hat,
+    /// x)`), and arithmetic on such a name (`loss += loss_l2 * w`). Arms
+    /// of an `if` count (`if opts.l2_lambda > 0: loss_l2 = ...`): a loss
+    /// summed over the terms a configuration turns on, then converted
+    /// outside them (`float(loss)`), is a tensor whenever the caller can
+    /// call `backward()` on it.
+    fn tensor_names(&self, body: &[Stmt]) -> Vec<(String, u32)> {
+        // Not the host-side helpers (`torch.cuda.device_count()`,
+        // `torch.load(path)`, `torch.is_tensor(x)`).
+        let returns_a_tensor = |q: &crate::resolve::QualifiedName| {
+            q.starts_with_module("torch")
+                && !["torch.cuda", "torch.backends", "torch.distributed", "torch.utils", "torch.hub", "torch.jit", "torch.load"]
+                    .iter()
+                    .any(|m| q.starts_with_module(m))
+                && !q.last().starts_with("is_")
+                && !q.last().starts_with("get_")
+        };
+        fn arithmetic_of(e: &Expr, tensors: &[(String, u32)]) -> bool {
+            match &e.kind {
+                ExprKind::Name(n) => tensors.iter().any(|(t, _)| t == n.as_str()),
+                ExprKind::BinOp { left, right, .. } => arithmetic_of(left, tensors) || arithmetic_of(right, tensors),
+                _ => false,
+            }
+        }
+        let mut tensors: Vec<(String, u32)> = Vec::new();
+        crate::ir::for_each_stmt_in_function(body, &mut |s| {
+            let (targets, value): (&[Expr], &Expr) = match &s.kind {
+                StmtKind::Assign { targets, value, .. } => (targets, value),
+                StmtKind::AugAssign { target, value, .. } => (std::slice::from_ref(&**target), value),
+                _ => return,
+            };
+            let made = value.as_call().and_then(|(func, _, _)| self.qualified_name(func)).is_some_and(|q| returns_a_tensor(&q))
+                || matches!(value.kind, ExprKind::BinOp { .. }) && arithmetic_of(value, &tensors)
+                || matches!(s.kind, StmtKind::AugAssign { .. }) && arithmetic_of(value, &tensors);
+            if made {
+                tensors.extend(targets.iter().filter_map(Expr::as_name).map(|n| (n.to_string(), s.span.start)));
+            }
+        });
+        tensors
     }
 
     /// The project function a call runs, with its summary: a project

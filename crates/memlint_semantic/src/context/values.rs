@@ -698,7 +698,7 @@ impl Context {
     /// class (`model = VisionTransformer(cfg)`, CamelCase), so that
     /// `model.load_from(w)` is recorded as a call of
     /// `VisionTransformer.load_from`, which the index resolves.
-    pub(super) fn instance_class_of_call(&self, func: &Expr) -> Option<String> {
+    pub(crate) fn instance_class_of_call(&self, func: &Expr) -> Option<String> {
         // `Encoder.from_pretrained(path)`, `Vision._from_config(cfg)`: a
         // class method that builds an instance of its class.
         let func = match &func.kind {
@@ -711,6 +711,22 @@ impl Context {
         let q = self.project_name(func)?;
         let last = q.rsplit('.').next()?;
         last.starts_with(|c: char| c.is_ascii_uppercase()).then_some(q)
+    }
+
+    /// In the summary walk, a call of a project function that may build
+    /// the instance an attribute holds (`self.embedding =
+    /// get_embedding_module(kind, ...)`, not CamelCase): the function's
+    /// name followed by `()`. A method called on the attribute is then
+    /// recorded as `get_embedding_module().compute_embedding`, which the
+    /// index follows to each class the function returns
+    /// ([`crate::index::FunctionSummary::returns_classes`]).
+    pub(crate) fn factory_of_call(&self, func: &Expr) -> Option<String> {
+        if !(self.index.is_empty() && self.options.summary_only) {
+            return None;
+        }
+        let q = self.project_name(func)?;
+        let last = q.rsplit('.').next()?;
+        (!last.starts_with(|c: char| c.is_ascii_uppercase())).then(|| format!("{q}()"))
     }
 
     /// Whether a decorator disables grad for the whole function.

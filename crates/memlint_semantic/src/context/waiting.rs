@@ -45,10 +45,26 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
             },
             // A `try` body runs every time, unless it raises.
             StmtKind::Try(t) => every_iteration_into(&t.body, out),
+            // A loop over micro-batches or time steps (`for j in
+            // range(args.backprop_every):`) runs its body at least once
+            // per step: a count of zero would train on nothing.
+            StmtKind::For { iter, body, .. } if counts_up(iter) => {
+                out.push(s);
+                every_iteration_into(body, out);
+            }
             StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
             _ => out.push(s),
         }
     }
+}
+
+/// `range(n)` or `range(a, b)` with no literal `0` count: a loop over it
+/// runs at least once where the program does any work.
+fn counts_up(iter: &Expr) -> bool {
+    let Some((func, args, _)) = iter.as_call() else { return false };
+    func.as_name() == Some("range")
+        && matches!(args.len(), 1 | 2)
+        && !args.iter().any(|a| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Int(0))) && args.len() == 1)
 }
 
 /// The names a `for` loop binds to what it draws, without the counter of

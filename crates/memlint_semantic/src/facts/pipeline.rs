@@ -63,6 +63,9 @@ pub struct LoaderSite {
     /// The batch is the whole dataset (`batch_size=len(dataset)`): one
     /// batch per epoch, which workers cannot split.
     pub whole_dataset: bool,
+    /// The batch is one sample, as written (`batch_size=1`, or a name
+    /// bound to `1`): each copy is one image, not a batch.
+    pub one_sample: bool,
     /// The file reads one batch of it and nothing more: every use of the
     /// name it is bound to is `next(iter(name))` (a sample to plot, a
     /// shape to print). It feeds no loop.
@@ -152,9 +155,18 @@ impl Pipeline {
     /// ([`LoaderSite::until`]).
     fn moves_of<'a>(&'a self, site: &'a LoaderSite) -> impl Iterator<Item = &'a BatchMove> + 'a {
         let bound = site.bound_to.as_deref();
+        // A local of a function that does not return it and iterates it
+        // itself is that function's (two functions may each build and
+        // iterate their own `train_loader`); one it passes on is moved
+        // where it goes (`fit(net, train_iter)`, a parameter so named).
+        let local = site.function.is_some()
+            && !site.returned
+            && bound.is_some_and(|b| !b.contains('.'))
+            && self.moves.iter().any(|m| m.loader.as_deref() == bound && m.function == site.function);
         self.moves.iter().filter(move |m| {
             bound.is_some()
                 && m.loader.as_deref() == bound
+                && (!local || m.function == site.function)
                 && (site.function.is_some()
                     || m.function.is_some()
                     || (m.span.start > site.span.start && site.until.is_none_or(|u| m.span.start < u)))
@@ -221,6 +233,7 @@ impl Pipeline {
                     _ => None,
                 });
                 let (one_batch, redrawn) = bound_to.as_deref().map_or((false, false), |b| batch_reads(module, b));
+                let batch_size = call.keyword("batch_size").or_else(|| call.as_call().and_then(|(_, args, _)| args.get(1)));
                 let returned = stmt.is_some_and(|s| matches!(&s.kind, StmtKind::Return(Some(v)) if v.span == *span))
                     || (function.is_some() && bound_to.as_deref().is_some_and(|b| returns_name(scope, b)));
                 Some(LoaderSite {
@@ -233,11 +246,11 @@ impl Pipeline {
                     function: function.clone(),
                     returned,
                     in_memory: dataset_in_memory(call, module, in_memory_class),
-                    whole_dataset: call
-                        .keyword("batch_size")
-                        .or_else(|| call.as_call().and_then(|(_, args, _)| args.get(1)))
-                        .and_then(Expr::as_call)
-                        .is_some_and(|(func, _, _)| func.as_name() == Some("len")),
+                    whole_dataset: batch_size.and_then(Expr::as_call).is_some_and(|(func, _, _)| func.as_name() == Some("len")),
+                    one_sample: batch_size.and_then(|b| match &b.kind {
+                        ExprKind::Literal(Literal::Int(n)) => Some(*n),
+                        _ => int_constant(b, scope, &module.body),
+                    }) == Some(1),
                     one_batch,
                     redrawn,
                     until: None,

@@ -670,8 +670,10 @@ pub enum Volatile {
     Unused,
     /// It does, and it also reads a loss by indexing its data
     /// (`loss.data[0]`, which raises on a 0-dim tensor from PyTorch 0.5
-    /// on): it is written for PyTorch before 0.4 and cannot run on a later
-    /// one. On the PyTorch it runs on, `volatile=True` inputs record no graph.
+    /// on); or, with or without it, it passes `retain_variables=` (to
+    /// `backward()`, a `TypeError` from PyTorch 0.4 on): it is written for
+    /// PyTorch before 0.4 and cannot run on a later one. On the PyTorch it
+    /// runs on, `volatile=True` inputs record no graph.
     OldTorch,
     /// It does, in code that runs on a current PyTorch, where the argument
     /// does nothing.
@@ -682,14 +684,18 @@ pub enum Volatile {
 pub fn volatile_use(body: &[Stmt]) -> Volatile {
     let mut volatile = false;
     let mut indexes_loss = false;
+    let mut retain_variables = false;
     crate::ir::for_each_stmt_in_module(body, &mut |s| {
-        if volatile && indexes_loss {
+        if volatile && indexes_loss || retain_variables {
             return;
         }
         s.for_each_expr(|e| {
             e.any(&mut |x| {
                 match &x.kind {
-                    ExprKind::Call { .. } => volatile |= x.keyword("volatile").is_some_and(Expr::is_true),
+                    ExprKind::Call { .. } => {
+                        volatile |= x.keyword("volatile").is_some_and(Expr::is_true);
+                        retain_variables |= x.keyword("retain_variables").is_some();
+                    }
                     ExprKind::Subscript { value, index, .. } => {
                         indexes_loss |= matches!(index.kind, ExprKind::Literal(crate::ir::Literal::Int(0)))
                             && matches!(&value.kind, ExprKind::Attribute { value: base, attr, .. } if attr == "data" && names_a_loss(base));
@@ -701,6 +707,7 @@ pub fn volatile_use(body: &[Stmt]) -> Volatile {
         });
     });
     match (volatile, indexes_loss) {
+        _ if retain_variables => Volatile::OldTorch,
         (false, _) => Volatile::Unused,
         (true, true) => Volatile::OldTorch,
         (true, false) => Volatile::NoOp,

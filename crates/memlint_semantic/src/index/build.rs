@@ -145,7 +145,8 @@ impl IndexBuilder {
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         // Calls of module instances inform `forward`'s optional arguments only.
         let instance_calls: Vec<CallSite> = calls.extract_if(.., |c| c.instance).collect();
-        ix.propagate_waits(&calls);
+        let maybe = ix.factory_calls(&calls);
+        ix.propagate_waits(&calls, &maybe);
         ix.record_optional_arguments(&calls, &instance_calls);
         ix.propagate(&calls);
         ix
@@ -330,10 +331,16 @@ impl ProjectIndex {
     /// host that it is given (`generate_input()` returning
     /// `gpu(torch.from_numpy(x))`, with `gpu` a helper that calls
     /// `.cuda()`): a few rounds, for helpers of helpers.
-    fn propagate_waits(&mut self, calls: &[CallSite]) {
+    ///
+    /// A method called on an attribute a factory function filled (`maybe`,
+    /// [`ProjectIndex::factory_calls`]) counts when the method of any class
+    /// the factory returns waits: a configuration picks one, and every
+    /// read the caller adds is then one wait of several.
+    fn propagate_waits(&mut self, calls: &[CallSite], maybe: &[CallSite]) {
         for _ in 0..4 {
             let waiting: Vec<&str> = calls
                 .iter()
+                .chain(maybe)
                 .filter(|c| c.every_call)
                 .filter_map(|c| {
                     let caller = c.caller.as_deref()?;
@@ -351,6 +358,31 @@ impl ProjectIndex {
                 }
             }
         }
+    }
+}
+
+impl ProjectIndex {
+    /// The calls of a method on an instance a project factory function
+    /// built (`self.embedding = get_embedding_module(...)`, then
+    /// `self.embedding.compute_embedding(...)`, recorded as
+    /// `...get_embedding_module().compute_embedding`), one per class the
+    /// factory returns ([`FunctionSummary::returns_classes`]) that has the
+    /// method. Each may be the one that runs: only the wait facts read them.
+    pub(super) fn factory_calls(&self, calls: &[CallSite]) -> Vec<CallSite> {
+        let mut out = Vec::new();
+        for c in calls {
+            let Some((factory, method)) = c.callee.split_once("().") else { continue };
+            let Some(classes) = self.resolve_function(factory).and_then(|q| self.functions.get(&q)).and_then(|f| f.returns_classes.as_deref())
+            else {
+                continue;
+            };
+            for class in classes {
+                if let Some(q) = self.method_of(self.canonical_str(class), method) {
+                    out.push(CallSite { callee: q, ..c.clone() });
+                }
+            }
+        }
+        out
     }
 }
 

@@ -227,6 +227,13 @@ pub struct FunctionSummary {
     /// local bound only to such a draw): its caller's `.to(device)` copies
     /// it ([`crate::Context::returns_host_factory`]).
     pub returns_host_factory: bool,
+    /// The project classes whose instances the function returns when every
+    /// `return` builds one (`get_embedding_module(kind)` returning
+    /// `GraphAttentionEmbedding(...)` or `GraphSumEmbedding(...)`): an
+    /// attribute it fills (`self.embedding = get_embedding_module(...)`)
+    /// holds one of them ([`ProjectIndex::factory_calls`]). Names as the
+    /// function's file resolves them.
+    pub returns_classes: Option<Box<[String]>>,
     /// The body runs a model's forward (`self.model(x)`) with grad on,
     /// outside its loops: once per call, a per-batch helper shared by
     /// training and evaluation (`_process_one_batch(batch_x, batch_y)`).
