@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::context::{class_attr_kinds, self_calls_under_options, Context, ContextOptions, ModuleFacts, OptionArm, Visitor};
-use crate::facts::scan::calls_backward;
+use crate::facts::scan::{calls_backward, train_flag};
 use crate::index::calls::{passed, LiteralFlags};
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
 use crate::ir::{for_each_stmt_in_function, BinOp, Expr, ExprKind, Module, Stmt, StmtKind, Words};
@@ -205,8 +205,9 @@ impl SummaryVisitor {
             accumulates_args,
             accumulates_into,
             empties: emptied(&f.body),
-            train_flag_param: flag.and_then(|i| i.checked_sub(offset)),
-            train_flag_name: flag.and_then(|i| params.get(i).cloned()),
+            train_flag_param: flag.and_then(|(i, _)| i.checked_sub(offset)),
+            train_flag_name: flag.and_then(|(i, _)| params.get(i).cloned()),
+            train_flag_negated: flag.is_some_and(|(_, negated)| negated),
             setup_named: is_setup_name(&f.name),
             init_named: is_init_name(&f.name),
             unit_test: self.is_test_file,
@@ -719,39 +720,6 @@ fn emptied(body: &[Stmt]) -> Vec<String> {
         }
     });
     out
-}
-
-/// Index of a parameter passed as the mode of `x.train(...)`, or tested by
-/// an `if` whose arm calls `backward()`.
-fn train_flag(body: &[Stmt], params: &[String]) -> Option<usize> {
-    let mut found = None;
-    for_each_stmt_in_function(body, &mut |s| {
-        // `if train: ...; loss.backward()`: a parameter that decides whether
-        // the function trains (BERT-pytorch's `iteration(..., train=True)`).
-        if let StmtKind::If { test, body: arm, .. } = &s.kind {
-            if let Some(i) = crate::facts::guards::training_test_name(test).and_then(|n| params.iter().position(|p| p == n)) {
-                if calls_backward(arm) {
-                    found = Some(i);
-                }
-            }
-        }
-        s.for_each_expr(|e| {
-            e.any(&mut |x| {
-                if let Some((_, "train")) = x.as_method_call() {
-                    if let Some((_, args, kws)) = x.as_call() {
-                        let flag = args.first().or_else(|| kws.iter().find(|k| k.name.as_deref() == Some("mode")).map(|k| &k.value));
-                        if let Some(n) = flag.and_then(Expr::as_name) {
-                            if let Some(i) = params.iter().position(|p| p == n) {
-                                found = Some(i);
-                            }
-                        }
-                    }
-                }
-                false
-            });
-        });
-    });
-    found
 }
 
 /// Whether the body (nested functions excluded) divides or multiplies by a

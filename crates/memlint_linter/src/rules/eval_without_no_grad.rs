@@ -16,7 +16,9 @@ declare_rule! {
     /// sets the train mode from a flag (`net.train(mode=train_model)`), or
     /// runs its `backward()` only under one (`if train: loss.backward()`,
     /// or a mode, `if mode == "train":`), that a caller passes `False` (or
-    /// an evaluation mode, `mode="eval"`, `"val"`, `"test"`); in Rust, a `model.forward_t(xs, false)` (the
+    /// an evaluation mode, `mode="eval"`, `"val"`, `"test"`; or `True` to a
+    /// flag that says evaluation, `if not cross_valid: loss.backward()`
+    /// with `cross_valid=True`); in Rust, a `model.forward_t(xs, false)` (the
     /// train flag off) is evaluation by itself. A `backward()` in the same region makes it
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every

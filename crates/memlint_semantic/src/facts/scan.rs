@@ -732,3 +732,42 @@ fn names_a_loss(e: &Expr) -> bool {
 pub(crate) fn is_below(path: &str, prefix: &str) -> bool {
     path.len() > prefix.len() && path.starts_with(prefix) && path.as_bytes()[prefix.len()] == b'.'
 }
+
+/// Index of a parameter passed as the mode of `x.train(...)`, or tested by
+/// an `if` whose arm calls `backward()`, and whether the test is negated
+/// (`if not cross_valid:`: true says evaluation).
+pub(crate) fn train_flag(body: &[Stmt], params: &[String]) -> Option<(usize, bool)> {
+    let mut found = None;
+    for_each_stmt_in_function(body, &mut |s| {
+        // `if train: ...; loss.backward()`: a parameter that decides whether
+        // the function trains (BERT-pytorch's `iteration(..., train=True)`);
+        // `if not cross_valid:`, one that says it evaluates.
+        if let StmtKind::If { test, body: arm, .. } = &s.kind {
+            let (test, negated) = match &test.kind {
+                ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } if operand.as_name().is_some() => (&**operand, true),
+                _ => (&**test, false),
+            };
+            if let Some(i) = crate::facts::guards::training_test_name(test).and_then(|n| params.iter().position(|p| p == n)) {
+                if calls_backward(arm) {
+                    found = Some((i, negated));
+                }
+            }
+        }
+        s.for_each_expr(|e| {
+            e.any(&mut |x| {
+                if let Some((_, "train")) = x.as_method_call() {
+                    if let Some((_, args, kws)) = x.as_call() {
+                        let flag = args.first().or_else(|| kws.iter().find(|k| k.name.as_deref() == Some("mode")).map(|k| &k.value));
+                        if let Some(n) = flag.and_then(Expr::as_name) {
+                            if let Some(i) = params.iter().position(|p| p == n) {
+                                found = Some((i, false));
+                            }
+                        }
+                    }
+                }
+                false
+            });
+        });
+    });
+    found
+}

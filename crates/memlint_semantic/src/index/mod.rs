@@ -161,6 +161,9 @@ pub struct FunctionSummary {
     pub train_flag_param: Option<usize>,
     /// That parameter's name.
     pub train_flag_name: Option<String>,
+    /// The parameter says evaluation when true: `backward()` runs under
+    /// `if not cross_valid:`.
+    pub train_flag_negated: bool,
     /// The name says construction/initialisation/conversion/loading.
     pub setup_named: bool,
     /// The name says construction or weight initialisation (`__init__`,

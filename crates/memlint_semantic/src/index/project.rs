@@ -392,10 +392,12 @@ impl ProjectIndex {
                 let f = fsum(id);
                 let Some(pos) = f.train_flag_param else { continue };
                 let name = f.train_flag_name.clone().unwrap_or_default();
-                if sites.of(id)
-                    .iter()
-                    .map(|&i| &calls[i as usize])
-                    .any(|s| s.false_positions.contains(&pos) || s.false_keywords.contains(&name))
+                // `cross_valid=True` for a flag that says evaluation.
+                let evaluates = |s: &CallSite| match f.train_flag_negated {
+                    false => s.false_positions.contains(&pos) || s.false_keywords.contains(&name),
+                    true => s.true_positions.contains(&pos) || s.true_keywords.contains(&name),
+                };
+                if sites.of(id).iter().map(|&i| &calls[i as usize]).any(evaluates)
                 {
                     eval_by_flag.insert(names.list[id as usize].to_string());
                 }
