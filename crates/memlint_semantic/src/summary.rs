@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use std::sync::Arc;
 
-use crate::context::{class_attr_kinds, self_calls_under_options, Context, ContextOptions, ModuleFacts, OptionArm, Visitor};
+use crate::context::{class_attr_kinds, init_param_attrs, self_calls_under_options, Context, ContextOptions, ModuleFacts, OptionArm, Visitor};
 use crate::facts::scan::{calls_backward, train_flag};
 use crate::index::calls::{passed, LiteralFlags};
 use crate::index::{is_init_name, is_setup_name, CallSite, ClassSummary, FileSummary, FunctionSummary};
@@ -145,6 +145,7 @@ impl SummaryVisitor {
             true_positions: flags.true_positions,
             true_keywords: flags.true_keywords,
             alternatives,
+            every_call: cx.runs_on_every_call(),
             ..CallSite::default()
         });
         true
@@ -296,6 +297,7 @@ impl SummaryVisitor {
             disables_grad,
             in_memory_dataset: crate::facts::datasets::indexes_only(body),
             parameter_free,
+            init_param_attrs: init_param_attrs(body),
         });
     }
 }
@@ -416,7 +418,18 @@ impl Visitor for SummaryVisitor {
         let LiteralFlags { false_positions, false_keywords, true_positions, true_keywords } = LiteralFlags::of(args, keywords);
         let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
         let every_call = cx.function_qualname().is_some() && cx.runs_on_every_call();
+        // `Trainer(model, ...)` after `model = Net(args)`: what a class's
+        // construction is given.
+        let constructs = callee.rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_uppercase()));
+        let instance = |e: &Expr| e.as_name().and_then(|n| cx.instance_class(n));
+        let arg_instances: Vec<(String, String)> = if constructs {
+            let by_position = args.iter().enumerate().filter_map(|(i, a)| Some((i.to_string(), instance(a)?)));
+            by_position.chain(keywords.iter().filter_map(|k| Some((k.name.clone()?.to_string(), instance(&k.value)?)))).collect()
+        } else {
+            Vec::new()
+        };
         self.summary.calls.push(CallSite {
+            arg_instances: (!arg_instances.is_empty()).then(|| arg_instances.into_boxed_slice()),
             caller: cx.function_qualname().map(str::to_string),
             callee,
             grad_off: !cx.grad_enabled(),

@@ -52,7 +52,10 @@ declare_rule! {
     /// outside any `if`, or calls a function that does, or hands a value
     /// built on the host to a helper that moves it: `sample()` returning
     /// `to_gpu(torch.tensor(seq))`; also the `forward` of a project module
-    /// instance it calls, `criterion(out, y)` with `criterion = SSDLoss()`), that
+    /// instance it calls, `criterion(out, y)` with `criterion = SSDLoss()`,
+    /// or `self.model(x)` with `self.model = model` in `__init__` and every
+    /// `Trainer(model, ...)` of the run giving one class, its submodules'
+    /// `forward`s and the classes a factory function returns included), that
     /// runs an op whose result's size depends on the values
     /// (`x.nonzero()`, `torch.unique(x)`, a mask read `x[x > 0]`, there or
     /// in such a helper), that indexes a tensor with indices drawn on the

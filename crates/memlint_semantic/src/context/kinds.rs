@@ -550,3 +550,35 @@ impl Context {
         })
     }
 }
+
+/// What `__init__` binds to its parameters as given (`self.model = model`)
+/// ([`crate::index::ClassSummary::init_param_attrs`]).
+pub(crate) fn init_param_attrs(body: &[Stmt]) -> Vec<(String, usize, String)> {
+    let Some(init) = body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(f),
+        _ => None,
+    }) else {
+        return Vec::new();
+    };
+    let params: Vec<&str> = init.params.iter().skip(1).map(|p| p.name.as_str()).collect();
+    let mut out = Vec::new();
+    for s in &init.body {
+        let StmtKind::Assign { targets, value, .. } = &s.kind else { continue };
+        // `self.model = model`, `self.model, self.opt = model, opt`.
+        let pairs: Vec<(&Expr, &Expr)> = match (&targets[..], &value.kind) {
+            ([t], _) if value.as_name().is_some() => vec![(t, &**value)],
+            ([t], ExprKind::Sequence(values)) => match &t.kind {
+                ExprKind::Sequence(ts) if ts.len() == values.len() => ts.iter().zip(values.iter()).collect(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        for (t, v) in pairs {
+            let Some(n) = v.as_name() else { continue };
+            if let (Some(i), Some(attr)) = (params.iter().position(|p| *p == n), t.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
+                out.push((attr.to_string(), i, n.to_string()));
+            }
+        }
+    }
+    out
+}

@@ -30,7 +30,7 @@ mod sync;
 mod waiting;
 mod walk;
 
-pub(crate) use kinds::{class_attr_kinds, holds_no_parameters, self_calls_under_options, OptionArm};
+pub(crate) use kinds::{class_attr_kinds, holds_no_parameters, init_param_attrs, self_calls_under_options, OptionArm};
 use kinds::class_attr_facts;
 
 /// What kind of value a binding is known to hold.

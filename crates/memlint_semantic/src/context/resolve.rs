@@ -173,7 +173,16 @@ impl Context {
             }
         }
         let attr = dotted.strip_prefix("self.")?;
-        self.class_instances.get(self.current_class()?)?.get(attr).cloned()
+        let class = self.current_class()?;
+        if let Some(c) = self.class_instances.get(class).and_then(|m| m.get(attr)) {
+            return Some(c.clone());
+        }
+        // `self.model = model` in `__init__`, every `Trainer(model, ...)`
+        // of the run giving a `Net`.
+        if self.index.is_empty() {
+            return None;
+        }
+        self.index.constructed_attr(class, attr).map(str::to_string)
     }
 
     /// The project classes `self.<attr>` may hold when its class assigns it

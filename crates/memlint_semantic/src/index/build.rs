@@ -145,7 +145,17 @@ impl IndexBuilder {
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         // Calls of module instances inform `forward`'s optional arguments only.
         let instance_calls: Vec<CallSite> = calls.extract_if(.., |c| c.instance).collect();
-        let maybe = ix.factory_calls(&calls);
+        ix.constructed_attrs = ix.constructed_attrs(&calls);
+        let mut maybe = ix.factory_calls(&calls);
+        // A submodule's call runs its class's `forward` (any of them, for
+        // an attribute built as one of several).
+        for c in instance_calls.iter().filter(|c| c.caller.is_some() && c.every_call) {
+            for class in c.alternatives.as_deref().unwrap_or(std::slice::from_ref(&c.callee)) {
+                if let Some(forward) = ix.method_of(ix.canonical_str(class), crate::api::nn::FORWARD) {
+                    maybe.push(CallSite { callee: forward, caller: c.caller.clone(), every_call: true, host_arg: c.host_arg, ..CallSite::default() });
+                }
+            }
+        }
         ix.propagate_waits(&calls, &maybe);
         ix.record_optional_arguments(&calls, &instance_calls);
         ix.propagate(&calls);
@@ -362,6 +372,38 @@ impl ProjectIndex {
 }
 
 impl ProjectIndex {
+    /// [`ProjectIndex::constructed_attr`] for every class: an attribute
+    /// `__init__` binds to a parameter counts when every construction of
+    /// the class passes that parameter an instance of one project class.
+    fn constructed_attrs(&self, calls: &[CallSite]) -> HashMap<String, Vec<(String, String)>> {
+        // (class, attribute) -> the one class given, or `None` once two
+        // constructions differ or one passes what its file cannot tell.
+        let mut given: HashMap<(&str, &str), Option<String>> = HashMap::default();
+        for c in calls {
+            let Some(class) = self.classes.get(&c.callee).filter(|k| !k.init_param_attrs.is_empty()) else { continue };
+            for (attr, position, name) in &class.init_param_attrs {
+                let passed = usize::from(c.positional) > *position || c.keywords.iter().any(|k| k == name);
+                if !passed {
+                    continue;
+                }
+                let known = c.arg_instances.as_deref().and_then(|a| {
+                    a.iter().find(|(key, _)| *key == position.to_string() || key == name).map(|(_, k)| self.canonical_str(k).to_string())
+                });
+                let entry = given.entry((class.qualname.as_str(), attr.as_str())).or_insert_with(|| known.clone());
+                if *entry != known {
+                    *entry = None;
+                }
+            }
+        }
+        let mut out: HashMap<String, Vec<(String, String)>> = HashMap::default();
+        for ((class, attr), instance) in given {
+            if let Some(instance) = instance.filter(|k| self.classes.contains_key(k)) {
+                out.entry(class.to_string()).or_default().push((attr.to_string(), instance));
+            }
+        }
+        out
+    }
+
     /// The calls of a method on an instance a project factory function
     /// built (`self.embedding = get_embedding_module(...)`, then
     /// `self.embedding.compute_embedding(...)`, recorded as

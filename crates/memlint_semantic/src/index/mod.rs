@@ -293,6 +293,10 @@ pub struct CallSite {
     /// parameters are all frozen at the site (`freeze_model(alex)` or a
     /// loop over `alex.parameters()` before `extract(alex, loader)`).
     pub frozen_positions: Vec<usize>,
+    /// Arguments that are instances of project classes, by position
+    /// (digits) or keyword name, with the class as the calling file
+    /// resolves it (`Trainer(model, ...)` after `model = Net(args)`).
+    pub arg_instances: Option<Box<[(String, String)]>>,
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
@@ -338,6 +342,11 @@ pub struct ClassSummary {
     /// attributes (a mel-spectrogram front end). A forward of it records no
     /// graph ([`crate::context::holds_no_parameters`]).
     pub parameter_free: bool,
+    /// Attributes `__init__` binds to one of its parameters as given
+    /// (`self.model = model`): the attribute, the parameter's position
+    /// (after `self`) and name. The calls of the class say what they hold
+    /// ([`ProjectIndex::constructed_attr`]).
+    pub init_param_attrs: Vec<(String, usize, String)>,
 }
 
 /// Everything one file contributes to the index.
@@ -434,6 +443,11 @@ pub struct ProjectIndex {
     /// [`ProjectIndex::through_stars`]' answers by name, kept as they are
     /// asked.
     star_cache: std::sync::RwLock<HashMap<Box<str>, Option<Box<str>>>>,
+    /// Per class, the attributes `__init__` binds to a parameter that every
+    /// construction of the class in the run gives an instance of one
+    /// project class ([`ClassSummary::init_param_attrs`]): class -> (attribute,
+    /// that class).
+    constructed_attrs: HashMap<String, Vec<(String, String)>>,
     /// Hashes of the last segment of every name the index defines or
     /// aliases (`f` of `utils.f`): a name whose last segment is not among
     /// them (most calls of torch and the standard library) is no alias of

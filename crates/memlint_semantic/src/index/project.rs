@@ -488,6 +488,15 @@ impl ProjectIndex {
         self.eval_by_flag.contains(qualname)
     }
 
+    /// The project class of the instance `self.<attr>` of `class` holds
+    /// when `__init__` binds it to a parameter that every construction
+    /// of the class in the run gives an instance of that class
+    /// (`self.model = model`, `Trainer(model, ...)` after `model =
+    /// Net(args)`).
+    pub fn constructed_attr(&self, class: &str, attr: &str) -> Option<&str> {
+        self.constructed_attrs.get(self.canonical_str(class))?.iter().find(|(a, _)| a == attr).map(|(_, k)| k.as_str())
+    }
+
     /// Whether a project class (through re-exports) is an `nn.Module`:
     /// `Some(false)` for a project class that is not one, `None` when the
     /// class is not the project's.
