@@ -79,7 +79,10 @@ declare_rule! {
     /// straight-line code (one sample, one display batch, a prediction for
     /// one sentence) frees its graph at the next statement and is not
     /// reported, nor a loop over a loader that leaves at the end of its
-    /// first iteration (`...; break`: one batch to show); nor a loop that steps an environment (`env.step(action)`,
+    /// first iteration (`...; break`: one batch to show), nor a forward
+    /// under an interval guard in a training step (`if (i + 1) % 100 == 0:
+    /// G.eval(); sample = G(z_fixed)`: one display batch every hundred
+    /// steps; a validation loop under the guard is still reported); nor a loop that steps an environment (`env.step(action)`,
     /// or an agent's own `next_state, reward, done = self.step(action)`:
     /// reinforcement learning's interaction loop, one observation per
     /// forward, its graph dropped every step), nor a call of a CamelCase
@@ -158,7 +161,9 @@ impl Rule for EvalWithoutNoGrad {
         // sample, one display batch) frees its graph at the next statement;
         // an environment's interaction loop runs one observation per
         // forward, its graph dropped each step.
-        if !cx.in_data_loop() || cx.in_interaction_loop() {
+        // So is one every hundred steps of training (`if (i + 1) % 100 ==
+        // 0: G.eval(); sample = G(z_fixed)`).
+        if !cx.in_data_loop() || cx.in_interaction_loop() || cx.periodic_in_training_step() {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };

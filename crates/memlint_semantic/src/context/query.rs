@@ -454,6 +454,16 @@ impl Context {
         self.data_comprehension.get() > 0 || self.frame().loops.iter().any(|l| l.over_data)
     }
 
+    /// Whether the current point runs now and then inside a training step:
+    /// under an interval guard (`if (i + 1) % 100 == 0:`), with the
+    /// innermost loop over data a training-step loop (a display batch drawn
+    /// every hundred steps, not a validation loop under the guard).
+    pub fn periodic_in_training_step(&self) -> bool {
+        self.guarded_by_interval()
+            && self.data_comprehension.get() == 0
+            && self.frame().loops.iter().rev().find(|l| l.over_data).is_some_and(|l| l.direct_step && l.kind == LoopKind::Train)
+    }
+
     /// Whether an enclosing loop runs an adversarial attack (`adv =
     /// adversary.perturb(x, y)`): adversarial evaluation, which needs
     /// autograd on for the attack.

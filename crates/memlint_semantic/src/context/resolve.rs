@@ -301,11 +301,14 @@ impl Context {
     /// A name no import, local or definition of this file binds, that a
     /// project module this file star-imports imports (`torch` of `from
     /// utils import *` when `utils` does `import torch`): what it names.
+    /// `torch` itself, when no project module gives it, comes from a
+    /// library's star import (`from torch_snippets import *`, `from
+    /// fastai.vision.all import *`), which can only give torch by it.
     fn star_imported_module(&self, name: &str) -> Option<&str> {
         if self.is_shadowed_locally(name) || self.facts.module_defs.contains_key(name) || self.module.path.is_empty() {
             return None;
         }
-        self.index.star_imported_alias(&self.module.path, name)
+        self.index.star_imported_alias(&self.module.path, name).or((name == "torch").then_some("torch"))
     }
 
     /// Qualified name of a call's callee.
