@@ -91,7 +91,9 @@ declare_rule! {
     /// runs a model in module-level code or in a function called only
     /// outside loops or once per epoch (a metric's loop over classes), or
     /// one there that shows a figure each iteration (`plt.subplots(...)`,
-    /// `plt.show()`: ten pictures of samples in a notebook), code under an interval or logging test
+    /// `plt.show()`: ten pictures of samples in a notebook) or that counts
+    /// a few iterations as a literal (`for i in range(10):`, at most 16:
+    /// ten draws for a mean style), code under an interval or logging test
     /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
@@ -474,6 +476,12 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool)
     while let Some(l) = at {
         let Some(stmt) = module.stmt(l) else { return false };
         let body = match &stmt.kind {
+            // A few iterations counted as a literal (`for i in range(10):`,
+            // ten draws for a mean style once per run) are not a hot loop.
+            StmtKind::For { iter, .. } if few_fixed_iterations(iter) => {
+                at = module.tree.enclosing_loop(l);
+                continue;
+            }
             // With `counted`, only a `for` over a `range` (steps counted
             // up front, not a decode that stops at its end token).
             StmtKind::For { body, iter, .. } if !counted || iterates_a_range(iter) => body,
@@ -501,6 +509,12 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool)
         at = module.tree.enclosing_loop(l);
     }
     false
+}
+
+/// `range(k)` with a literal `k` of at most 16.
+fn few_fixed_iterations(iter: &Expr) -> bool {
+    let Some((func, args, _)) = iter.as_call() else { return false };
+    func.as_name() == Some("range") && matches!(args, [n] if matches!(n.kind, ExprKind::Literal(Literal::Int(k)) if k <= 16))
 }
 
 /// Whether a loop's iterable counts steps with `range` (`range(T)`,
