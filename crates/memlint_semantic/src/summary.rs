@@ -590,10 +590,15 @@ fn returns_host_factory(body: &[Stmt], cx: &Context) -> bool {
 }
 
 fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Option<usize> {
-    /// The name under the value's wrappers: `x`, `Variable(x)`, `x.cuda().float()`.
+    /// The name under the value's wrappers: `x`, `Variable(x)`, `x.cuda().float()`,
+    /// and `xs` of `[x.cuda() for x in xs]`.
     fn root(e: &Expr) -> Option<&str> {
         match &e.kind {
             ExprKind::Name(n) => Some(n),
+            ExprKind::Comprehension(c) if c.key.is_none() && c.generators.len() == 1 => {
+                let g = &c.generators[0];
+                (g.target.as_name().is_some() && root(&c.elt) == g.target.as_name()).then(|| g.iter.as_name()).flatten()
+            }
             ExprKind::Call { func, args, .. } => match &func.kind {
                 ExprKind::Attribute { value, .. } => root(value),
                 ExprKind::Name(n) if n == "Variable" => args.first().and_then(root),
@@ -628,7 +633,13 @@ fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Option<usize> 
     if returns.is_empty() || bare_return {
         return None;
     }
-    params.iter().position(|p| moved.contains(p) && returns.iter().all(|r| root(r) == Some(p.as_str())))
+    // The elements of a list moved one by one (`[x.cuda() for x in xs]`)
+    // move the list.
+    let moved_all = |p: &str| {
+        moved.iter().any(|m| m == p)
+            || returns.iter().any(|r| matches!(&r.kind, ExprKind::Comprehension(c) if c.generators[0].target.as_name().is_some_and(|t| moved.iter().any(|m| m == t))))
+    };
+    params.iter().position(|p| moved_all(p) && returns.iter().all(|r| root(r) == Some(p.as_str())))
 }
 
 /// Positions of `params` (after `self`) accumulated into `self.<attr>`.

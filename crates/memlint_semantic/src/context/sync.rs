@@ -566,6 +566,10 @@ impl Context {
         if any_receiver || self.batch_base(recv).is_some() || self.host_built(recv) {
             return true;
         }
+        // A list a helper moves item by item (`utils.cuda([imgs, z])`).
+        if let ExprKind::Sequence(items) = &recv.kind {
+            return items.iter().any(|i| self.batch_base(i).is_some() || self.host_built(i) || is_drawn(i, drawn));
+        }
         is_drawn(recv, drawn)
     }
 

@@ -242,6 +242,13 @@ impl Context {
                     || e.any(&mut |x| {
                         x.as_call().is_some()
                             && (self.moves_blocking(x, false, &drawn)
+                                // `feats[batch[0]].to(device)`: host data the
+                                // loop's indices pick, copied in one expression.
+                                || self.accelerator_move(x).is_some_and(|(recv, non_blocking)| {
+                                    non_blocking != Some(true)
+                                        && matches!(recv.kind, ExprKind::Subscript { .. })
+                                        && self.drawn_by_hand(recv, &drawn)
+                                })
                                 || writes_drawn_into_buffer(x, &drawn)
                                 || self.copies_host_data(x)
                                 || self.called_summary(x).is_some_and(|f| f.waits_for_device)
