@@ -47,7 +47,9 @@ declare_rule! {
     /// bound at module level is judged by the module-level loops between
     /// its binding and the next `DataLoader(...)` bound to the same name (a
     /// first `train_loader` that only computes channel means on the CPU is
-    /// not the one the training loop iterates).
+    /// not the one the training loop iterates), and a function that builds
+    /// a loader of its own under the same name moves its own batches, not
+    /// those of the module-level one.
     /// A dataset already in memory as tensors (`TensorDataset`, a Python
     /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
     /// labels)]` or `list(zip(inputs, labels))`, a

@@ -617,6 +617,12 @@ fn items_only(class_body: &[Stmt]) -> bool {
                     true
                 }
                 ExprKind::Sequence(names) if item(value) => names.iter().all(|t| t.as_name().map(|n| bound.push(n)).is_some()),
+                // `image, label = self.images[i], self.labels[i]`.
+                ExprKind::Sequence(names)
+                    if matches!(&value.kind, ExprKind::Sequence(values) if values.len() == names.len() && values.iter().all(|v| item(v))) =>
+                {
+                    names.iter().all(|t| t.as_name().map(|n| bound.push(n)).is_some())
+                }
                 // `item["labels"] = torch.tensor(self.labels[i])` on a dict bound above.
                 ExprKind::Subscript { value: d, .. } if item(value) => d.as_name().is_some_and(|n| bound.contains(&n)),
                 _ => false,

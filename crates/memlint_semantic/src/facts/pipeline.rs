@@ -66,6 +66,11 @@ pub struct LoaderSite {
     /// The batch is one sample, as written (`batch_size=1`, or a name
     /// bound to `1`): each copy is one image, not a batch.
     pub one_sample: bool,
+    /// For a loader bound at module level: the functions that build a
+    /// loader of their own under the same name (`batcher` printed once in
+    /// a notebook cell, then `batcher = DataLoader(...)` in `train()`):
+    /// their loops move theirs, not this one's batches.
+    pub shadowed_in: Vec<String>,
     /// The file reads one batch of it and nothing more: every use of the
     /// name it is bound to is `next(iter(name))` (a sample to plot, a
     /// shape to print). It feeds no loop.
@@ -167,6 +172,7 @@ impl Pipeline {
             bound.is_some()
                 && m.loader.as_deref() == bound
                 && (!local || m.function == site.function)
+                && !m.function.as_ref().is_some_and(|f| site.shadowed_in.contains(f))
                 && (site.function.is_some()
                     || m.function.is_some()
                     || (m.span.start > site.span.start && site.until.is_none_or(|u| m.span.start < u)))
@@ -254,6 +260,7 @@ impl Pipeline {
                     one_batch,
                     redrawn,
                     until: None,
+                    shadowed_in: Vec::new(),
                 })
             })
             .collect::<Vec<_>>();
@@ -262,7 +269,10 @@ impl Pipeline {
         // assigns (`train_loader, test_loader = make_loaders(features)`).
         let module_level: Vec<(u32, Option<String>)> =
             sites.iter().filter(|s| s.function.is_none()).map(|s| (s.span.start, s.bound_to.clone())).collect();
+        let local: Vec<(String, Option<String>)> =
+            sites.iter().filter(|s| s.function.is_some()).map(|s| (s.function.clone().unwrap_or_default(), s.bound_to.clone())).collect();
         for site in sites.iter_mut().filter(|s| s.function.is_none() && s.bound_to.is_some()) {
+            site.shadowed_in = local.iter().filter(|(_, b)| *b == site.bound_to).map(|(f, _)| f.clone()).collect();
             let name = site.bound_to.as_deref().unwrap_or_default();
             let rebound = first_module_level_binding_after(&module.body, name, site.span.end);
             site.until = module_level
