@@ -146,17 +146,26 @@ impl IndexBuilder {
         // Calls of module instances inform `forward`'s optional arguments only.
         let instance_calls: Vec<CallSite> = calls.extract_if(.., |c| c.instance).collect();
         ix.constructed_attrs = ix.constructed_attrs(&calls);
-        let mut maybe = ix.factory_calls(&calls);
+        let maybe = ix.factory_calls(&calls);
         // A submodule's call runs its class's `forward` (any of them, for
-        // an attribute built as one of several).
-        for c in instance_calls.iter().filter(|c| c.caller.is_some() && c.every_call) {
+        // an attribute built as one of several): (caller, forward) pairs,
+        // each class's `forward` looked up once.
+        let submodule_calls = || instance_calls.iter().filter(|c| c.every_call).filter_map(|c| Some((c.caller.as_deref()?, c)));
+        let mut forwards: HashMap<&str, Option<String>> = HashMap::default();
+        for (_, c) in submodule_calls() {
             for class in c.alternatives.as_deref().unwrap_or(std::slice::from_ref(&c.callee)) {
-                if let Some(forward) = ix.method_of(ix.canonical_str(class), crate::api::nn::FORWARD) {
-                    maybe.push(CallSite { callee: forward, caller: c.caller.clone(), every_call: true, host_arg: c.host_arg, ..CallSite::default() });
+                if !forwards.contains_key(class.as_str()) {
+                    forwards.insert(class, ix.method_of(ix.canonical_str(class), crate::api::nn::FORWARD));
                 }
             }
         }
-        ix.propagate_waits(&calls, &maybe);
+        let submodules: Vec<(&str, &str)> = submodule_calls()
+            .flat_map(|(caller, c)| {
+                let forwards = &forwards;
+                c.alternatives.as_deref().unwrap_or(std::slice::from_ref(&c.callee)).iter().filter_map(move |class| Some((caller, forwards.get(class.as_str())?.as_deref()?)))
+            })
+            .collect();
+        ix.propagate_waits(&calls, &maybe, &submodules);
         ix.record_optional_arguments(&calls, &instance_calls);
         ix.propagate(&calls);
         ix
@@ -346,9 +355,10 @@ impl ProjectIndex {
     /// [`ProjectIndex::factory_calls`]) counts when the method of any class
     /// the factory returns waits: a configuration picks one, and every
     /// read the caller adds is then one wait of several.
-    fn propagate_waits(&mut self, calls: &[CallSite], maybe: &[CallSite]) {
+    fn propagate_waits(&mut self, calls: &[CallSite], maybe: &[CallSite], submodules: &[(&str, &str)]) {
         for _ in 0..4 {
-            let waiting: Vec<&str> = calls
+            let waits = |q: &str| self.functions.get(q).is_some_and(|f| f.waits_for_device);
+            let waiting: Vec<String> = calls
                 .iter()
                 .chain(maybe)
                 .filter(|c| c.every_call)
@@ -357,13 +367,15 @@ impl ProjectIndex {
                     let g = self.functions.get(&c.callee)?;
                     (g.waits_for_device || (c.host_arg && g.moves_param.is_some())).then_some(caller)
                 })
+                .chain(submodules.iter().filter(|(_, forward)| waits(forward)).map(|(caller, _)| *caller))
                 .filter(|caller| self.functions.get(*caller).is_some_and(|f| !f.waits_for_device))
+                .map(str::to_string)
                 .collect();
             if waiting.is_empty() {
                 break;
             }
             for q in waiting {
-                if let Some(f) = self.functions.get_mut(q) {
+                if let Some(f) = self.functions.get_mut(&q) {
                     f.waits_for_device = true;
                 }
             }
