@@ -829,3 +829,25 @@ fn a_helper_that_moves_a_list_of_the_batch() {
     let o = memlint(dir.path(), &args);
     assert!(stdout(&o).starts_with("./train.py:15:37: ML305"), "{}", stdout(&o));
 }
+
+/// A trainer in its own module given the model by a script of a namespace
+/// package (`model/Run.py`: `Trainer(model, ...)` after `model =
+/// Network()`), the model's wait three submodules down, through a cell of
+/// an `nn.ModuleList` (`self.cells[i](x)`): the step already waits and
+/// its read is not reported; without the copy in the innermost module it is.
+#[test]
+fn a_trainers_model_waits_through_its_submodules() {
+    let dir = tempfile::tempdir().unwrap();
+    let net = "import torch\nimport torch.nn as nn\n\n\nclass Inner(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = nn.Parameter(torch.randn(8, 8))\n\n    def forward(self, x):\n        eye = torch.eye(8).to(x.device)\n        return x @ (self.w + eye)\n\n\nclass Cell(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.gate = Inner()\n\n    def forward(self, x):\n        return torch.sigmoid(self.gate(x))\n\n\nclass Stack(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cells = nn.ModuleList([Cell() for _ in range(2)])\n\n    def forward(self, x):\n        for i in range(2):\n            x = self.cells[i](x)\n        return x\n";
+    write(dir.path(), "model/net.py", net);
+    let trainer = "import torch\n\n\nclass Trainer:\n    def __init__(self, model, loader, opt):\n        self.model, self.loader, self.opt = model, loader, opt\n\n    def train_epoch(self):\n        total = 0\n        for (x,) in self.loader:\n            x = x.cuda(non_blocking=True)\n            loss = self.model(x).sum()\n            self.opt.zero_grad()\n            loss.backward()\n            self.opt.step()\n            total += loss.item()\n        return total\n";
+    write(dir.path(), "model/BasicTrainer.py", trainer);
+    let run = "import torch\nfrom model.net import Stack as Network\nfrom model.BasicTrainer import Trainer\n\nmodel = Network().cuda()\nt = Trainer(model, loader, torch.optim.SGD(model.parameters(), lr=0.1))\nfor e in range(3):\n    t.train_epoch()\n";
+    write(dir.path(), "model/Run.py", run);
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML305"];
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+    write(dir.path(), "model/net.py", net.replace("        eye = torch.eye(8).to(x.device)\n        return x @ (self.w + eye)\n", "        return x @ self.w\n"));
+    let o = memlint(dir.path(), &args);
+    assert!(stdout(&o).starts_with("./model/BasicTrainer.py:16:22: ML305"), "{}", stdout(&o));
+}

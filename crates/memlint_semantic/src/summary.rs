@@ -108,12 +108,18 @@ impl SummaryVisitor {
     /// call of its class's `forward` each time the method runs, kept with
     /// the instance calls. Whether `func` is one: it is recorded then.
     fn submodule_call(&mut self, func: &Expr, args: &[Expr], keywords: &[crate::ir::Keyword], cx: &Context) -> bool {
-        let ExprKind::Attribute { value, attr, .. } = &func.kind else { return false };
+        // `self.cells[i](x)`: a module of an `nn.ModuleList` attribute.
+        let (attribute, element) = match &func.kind {
+            ExprKind::Subscript { value, .. } => (&**value, true),
+            _ => (func, false),
+        };
+        let ExprKind::Attribute { value, attr, .. } = &attribute.kind else { return false };
         if value.as_name() != Some("self") {
             return false;
         }
         let Some(caller) = cx.function_qualname() else { return false };
-        let Some(mut class) = cx.instance_class(&format!("self.{attr}")) else { return false };
+        let key = if element { format!("self.{attr}[]") } else { format!("self.{attr}") };
+        let Some(mut class) = cx.instance_class(&key) else { return false };
         // One of several classes (`if config.stochastic: self.dp = A()
         // else: self.dp = B()`): under the arm of the same test that
         // built one, it is that one; otherwise the index tells them apart

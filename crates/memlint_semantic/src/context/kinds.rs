@@ -167,9 +167,27 @@ pub(super) fn class_attr_facts(
     let mut instances: HashMap<String, String> = HashMap::default();
     let mut alternatives: HashMap<String, Vec<String>> = HashMap::default();
     let mut layers = HashMap::default();
+    // The class of the modules an `nn.ModuleList` attribute holds
+    // (`self.cells = nn.ModuleList([Cell(...) for _ in range(n)])`,
+    // `self.cells.append(Cell(...))`), kept as `cells[]`.
+    let element_class = |e: &Expr| -> Option<String> {
+        let elt = match &e.kind {
+            ExprKind::Comprehension(c) => &c.elt,
+            ExprKind::Sequence(items) => items.first()?,
+            _ => e,
+        };
+        cx.instance_class_of_call(elt.as_call()?.0)
+    };
     for s in body {
         if let StmtKind::Function(f) = &s.kind {
             for_each_stmt_in_function(&f.body, &mut |s| match &s.kind {
+                StmtKind::Expr(e) if e.as_method_call().is_some_and(|(_, m)| m == "append") => {
+                    let Some((recv, _)) = e.as_method_call() else { return };
+                    let arg = e.as_call().and_then(|(_, args, _)| args.first());
+                    if let (Some(attr), Some(class)) = (recv.dotted().as_deref().and_then(|d| d.strip_prefix("self.")), arg.and_then(element_class)) {
+                        instances.entry(format!("{attr}[]")).or_insert(class);
+                    }
+                }
                 StmtKind::Expr(e) => {
                     if let Some((recv, "requires_grad_")) = e.as_method_call() {
                         let off = e.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false));
@@ -211,9 +229,13 @@ pub(super) fn class_attr_facts(
                                 }
                             }
                         } else if let Some(q) = cx.qualified_name(func).filter(|q| q.starts_with_module(crate::api::nn::NN)) {
+                            let elements = if q.last() == "ModuleList" { value.as_call().and_then(|(_, args, _)| args.first()).and_then(element_class) } else { None };
                             for t in targets {
                                 if let Some(attr) = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")) {
                                     layers.insert(attr.to_string(), q.last().to_string());
+                                    if let Some(class) = &elements {
+                                        instances.insert(format!("{attr}[]"), class.clone());
+                                    }
                                 }
                             }
                         }

@@ -392,7 +392,7 @@ impl ProjectIndex {
         // constructions differ or one passes what its file cannot tell.
         let mut given: HashMap<(&str, &str), Option<String>> = HashMap::default();
         for c in calls {
-            let Some(class) = self.classes.get(&c.callee).filter(|k| !k.init_param_attrs.is_empty()) else { continue };
+            let Some(class) = self.classes.get(self.canonical_str(&c.callee)).filter(|k| !k.init_param_attrs.is_empty()) else { continue };
             for (attr, position, name) in &class.init_param_attrs {
                 let passed = usize::from(c.positional) > *position || c.keywords.iter().any(|k| k == name);
                 if !passed {
