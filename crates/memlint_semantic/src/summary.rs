@@ -258,9 +258,11 @@ impl SummaryVisitor {
             moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
             returns_host_factory: f.body.len() <= 8 && returns_host_factory(&f.body, cx),
-            returns_classes: returns_classes(&f.body, cx),
             runs_model_once: false,
         };
+        if let Some(classes) = returns_classes(&f.body, cx) {
+            self.summary.factories.push((qualname.clone(), classes));
+        }
         self.order.push(qualname.clone());
         self.functions.insert(qualname, summary);
     }
@@ -434,8 +436,10 @@ impl Visitor for SummaryVisitor {
         } else {
             Vec::new()
         };
+        if !arg_instances.is_empty() {
+            self.summary.constructions.push((callee.clone(), arg_instances.into_boxed_slice()));
+        }
         self.summary.calls.push(CallSite {
-            arg_instances: (!arg_instances.is_empty()).then(|| arg_instances.into_boxed_slice()),
             caller: cx.function_qualname().map(str::to_string),
             callee,
             grad_off: !cx.grad_enabled(),
@@ -553,7 +557,7 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 /// on the host: the factory itself (arithmetic on it included), or a local
 /// that only such factories bind.
 /// The project classes a factory function returns instances of, when every
-/// `return` builds one ([`crate::index::FunctionSummary::returns_classes`]).
+/// `return` builds one ([`crate::index::FileSummary::factories`]).
 fn returns_classes(body: &[Stmt], cx: &Context) -> Option<Box<[String]>> {
     let (mut classes, mut all) = (Vec::new(), true);
     for_each_stmt_in_function(body, &mut |s| {

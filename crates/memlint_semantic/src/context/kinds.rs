@@ -583,6 +583,26 @@ pub(crate) fn init_param_attrs(body: &[Stmt]) -> Vec<(String, usize, String)> {
         return Vec::new();
     };
     let params: Vec<&str> = init.params.iter().skip(1).map(|p| p.name.as_str()).collect();
+    // Only attributes some method calls (`self.model(x)`,
+    // `self.model.encode(x)`): a configuration class keeps dozens of
+    // values no call reads.
+    let mut called: Vec<String> = Vec::new();
+    for m in body {
+        let StmtKind::Function(f) = &m.kind else { continue };
+        crate::ir::for_each_expr_in_function(&f.body, &mut |e| {
+            let Some((func, _, _)) = e.as_call() else { return };
+            let mut root = func;
+            while let ExprKind::Attribute { value, attr, .. } = &root.kind {
+                if value.as_name() == Some("self") {
+                    if !called.iter().any(|c| c == attr.as_str()) {
+                        called.push(attr.to_string());
+                    }
+                    break;
+                }
+                root = value;
+            }
+        });
+    }
     let mut out = Vec::new();
     for s in &init.body {
         let StmtKind::Assign { targets, value, .. } = &s.kind else { continue };
@@ -597,8 +617,9 @@ pub(crate) fn init_param_attrs(body: &[Stmt]) -> Vec<(String, usize, String)> {
         };
         for (t, v) in pairs {
             let Some(n) = v.as_name() else { continue };
-            if let (Some(i), Some(attr)) = (params.iter().position(|p| *p == n), t.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
-                out.push((attr.to_string(), i, n.to_string()));
+            let attr = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).filter(|a| called.iter().any(|c| c == a)).map(str::to_string);
+            if let (Some(i), Some(attr)) = (params.iter().position(|p| *p == n), attr) {
+                out.push((attr, i, n.to_string()));
             }
         }
     }

@@ -719,7 +719,7 @@ impl Context {
     /// name followed by `()`. A method called on the attribute is then
     /// recorded as `get_embedding_module().compute_embedding`, which the
     /// index follows to each class the function returns
-    /// ([`crate::index::FunctionSummary::returns_classes`]).
+    /// ([`crate::index::FileSummary::factories`]).
     pub(crate) fn factory_of_call(&self, func: &Expr) -> Option<String> {
         if !(self.index.is_empty() && self.options.summary_only) {
             return None;

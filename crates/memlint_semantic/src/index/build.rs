@@ -9,6 +9,8 @@ use super::*;
 pub(super) struct IndexBuilder {
     pub(super) ix: ProjectIndex,
     pub(super) calls: Vec<CallSite>,
+    /// [`FileSummary::constructions`] of every file.
+    pub(super) constructions: Vec<(String, Box<[(String, String)]>)>,
 }
 
 impl IndexBuilder {
@@ -51,8 +53,12 @@ impl IndexBuilder {
         }
         let mut functions = Vec::with_capacity(files.len());
         let mut rest = Vec::with_capacity(files.len());
+        let mut constructions = Vec::new();
+        let mut factories: HashMap<String, Box<[String]>> = HashMap::default();
         for f in files {
-            let FileSummary { module, functions: fs, classes, calls, imports, applied, .. } = f;
+            let FileSummary { module, functions: fs, classes, calls, imports, applied, constructions: made, factories: built, .. } = f;
+            constructions.extend(made);
+            factories.extend(built);
             functions.push(fs);
             rest.push((module, classes, calls, imports, applied));
         }
@@ -109,15 +115,16 @@ impl IndexBuilder {
             mover_names,
             dynamic_on,
             dynamic_off,
+            factories,
             ..ProjectIndex::default()
         };
-        IndexBuilder { ix, calls }
+        IndexBuilder { ix, calls, constructions }
     }
 
     /// The index: callees resolved through the project's imports, then
     /// the classes classified and the call-graph facts computed.
     pub(super) fn finish(self) -> ProjectIndex {
-        let IndexBuilder { mut ix, mut calls } = self;
+        let IndexBuilder { mut ix, mut calls, constructions } = self;
         let keys = ix.functions.keys().chain(ix.classes.keys()).chain(ix.aliases.keys());
         ix.last_segments = keys.map(|k| last_segment_hash(k)).collect();
         // Resolve every call's callee once (in parallel: the maps are
@@ -145,7 +152,8 @@ impl IndexBuilder {
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         // Calls of module instances inform `forward`'s optional arguments only.
         let instance_calls: Vec<CallSite> = calls.extract_if(.., |c| c.instance).collect();
-        ix.constructed_attrs = ix.constructed_attrs(&calls);
+        ix.constructed_attrs = ix.constructed_attrs(&calls, &constructions);
+        drop(constructions);
         let maybe = ix.factory_calls(&calls);
         // A submodule's call runs its class's `forward` (any of them, for
         // an attribute built as one of several): (caller, forward) pairs,
@@ -387,29 +395,44 @@ impl ProjectIndex {
     /// [`ProjectIndex::constructed_attr`] for every class: an attribute
     /// `__init__` binds to a parameter counts when every construction of
     /// the class passes that parameter an instance of one project class.
-    fn constructed_attrs(&self, calls: &[CallSite]) -> HashMap<String, Vec<(String, String)>> {
-        // (class, attribute) -> the one class given, or `None` once two
-        // constructions differ or one passes what its file cannot tell.
-        let mut given: HashMap<(&str, &str), Option<String>> = HashMap::default();
+    fn constructed_attrs(&self, calls: &[CallSite], constructions: &[(String, Box<[(String, String)]>)]) -> HashMap<String, Vec<(String, String)>> {
+        if constructions.is_empty() {
+            return HashMap::default();
+        }
+        // (class, attribute) -> the one class given and how many
+        // constructions give it, or `None` once two differ.
+        let mut given: HashMap<(&str, &str), Option<(String, usize)>> = HashMap::default();
+        for (callee, args) in constructions {
+            let Some(class) = self.classes.get(self.canonical_str(callee)).filter(|k| !k.init_param_attrs.is_empty()) else { continue };
+            for (attr, position, name) in &class.init_param_attrs {
+                let Some((_, k)) = args.iter().find(|(key, _)| *key == position.to_string() || key == name) else { continue };
+                let k = self.canonical_str(k);
+                let entry = given.entry((class.qualname.as_str(), attr.as_str())).or_insert_with(|| Some((k.to_string(), 0)));
+                match entry {
+                    Some((known, n)) if known == k => *n += 1,
+                    _ => *entry = None,
+                }
+            }
+        }
+        // Every call of the class that passes the parameter must be one of
+        // those: a call that passes what its file cannot tell spoils it.
         for c in calls {
             let Some(class) = self.classes.get(self.canonical_str(&c.callee)).filter(|k| !k.init_param_attrs.is_empty()) else { continue };
             for (attr, position, name) in &class.init_param_attrs {
                 let passed = usize::from(c.positional) > *position || c.keywords.iter().any(|k| k == name);
-                if !passed {
-                    continue;
-                }
-                let known = c.arg_instances.as_deref().and_then(|a| {
-                    a.iter().find(|(key, _)| *key == position.to_string() || key == name).map(|(_, k)| self.canonical_str(k).to_string())
-                });
-                let entry = given.entry((class.qualname.as_str(), attr.as_str())).or_insert_with(|| known.clone());
-                if *entry != known {
-                    *entry = None;
+                if let (true, Some(Some((_, n)))) = (passed, given.get_mut(&(class.qualname.as_str(), attr.as_str()))) {
+                    match n.checked_sub(1) {
+                        Some(left) => *n = left,
+                        None => {
+                            given.insert((class.qualname.as_str(), attr.as_str()), None);
+                        }
+                    }
                 }
             }
         }
         let mut out: HashMap<String, Vec<(String, String)>> = HashMap::default();
         for ((class, attr), instance) in given {
-            if let Some(instance) = instance.filter(|k| self.classes.contains_key(k)) {
+            if let Some((instance, _)) = instance.filter(|(k, n)| *n == 0 && self.classes.contains_key(k)) {
                 out.entry(class.to_string()).or_default().push((attr.to_string(), instance));
             }
         }
@@ -420,13 +443,13 @@ impl ProjectIndex {
     /// built (`self.embedding = get_embedding_module(...)`, then
     /// `self.embedding.compute_embedding(...)`, recorded as
     /// `...get_embedding_module().compute_embedding`), one per class the
-    /// factory returns ([`FunctionSummary::returns_classes`]) that has the
+    /// factory returns ([`FileSummary::factories`]) that has the
     /// method. Each may be the one that runs: only the wait facts read them.
     pub(super) fn factory_calls(&self, calls: &[CallSite]) -> Vec<CallSite> {
         let mut out = Vec::new();
         for c in calls {
             let Some((factory, method)) = c.callee.split_once("().") else { continue };
-            let Some(classes) = self.resolve_function(factory).and_then(|q| self.functions.get(&q)).and_then(|f| f.returns_classes.as_deref())
+            let Some(classes) = self.resolve_function(factory).and_then(|q| self.factories.get(&q)).map(|c| &**c)
             else {
                 continue;
             };

@@ -230,13 +230,6 @@ pub struct FunctionSummary {
     /// local bound only to such a draw): its caller's `.to(device)` copies
     /// it ([`crate::Context::returns_host_factory`]).
     pub returns_host_factory: bool,
-    /// The project classes whose instances the function returns when every
-    /// `return` builds one (`get_embedding_module(kind)` returning
-    /// `GraphAttentionEmbedding(...)` or `GraphSumEmbedding(...)`): an
-    /// attribute it fills (`self.embedding = get_embedding_module(...)`)
-    /// holds one of them ([`ProjectIndex::factory_calls`]). Names as the
-    /// function's file resolves them.
-    pub returns_classes: Option<Box<[String]>>,
     /// The body runs a model's forward (`self.model(x)`) with grad on,
     /// outside its loops: once per call, a per-batch helper shared by
     /// training and evaluation (`_process_one_batch(batch_x, batch_y)`).
@@ -293,10 +286,6 @@ pub struct CallSite {
     /// parameters are all frozen at the site (`freeze_model(alex)` or a
     /// loop over `alex.parameters()` before `extract(alex, loader)`).
     pub frozen_positions: Vec<usize>,
-    /// Arguments that are instances of project classes, by position
-    /// (digits) or keyword name, with the class as the calling file
-    /// resolves it (`Trainer(model, ...)` after `model = Net(args)`).
-    pub arg_instances: Option<Box<[(String, String)]>>,
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
@@ -360,6 +349,20 @@ pub struct FileSummary {
     pub classes: Vec<ClassSummary>,
     /// Calls to names that may be project functions.
     pub calls: Vec<CallSite>,
+    /// Calls of project classes given instances of project classes
+    /// (`Trainer(model, ...)` after `model = Net(args)`): the callee, and
+    /// each such argument by position (digits) or keyword name with its
+    /// class as the file resolves it. Kept beside the call sites, not in
+    /// them: few calls have any.
+    pub constructions: Vec<(String, Box<[(String, String)]>)>,
+    /// The functions that return instances of project classes, every
+    /// `return` building one (`get_embedding_module(kind)` returning
+    /// `GraphAttentionEmbedding(...)` or `GraphSumEmbedding(...)`), with
+    /// those classes as the file resolves them: an attribute a factory
+    /// fills (`self.embedding = get_embedding_module(...)`) holds one of
+    /// them ([`ProjectIndex::factory_calls`]). Kept beside the function
+    /// summaries: few functions are factories.
+    pub factories: Vec<(String, Box<[String]>)>,
     /// `local name -> qualified name` of the module's imports (re-exports
     /// of package `__init__`s are followed through these).
     pub imports: Vec<(String, String)>,
@@ -448,6 +451,8 @@ pub struct ProjectIndex {
     /// project class ([`ClassSummary::init_param_attrs`]): class -> (attribute,
     /// that class).
     constructed_attrs: HashMap<String, Vec<(String, String)>>,
+    /// [`FileSummary::factories`] of every file, by qualified name.
+    factories: HashMap<String, Box<[String]>>,
     /// Hashes of the last segment of every name the index defines or
     /// aliases (`f` of `utils.f`): a name whose last segment is not among
     /// them (most calls of torch and the standard library) is no alias of
