@@ -553,9 +553,6 @@ fn applies_grad_off(body: &[Stmt], cx: &Context, contextmanager: bool) -> bool {
 /// `return` gives back, moved or wrapped (`return x`, `return Variable(x)`,
 /// `return arg.cuda()`): a helper like `to_var(x)`. Nested functions are
 /// not read.
-/// Whether every `return` of `body` gives back a tensor a factory filled
-/// on the host: the factory itself (arithmetic on it included), or a local
-/// that only such factories bind.
 /// The project classes a factory function returns instances of, when every
 /// `return` builds one ([`crate::index::FileSummary::factories`]).
 fn returns_classes(body: &[Stmt], cx: &Context) -> Option<Box<[String]>> {
@@ -570,6 +567,9 @@ fn returns_classes(body: &[Stmt], cx: &Context) -> Option<Box<[String]>> {
     (all && !classes.is_empty()).then(|| classes.into_boxed_slice())
 }
 
+/// Whether every `return` of `body` gives back a tensor a factory filled
+/// on the host: the factory itself (arithmetic on it included), or a local
+/// that only such factories bind.
 fn returns_host_factory(body: &[Stmt], cx: &Context) -> bool {
     let mut returns: Vec<&Expr> = Vec::new();
     let mut bare = false;

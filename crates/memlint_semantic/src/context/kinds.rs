@@ -583,6 +583,28 @@ pub(crate) fn init_param_attrs(body: &[Stmt]) -> Vec<(String, usize, String)> {
         return Vec::new();
     };
     let params: Vec<&str> = init.params.iter().skip(1).map(|p| p.name.as_str()).collect();
+    let mut out = Vec::new();
+    for s in &init.body {
+        let StmtKind::Assign { targets, value, .. } = &s.kind else { continue };
+        // `self.model = model`, `self.model, self.opt = model, opt`.
+        let pairs: Vec<(&Expr, &Expr)> = match (&targets[..], &value.kind) {
+            ([t], _) if value.as_name().is_some() => vec![(t, &**value)],
+            ([t], ExprKind::Sequence(values)) => match &t.kind {
+                ExprKind::Sequence(ts) if ts.len() == values.len() => ts.iter().zip(values.iter()).collect(),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        for (t, v) in pairs {
+            let Some(n) = v.as_name() else { continue };
+            if let (Some(i), Some(attr)) = (params.iter().position(|p| *p == n), t.dotted().as_deref().and_then(|d| d.strip_prefix("self."))) {
+                out.push((attr.to_string(), i, n.to_string()));
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
     // Only attributes some method calls (`self.model(x)`,
     // `self.model.encode(x)`): a configuration class keeps dozens of
     // values no call reads.
@@ -603,25 +625,6 @@ pub(crate) fn init_param_attrs(body: &[Stmt]) -> Vec<(String, usize, String)> {
             }
         });
     }
-    let mut out = Vec::new();
-    for s in &init.body {
-        let StmtKind::Assign { targets, value, .. } = &s.kind else { continue };
-        // `self.model = model`, `self.model, self.opt = model, opt`.
-        let pairs: Vec<(&Expr, &Expr)> = match (&targets[..], &value.kind) {
-            ([t], _) if value.as_name().is_some() => vec![(t, &**value)],
-            ([t], ExprKind::Sequence(values)) => match &t.kind {
-                ExprKind::Sequence(ts) if ts.len() == values.len() => ts.iter().zip(values.iter()).collect(),
-                _ => continue,
-            },
-            _ => continue,
-        };
-        for (t, v) in pairs {
-            let Some(n) = v.as_name() else { continue };
-            let attr = t.dotted().as_deref().and_then(|d| d.strip_prefix("self.")).filter(|a| called.iter().any(|c| c == a)).map(str::to_string);
-            if let (Some(i), Some(attr)) = (params.iter().position(|p| *p == n), attr) {
-                out.push((attr, i, n.to_string()));
-            }
-        }
-    }
+    out.retain(|(attr, _, _)| called.iter().any(|c| c == attr));
     out
 }

@@ -375,12 +375,17 @@ impl Context {
         // np.random.choice(n, b)`): a tensor indexed with one copies them
         // to its device, a blocking copy (`self.states[index]`).
         let mut indices: Vec<String> = Vec::new();
-        let tensors = if self.language() == Language::Python { self.tensor_names(body) } else { Vec::new() };
-        // `float(loss)` of a name bound before to a tensor reads it back.
+        // `float(loss)` of a name bound before to a tensor reads it back;
+        // the names are looked for only once a conversion is seen.
+        let tensors = std::cell::OnceCell::new();
+        let python = self.language() == Language::Python;
         let converts_a_tensor = |x: &Expr, before: u32| {
             x.as_call().is_some_and(|(func, args, _)| {
-                matches!(func.as_name(), Some("float" | "int" | "bool"))
-                    && args.first().and_then(Expr::as_name).is_some_and(|n| tensors.iter().any(|(t, at)| t == n && *at < before))
+                python
+                    && matches!(func.as_name(), Some("float" | "int" | "bool"))
+                    && args.first().and_then(Expr::as_name).is_some_and(|n| {
+                        tensors.get_or_init(|| self.tensor_names(body)).iter().any(|(t, at): &(String, u32)| t == n && *at < before)
+                    })
             })
         };
         stmts.iter().any(|s| {
@@ -390,7 +395,7 @@ impl Context {
                     return false;
                 }
             }
-            if !tensors.is_empty() && any_read_expr(s, &mut |x| converts_a_tensor(x, s.span.start)) {
+            if any_read_expr(s, &mut |x| converts_a_tensor(x, s.span.start)) {
                 return true;
             }
             if !indices.is_empty() && any_read_expr(s, &mut |x| self.indexes_with_host_indices(x, &indices)) {
@@ -453,8 +458,7 @@ impl Context {
                 _ => return,
             };
             let made = value.as_call().and_then(|(func, _, _)| self.qualified_name(func)).is_some_and(|q| returns_a_tensor(&q))
-                || matches!(value.kind, ExprKind::BinOp { .. }) && arithmetic_of(value, &tensors)
-                || matches!(s.kind, StmtKind::AugAssign { .. }) && arithmetic_of(value, &tensors);
+                || (matches!(value.kind, ExprKind::BinOp { .. }) || matches!(s.kind, StmtKind::AugAssign { .. })) && arithmetic_of(value, &tensors);
             if made {
                 tensors.extend(targets.iter().filter_map(Expr::as_name).map(|n| (n.to_string(), s.span.start)));
             }

@@ -64,7 +64,7 @@ fn counts_up(iter: &Expr) -> bool {
     let Some((func, args, _)) = iter.as_call() else { return false };
     func.as_name() == Some("range")
         && matches!(args.len(), 1 | 2)
-        && !args.iter().any(|a| matches!(a.kind, ExprKind::Literal(crate::ir::Literal::Int(0))) && args.len() == 1)
+        && !matches!(args, [n] if matches!(n.kind, ExprKind::Literal(crate::ir::Literal::Int(0))))
 }
 
 /// The names a `for` loop binds to what it draws, without the counter of

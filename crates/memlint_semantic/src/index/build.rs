@@ -161,7 +161,7 @@ impl IndexBuilder {
         let submodule_calls = || instance_calls.iter().filter(|c| c.every_call).filter_map(|c| Some((c.caller.as_deref()?, c)));
         let mut forwards: HashMap<&str, Option<String>> = HashMap::default();
         for (_, c) in submodule_calls() {
-            for class in c.alternatives.as_deref().unwrap_or(std::slice::from_ref(&c.callee)) {
+            for class in c.classes() {
                 if !forwards.contains_key(class.as_str()) {
                     forwards.insert(class, ix.method_of(ix.canonical_str(class), crate::api::nn::FORWARD));
                 }
@@ -170,7 +170,7 @@ impl IndexBuilder {
         let submodules: Vec<(&str, &str)> = submodule_calls()
             .flat_map(|(caller, c)| {
                 let forwards = &forwards;
-                c.alternatives.as_deref().unwrap_or(std::slice::from_ref(&c.callee)).iter().filter_map(move |class| Some((caller, forwards.get(class.as_str())?.as_deref()?)))
+                c.classes().iter().filter_map(move |class| Some((caller, forwards.get(class.as_str())?.as_deref()?)))
             })
             .collect();
         ix.propagate_waits(&calls, &maybe, &submodules);
@@ -366,7 +366,7 @@ impl ProjectIndex {
     fn propagate_waits(&mut self, calls: &[CallSite], maybe: &[CallSite], submodules: &[(&str, &str)]) {
         for _ in 0..4 {
             let waits = |q: &str| self.functions.get(q).is_some_and(|f| f.waits_for_device);
-            let waiting: Vec<String> = calls
+            let waiting: Vec<&str> = calls
                 .iter()
                 .chain(maybe)
                 .filter(|c| c.every_call)
@@ -377,13 +377,12 @@ impl ProjectIndex {
                 })
                 .chain(submodules.iter().filter(|(_, forward)| waits(forward)).map(|(caller, _)| *caller))
                 .filter(|caller| self.functions.get(*caller).is_some_and(|f| !f.waits_for_device))
-                .map(str::to_string)
                 .collect();
             if waiting.is_empty() {
                 break;
             }
             for q in waiting {
-                if let Some(f) = self.functions.get_mut(&q) {
+                if let Some(f) = self.functions.get_mut(q) {
                     f.waits_for_device = true;
                 }
             }

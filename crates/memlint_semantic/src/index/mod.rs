@@ -303,6 +303,14 @@ pub struct CallSite {
     pub alternatives: Option<Box<[String]>>,
 }
 
+impl CallSite {
+    /// The classes a submodule's call may run the `forward` of: its
+    /// [`CallSite::alternatives`], or the callee.
+    pub fn classes(&self) -> &[String] {
+        self.alternatives.as_deref().unwrap_or(std::slice::from_ref(&self.callee))
+    }
+}
+
 /// What one class looks like from its own file.
 #[derive(Debug, Clone, Default)]
 pub struct ClassSummary {
