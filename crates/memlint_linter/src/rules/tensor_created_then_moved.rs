@@ -111,7 +111,11 @@ declare_rule! {
     /// (a decode helper of the validation run after each epoch, through any
     /// number of calls) outside a loop over data, unless a `for` loop over a
     /// `range` there runs a model each step (a diffusion sampler's
-    /// denoising steps, hundreds per call). An interval around a function
+    /// denoising steps, hundreds per call). A loop over a few constants
+    /// (`for w in ws_test:` with `ws_test = [0.0, 0.5, 2.0]`, a sample per
+    /// guidance weight after each epoch) is neither an evaluation loop,
+    /// whatever its name says, nor a loop of its own around the calls in
+    /// it. An interval around a function
     /// that trains once per call (`if t % replay_frequency == 0:
     /// agent.learn(batch)`: its own `backward()` and optimizer step) is an
     /// RL loop's training cadence, not a logging interval: what that

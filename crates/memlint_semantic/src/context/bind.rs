@@ -131,7 +131,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, cpu_devices);
+        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, cpu_devices);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);
@@ -285,6 +285,9 @@ impl Context {
                 }
                 if let Some(q) = factory {
                     self.frame_mut().factories.insert(d.to_string(), q);
+                }
+                if value.is_some_and(super::loops::few_literal_items) {
+                    self.frame_mut().few_items.insert(d.to_string());
                 }
                 if let Some(c) = instance {
                     self.frame_mut().instances.insert(d.to_string(), c);
@@ -681,7 +684,7 @@ macro_rules! frame_facts {
 }
 
 frame_facts! {
-    sets: [frozen, graph, requires_grad, losses, grad_values, grad_off, batches, interval_names],
+    sets: [frozen, graph, requires_grad, losses, grad_values, grad_off, batches, interval_names, few_items],
     maps: [factories: String, instances: String, unfrozen_parts: String, kinds: ValueKind, views: ViewOf, saved: memlint_diagnostics::Span, batch_loader: String, loader_iters: String]
 }
 

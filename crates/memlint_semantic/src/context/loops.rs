@@ -55,6 +55,7 @@ impl Context {
             over_data: false,
             over_files: false,
             over_parameters: false,
+            few: false,
             id: StmtId::DETACHED,
             backward_before: if calls_backward && rules {
                 body.iter()
@@ -109,6 +110,11 @@ impl Context {
     pub(super) fn classify_loop(&self, iter: &Expr, _body: &[Stmt], calls_backward: bool) -> LoopKind {
         if calls_backward {
             return LoopKind::Train;
+        }
+        // `for w in ws_test:` over `ws_test = [0.0, 0.5, 2.0]`: a few
+        // settings, whatever the name says.
+        if self.iterates_few_items(iter) {
+            return LoopKind::Other;
         }
         let mut names = Vec::new();
         loader_names(iter, &mut names);
@@ -399,5 +405,47 @@ pub(super) fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
         (Some("enumerate"), ExprKind::Sequence(elts)) if elts.len() == 2 => batch_target(&elts[1], inner),
         (Some("tqdm" | "iter"), _) => batch_target(target, inner),
         _ => target,
+    }
+}
+
+/// A literal list or tuple of at most 16 constants (`[0.0, 0.5, 2.0]`,
+/// `("val", "test")`, pairs of constants): settings, not data.
+pub(super) fn few_literal_items(e: &Expr) -> bool {
+    fn constant(e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Literal(_) => true,
+            ExprKind::Unary { operand, .. } => constant(operand),
+            ExprKind::Sequence(items) => items.iter().all(constant),
+            _ => false,
+        }
+    }
+    matches!(&e.kind, ExprKind::Sequence(items) if items.len() <= 16 && items.iter().all(constant))
+}
+
+impl Context {
+    /// Whether a `for` loop over `iter` runs a few fixed iterations:
+    /// `range(k)` or `range(a, b)` with literals at most 16 apart, a
+    /// literal list or tuple of at most 16 constants, or a name the function
+    /// (or the module) binds to one, maybe under `enumerate`, `reversed`
+    /// or `zip` (each of whose arguments must be few).
+    pub(super) fn iterates_few_items(&self, iter: &Expr) -> bool {
+        if few_literal_items(iter) {
+            return true;
+        }
+        if let Some(n) = iter.as_name() {
+            return self.frame().few_items.contains(n) || (self.frames.len() > 1 && self.module_level(n, |f| f.few_items.contains(n).then_some(())).is_some());
+        }
+        let Some((func, args, _)) = iter.as_call() else { return false };
+        let int = |e: &Expr| match e.kind {
+            ExprKind::Literal(crate::ir::Literal::Int(k)) => Some(k),
+            _ => None,
+        };
+        match (func.as_name(), &args[..]) {
+            (Some("range"), [n]) => int(n).is_some_and(|k| k <= 16),
+            (Some("range"), [a, b]) => matches!((int(a), int(b)), (Some(a), Some(b)) if b.saturating_sub(a) <= 16),
+            (Some("enumerate" | "reversed"), [inner]) => self.iterates_few_items(inner),
+            (Some("zip"), items) if !items.is_empty() => items.iter().any(|i| self.iterates_few_items(i)),
+            _ => false,
+        }
     }
 }

@@ -161,6 +161,10 @@ struct LoopFrame {
     over_files: bool,
     /// The loop iterates over a model's (or an optimizer group's) parameters.
     over_parameters: bool,
+    /// The loop iterates a few fixed items (`range(3)`, `[0.0, 0.5,
+    /// 2.0]`, a name bound to such a list): its body runs about as often
+    /// as the code around the loop.
+    few: bool,
     /// The loop statement.
     id: StmtId,
     /// For a loop that calls `backward()`: the end of the last statement
@@ -225,6 +229,9 @@ struct Frame {
     /// Locals bound to an interval test (`g_regularize = i % k == 0`): an
     /// `if` on one is an interval guard.
     interval_names: HashSet<String>,
+    /// Names bound to a literal list or tuple of a few items (`ws =
+    /// [0.0, 0.5, 2.0]`): a loop over one runs its body a few times.
+    few_items: HashSet<String>,
     /// Names bound to the CPU as a device (`DEVICE = torch.device("cpu")`),
     /// and names bound to another device anywhere in the frame
     /// (`device = torch.device("cuda:0")` in one arm, `"cpu"` in the other):

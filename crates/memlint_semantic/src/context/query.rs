@@ -135,9 +135,11 @@ impl Context {
     /// innermost loop around it is a training loop one iteration of which
     /// is not a step (an epoch loop, its steps in a nested loop or in a
     /// helper that loops). A loop nested in the epoch loop (a rollout over
-    /// environment steps, a sampling loop) runs many times per epoch.
+    /// environment steps, a sampling loop) runs many times per epoch; a
+    /// loop over a few fixed items that trains nothing (`for w in [0.0,
+    /// 0.5, 2.0]:`, a sample per guidance weight) is looked through.
     pub fn in_epoch_loop_only(&self) -> bool {
-        self.frame().loops.last().is_some_and(|l| l.kind == LoopKind::Train && !l.direct_step)
+        self.frame().loops.iter().rev().find(|l| !l.few || l.kind != LoopKind::Other).is_some_and(|l| l.kind == LoopKind::Train && !l.direct_step)
     }
 
     /// Whether the current point runs once per training step: the

@@ -485,6 +485,7 @@ impl Context {
                 // `for x, y in loader: ...; break`: one batch, to show or probe.
                 frame.over_data = self.is_data_iterable(iter) && !body.iter().any(|s| matches!(s.kind, StmtKind::Break));
                 frame.over_files = self.lists_files(iter);
+                frame.few = self.iterates_few_items(iter);
                 frame.over_parameters = is_parameter_iterable(iter)
                     || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")))
                     || (self.function_words().contains(crate::ir::Words::GRAD) && crate::facts::scan::reads_grad_of(target, body));
