@@ -15,7 +15,7 @@ use memlint_diagnostics::{Applicability, FileReport, Report, Severity, SourceFil
 use memlint_linter::fix_loop::{fix_text_with, FileFix};
 use memlint_linter::notebook::{is_notebook_path, lint_notebook_in};
 use memlint_linter::{
-    is_test_path, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
+    is_test_file, lint_file, lint_parsed, summarize_source, FileContext, LintOptions, ModuleInfo,
     ProjectIndex, RuleSet, Selector, PARSE_ERROR,
 };
 use rayon::prelude::*;
@@ -695,7 +695,7 @@ fn summarize_file(
     if is_notebook_path(path) {
         let module = memlint_linter::notebook::notebook_module(&text)?;
         let file = FileContext { module: job.module.clone(), project_roots: roots.clone(), ..FileContext::default() };
-        let one = summarize_source(&module, &file, is_test_path(path));
+        let one = summarize_source(&module, &file, is_test_file(path, &text));
         // Checked whatever the module imports: its `%%writefile` cells are
         // modules of their own, left out of this one.
         return Some(PhaseOne { summary: one.summary, nothing_to_report: false, kept: None });
@@ -706,7 +706,7 @@ fn summarize_file(
         project_roots: roots.clone(),
         ..FileContext::default()
     };
-    let one = summarize_source(&text, &file, is_test_path(path));
+    let one = summarize_source(&text, &file, is_test_file(path, &text));
     let nothing_to_report = one.nothing_to_report || memlint_linter::is_frozen_code(&job.module, &text);
     // Once what is left of the budget is under a quarter of the file's
     // text, its packed parse would almost never fit (they take 0.45 of
@@ -727,7 +727,7 @@ fn summarize_file(
 /// located by cell (see `memlint_linter::notebook`), and fixes its cells
 /// when `fix` is given.
 fn check_notebook(job: &Job, display: String, json: &str, bom: bool, fix: Option<FixMode>, context: &FileContext) -> Option<Checked> {
-    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(&job.candidate.path), module: Some(job.module.path.clone()) };
+    let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_file(&job.candidate.path, json), module: Some(job.module.path.clone()) };
     let (file, diagnostics) = lint_notebook_in(json, &options, Some(context)).into_source_file(display.clone());
     let fixed = match fix {
         Some(mode) if !diagnostics.is_empty() => {
@@ -762,7 +762,7 @@ fn check_file(
     };
     let (text, bom, diagnostics, fixed) = match text {
         Ok((text, bom)) => {
-            let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_path(path), module: None };
+            let options = LintOptions { rules: job.rules.clone(), is_test_file: is_test_file(path, &text), module: None };
             let file = FileContext {
                 language: memlint_linter::frontend::language_of(path),
                 module: job.module.clone(),

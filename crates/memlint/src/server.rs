@@ -37,7 +37,7 @@ use lsp_types::{
 };
 use memlint_diagnostics::fix::{apply_fixes, FixMode};
 use memlint_diagnostics::{Applicability, Diagnostic, LineIndex, Severity, Span};
-use memlint_linter::{is_test_path, lint_file, lint_source, summarize_source, FileContext, LintOptions, ProjectIndex};
+use memlint_linter::{is_test_file, lint_file, lint_source, summarize_source, FileContext, LintOptions, ProjectIndex};
 
 const SOURCE: &str = "memlint";
 const FIX_ALL_KIND: &str = "source.fixAll.memlint";
@@ -431,7 +431,7 @@ fn lint_document(uri: &Uri, text: &str) -> Result<Vec<Diagnostic>> {
     if excluded {
         return Ok(Vec::new());
     }
-    let is_test_file = path.as_deref().is_some_and(|p| is_test_path(Path::new(p)));
+    let is_test_file = path.as_deref().is_some_and(|p| is_test_file(Path::new(p), text));
     let options = LintOptions { rules, is_test_file, module: None };
     // The document is its own project (the editor shows one file), with
     // the module path and the torch minimum its place on disk gives it.

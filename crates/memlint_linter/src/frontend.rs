@@ -240,6 +240,13 @@ mod tests {
         assert!(PYTHON.is_test_path(Path::new("pkg/tests/train.py")));
         assert!(PYTHON.is_test_path(Path::new("test_model.py")));
         assert!(!PYTHON.is_test_path(Path::new("train.py")));
+        // Named for a test, holding none: an evaluation script.
+        let script = "import torch\nif __name__ == '__main__':\n    main()\n";
+        assert!(!crate::is_test_file(Path::new("u2net_test.py"), script));
+        assert!(!crate::is_test_file(Path::new("tools/test_net.py"), script));
+        assert!(crate::is_test_file(Path::new("tests/eval.py"), script));
+        assert!(crate::is_test_file(Path::new("model_test.py"), "import torch\ndef test_shapes():\n    pass\n"));
+        assert!(crate::is_test_file(Path::new("test_model.py"), "import unittest\n"));
         assert_eq!(PYTHON.torch_roots(), ["torch"]);
         let parsed = PYTHON.parse("import torchvision\n");
         assert!(!memlint_semantic::imports_any(&parsed.module, PYTHON.torch_roots()), "torchvision is not torch");

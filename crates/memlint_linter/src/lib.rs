@@ -73,6 +73,22 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
     }
 }
 
+/// Whether the file at `path` with text `source` is a test module:
+/// [`is_test_path`], except a Python file (or notebook) that only its name
+/// marks (`u2net_test.py`, `test_net.py`, not under a `tests` directory)
+/// and whose text has no test in it (no `def test`, no `unittest` or
+/// `pytest`): an evaluation or inference script, named for the test split.
+pub fn is_test_file(path: &std::path::Path, source: &str) -> bool {
+    if !is_test_path(path) {
+        return false;
+    }
+    let python = path.extension().is_some_and(|e| e == "py" || e == "ipynb");
+    let by_directory = path.parent().is_some_and(|d| is_test_path(&d.join("x.py")));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let by_name_only = python && !by_directory && name != "conftest.py" && name != "testing_utils.py";
+    !by_name_only || ["def test", "unittest", "pytest"].iter().any(|t| source.contains(t))
+}
+
 /// Whether a file holds code its maintainers keep frozen, where no finding
 /// is reported (the file still joins the project index): a module of a
 /// `deprecated` package of the project (its dotted module path, so that a

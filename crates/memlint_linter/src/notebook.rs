@@ -108,6 +108,10 @@ pub struct Notebook {
     /// Whether the kernel is Python (or unspecified); other notebooks are
     /// not checked.
     pub is_python: bool,
+    /// The kernel is Python 2 (`kernelspec.name` `python2`, or
+    /// `language_info.version` 2.x): its cells are not meant to parse as
+    /// Python 3.
+    pub python2: bool,
 }
 
 /// Why a file is not a notebook; the message is the `ML000` message.
@@ -184,6 +188,14 @@ fn cell_text(v: Option<&Value>, cell: usize, key: &str) -> Result<String, Notebo
 }
 
 /// The notebook's kernel language, when it says.
+/// Whether the notebook's metadata names a Python 2 kernel.
+fn python2_kernel(root: &Value) -> bool {
+    let Some(meta) = root.get("metadata") else { return false };
+    let kernel = meta.get("kernelspec").and_then(|k| k.get("name")).and_then(Value::as_str);
+    let version = meta.get("language_info").and_then(|l| l.get("version")).and_then(Value::as_str);
+    kernel.is_some_and(|k| k.eq_ignore_ascii_case("python2")) || version.is_some_and(|v| v.starts_with("2."))
+}
+
 fn language(root: &Value) -> Option<&str> {
     let meta = root.get("metadata")?;
     meta.get("language_info")
@@ -253,6 +265,7 @@ pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
         bad(format!("invalid JSON: {msg} (line {}, column {})", e.line(), e.column()))
     })?;
     let (cells, is_python) = read_cells(&root)?;
+    let python2 = python2_kernel(&root);
     let mut text = String::new();
     let mut python = String::new();
     let mut spans = Vec::new();
@@ -307,7 +320,7 @@ pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
             cells.set_file_lines(c.cell, located);
         }
     }
-    Ok(Notebook { text, python, cells, code_cells, is_python })
+    Ok(Notebook { text, python, cells, code_cells, is_python, python2 })
 }
 
 /// Offsets (after the opening quote) of the strings of a JSON list value.
@@ -654,7 +667,8 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
 fn has_question_blank(code: &str) -> bool {
     code.match_indices('?').any(|(i, _)| {
         let before = code[..i].trim_end().chars().last();
-        let after = code[i + 1..].trim_start().chars().next();
+        // `MAX_LEN = ?!`, `??`: the marks of a blank.
+        let after = code[i + 1..].trim_start_matches(['?', '!']).trim_start().chars().next();
         matches!(before, Some('(' | ',' | '=' | '[' | ':'))
             && matches!(after, None | Some(',' | ')' | ']'))
     })
@@ -668,9 +682,10 @@ fn has_empty_argument(code: &str) -> bool {
     })
 }
 
-/// `<YOUR CODE>`, `< your code here >`, `<YOUR_CODE>`, `<...>`, `<>`:
-/// angle brackets around words for the student (or nothing), which
-/// Python cannot parse.
+/// `<YOUR CODE>`, `< your code here >`, `<YOUR_CODE>`, `<...>`, `<>`,
+/// `<???>`: angle brackets around words for the student (or nothing),
+/// which Python cannot parse; or around code where a value starts
+/// (`= <gen(noise)>`).
 fn has_placeholder(line: &str) -> bool {
     let mut rest = line;
     while let Some(open) = rest.find('<') {
@@ -682,7 +697,16 @@ fn has_placeholder(line: &str) -> bool {
         let words = inner.starts_with(char::is_alphabetic)
             && (inner.contains([' ', ':'])
                 || inner.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'));
-        if after.as_bytes()[close] == b'>' && (inner.is_empty() || inner == "..." || words) {
+        // `<???>`, or a call in brackets where a value starts (`=
+        // <gen(noise)>`, `return <student.implement_me()>`): no expression
+        // starts with `<`, so on a line that does not parse it is a blank
+        // (`print(<b>)`, a tag, is not).
+        let value_starts = {
+            let head = line[..line.len() - rest.len() + open].trim_end();
+            head.is_empty() || head.ends_with(['=', '(', ',', '[', ':']) || head.ends_with("return")
+        };
+        let question = !inner.is_empty() && inner.bytes().all(|b| b == b'?');
+        if after.as_bytes()[close] == b'>' && (inner.is_empty() || inner == "..." || words || question || (value_starts && inner.contains('('))) {
             return true;
         }
         rest = after;
@@ -734,8 +758,9 @@ fn lint_cells(nb: &Notebook, options: &LintOptions, file: Option<&crate::FileCon
         if let Some(first) = parsed.errors.first() {
             // A course notebook's blanks for the student (`loss = `,
             // `lr = # TODO`, `x = pass`) are not mistakes to report: the
-            // cell's recovered parts are still checked.
-            if options.rules.contains(PARSE_ERROR.code) && !exercise_blanks(source, &parsed.errors) && !runs_dedented(source) {
+            // cell's recovered parts are still checked. Nor are the cells
+            // of a Python 2 notebook (`print x`).
+            if options.rules.contains(PARSE_ERROR.code) && !nb.python2 && !exercise_blanks(source, &parsed.errors) && !runs_dedented(source) {
                 // An error at the end of the cell points at its last newline,
                 // so it is shown in this cell and not the next.
                 let last = cell.span.end.saturating_sub(1);
@@ -1207,6 +1232,11 @@ mod tests {
         assert!(!in_module("layer = DenseLayer( , , act)\n"));
         assert!(blank("alpha = ?\n"));
         assert!(!blank("model?\n"));
+        assert!(blank("MAX_LEN = ?!\n"));
+        assert!(blank("disc.add_module('logit', nn.Linear(<???>, 1))\n"));
+        assert!(blank("generated_data = <gen(noise)>\n"));
+        assert!(blank("def f(x):\n    return <student.implement_me()>\n"));
+        assert!(!blank("y = a <f(x)> b\n"));
     }
 
     #[test]
@@ -1218,6 +1248,17 @@ mod tests {
         let json = nb(&[("code", "import torch\n"), ("code", "  model = torch.nn.Linear(2, 2)\n  model.eval()\n"), ("code", "  y = (\n")]);
         let found = positions(&json);
         assert_eq!(found.iter().filter(|f| f.starts_with("ML000")).collect::<Vec<_>>(), ["ML000 cell 3:1:1"]);
+    }
+
+    #[test]
+    fn a_python2_notebook_is_not_a_syntax_error() {
+        let cells = serde_json::json!([{"cell_type": "code", "metadata": {}, "source": "import torch\nprint torch.__version__\n"}]);
+        let with = |metadata: Value| serde_json::json!({"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 2}).to_string();
+        let codes = |json: &str| positions(json).into_iter().filter(|p| p.starts_with("ML000")).count();
+        assert_eq!(codes(&with(serde_json::json!({}))), 1);
+        assert_eq!(codes(&with(serde_json::json!({"kernelspec": {"name": "python2", "language": "python"}}))), 0);
+        assert_eq!(codes(&with(serde_json::json!({"language_info": {"name": "python", "version": "2.7.13"}}))), 0);
+        assert_eq!(codes(&with(serde_json::json!({"language_info": {"name": "python", "version": "3.10.4"}}))), 1);
     }
 
     #[test]

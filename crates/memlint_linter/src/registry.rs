@@ -103,9 +103,14 @@ declare_rule! {
     /// notebook, the code cells that do not parse are one finding, in the
     /// first of them, naming them all (an exercise notebook's blanks do not
     /// bury the other findings). A Python 2 script, declared so by its
-    /// first line (`#!/usr/bin/env python2`), is not reported: it is not
-    /// meant to parse as Python 3 (the rules still check what the parser
-    /// recovered).
+    /// first line (`#!/usr/bin/env python2`), or a notebook whose metadata
+    /// names a Python 2 kernel, is not reported: it is not meant to parse
+    /// as Python 3 (the rules still check what the parser recovered). Nor
+    /// is a blank a course leaves for the student: a placeholder (`<YOUR
+    /// CODE>`, `<???>`, `= <gen(noise)>`) or a line a comment marks (`#
+    /// your code`, `# TODO`) in any file, and in a notebook also a value
+    /// or argument left out (`loss = `, `f(x, ?)`, `= ?!`) or a body of
+    /// comments only.
     ///
     /// ## Why is this bad?
     /// Findings in the rest of a file that does not parse come only from the

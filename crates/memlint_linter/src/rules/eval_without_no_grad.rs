@@ -119,7 +119,9 @@ declare_rule! {
     /// or by a model-like name (`model`, `net`, `encoder`,
     /// `self.backbone`...), never by a call of a class or of a function
     /// named after an action on a model (`wrap_model`, `load_net`). Test
-    /// modules (`test_*.py`, `*_test.py`, under `tests/`) and methods of
+    /// modules (under `tests/`, or `test_*.py` and `*_test.py` with a test
+    /// in them: `def test...`, `unittest`, `pytest`; `u2net_test.py`, an
+    /// inference script, is not one) and methods of
     /// `nn.Module` subclasses (model code: the caller picks the grad mode)
     /// are not taken as evaluation code by their names; Lightning's
     /// `validation_step`/`test_step`/`predict_step` methods run under
