@@ -50,7 +50,11 @@ declare_rule! {
     /// not the one the training loop iterates), and a function that builds
     /// a loader of its own under the same name moves its own batches, not
     /// those of the module-level one.
-    /// A dataset already in memory as tensors (`TensorDataset`, a Python
+    /// A loader whose batches go to a device the file binds to the CPU
+    /// and to nothing else (`device = torch.device("cpu")`) feeds no
+    /// accelerator and is not reported.
+    /// A dataset already in memory as tensors (a tensor itself,
+    /// `torch.from_numpy(x)`, `TensorDataset`, a Python
     /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
     /// labels)]` or `list(zip(inputs, labels))`, a
     /// dataset class of the file whose `__getitem__` only returns items of
@@ -73,7 +77,8 @@ declare_rule! {
     /// (`val_loader`, `test_dataloader`, Lightning's `def
     /// val_dataloader(self)`: it runs once per epoch), one the file reads
     /// one batch of (`next(iter(loader))` outside a loop, a sample to
-    /// plot; in a training loop it draws every step's batch), one only an
+    /// plot; in a training loop it draws every step's batch; or a loader
+    /// built inside `next(iter(DataLoader(...)))`, for one batch), one only an
     /// inference or feature-extraction loop iterates, nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
     /// cannot read, nor one whose batch is the whole dataset
@@ -81,7 +86,8 @@ declare_rule! {
     /// to split), nor one returned by a helper function that nothing in
     /// the run calls (a method may be called by a framework and still
     /// counts), nor code written for PyTorch before 0.4 (`volatile=True`
-    /// with `loss.data[0]`, `backward(retain_variables=True)`), which a
+    /// or `Variable(...)` with `loss.data[0]`,
+    /// `backward(retain_variables=True)`), which a
     /// current PyTorch cannot run. Other in-memory datasets (one that converts each item,
     /// `torch.flip(self.data[i])`) are reported though workers would
     /// only add overhead there, and code that must stay single-process

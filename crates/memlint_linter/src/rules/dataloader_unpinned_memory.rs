@@ -79,7 +79,8 @@ declare_rule! {
     /// `get_dataloaders(...)`, `for x, y in train_loader:` in the caller).
     /// Nor a loader of one sample per batch (`batch_size=1`, or a name
     /// bound to `1`): each copy is one image. Code written
-    /// for PyTorch before 0.4 (`volatile=True`, `loss.data[0]`) is not
+    /// for PyTorch before 0.4 (`volatile=True` or `Variable(...)`, with
+    /// `loss.data[0]`) is not
     /// checked. Pinned memory
     /// is a limited resource: with very large batches and many workers a
     /// maintainer may leave it off on purpose. Off by default.

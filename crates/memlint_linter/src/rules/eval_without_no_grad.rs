@@ -79,7 +79,9 @@ declare_rule! {
     /// straight-line code (one sample, one display batch, a prediction for
     /// one sentence) frees its graph at the next statement and is not
     /// reported, nor a loop over a loader that leaves at the end of its
-    /// first iteration (`...; break`: one batch to show), nor a forward
+    /// first iteration (`...; break`: one batch to show) or after a few
+    /// counted to a literal of at most 16 (`if j >= 9: break`: ten samples
+    /// to show), nor a forward
     /// under an interval guard in a training step (`if (i + 1) % 100 == 0:
     /// G.eval(); sample = G(z_fixed)`: one display batch every hundred
     /// steps; a validation loop under the guard is still reported); nor a loop that steps an environment (`env.step(action)`,
@@ -111,8 +113,9 @@ declare_rule! {
     /// callback, are not seen: an evaluation function whose only callers
     /// are there is reported (a method called by name on receivers the run
     /// cannot resolve, all with grad off, counts as called with grad off). A file written for PyTorch before 0.4 (it passes
-    /// `volatile=True`, which turned grad off then, and reads a loss as
-    /// `loss.data[0]`, which raises from PyTorch 0.5 on, or passes
+    /// `volatile=True`, which turned grad off then, or wraps tensors in
+    /// `Variable(...)`, and reads a loss as `loss.data[0]`, which raises
+    /// from PyTorch 0.5 on, or passes
     /// `retain_variables=`, a `TypeError` from PyTorch 0.4 on) is not checked:
     /// on the PyTorch it runs on, its volatile inputs record no graph. Models are recognised by their constructor (`nn.*`, a
     /// class deriving from `nn.Module` in the run, `torchvision.models.*`)

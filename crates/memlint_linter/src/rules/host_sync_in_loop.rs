@@ -34,8 +34,9 @@ declare_rule! {
     /// not reported.
     ///
     /// A step that copies its input to the device with a blocking copy
-    /// every iteration (also in a `try` body, or in the GPU arm of `if
-    /// torch.cuda.is_available(): ... else: ...`) (`x.to(device)`,
+    /// every iteration (also in a `try` body, in the GPU arm of `if
+    /// torch.cuda.is_available(): ... else: ...`, or in both arms of an
+    /// `if`/`else`) (`x.to(device)`,
     /// `x.cuda()`, `Variable(x).cuda()` or
     /// `x.type(torch.cuda.FloatTensor)` or `x.type(dtypeFloat)` with
     /// `dtypeFloat` bound to one, without `non_blocking=True`, of what

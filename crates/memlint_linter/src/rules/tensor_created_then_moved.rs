@@ -80,7 +80,8 @@ declare_rule! {
     /// loader's batch the function never moves (`.to(batch_y.device)` after
     /// `batch_y = batch_y.float()`: a copy from the CPU to the CPU). `torch.tensor(data)` and the `*_like`
     /// factories are not reported (nor code written for PyTorch before 0.4,
-    /// `volatile=True` with `loss.data[0]` or `retain_variables=`, whose
+    /// `volatile=True` or `Variable(...)` with `loss.data[0]`, or
+    /// `retain_variables=`, whose
     /// factories took no `device=`): the first copies from host data either
     /// way, the others follow their input's device. Nor is a random draw
     /// from a generator passed as `generator=` (seeded, on the host:

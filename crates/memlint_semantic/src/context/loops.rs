@@ -408,6 +408,21 @@ pub(super) fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
     }
 }
 
+/// Whether a loop body leaves after its first iteration (a `break` of its
+/// own) or after a few, counted by a literal of at most 16 (`if j >= 9:
+/// break`, `if i == 4: break`).
+pub(super) fn stops_after_a_few(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match &s.kind {
+        StmtKind::Break => true,
+        StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if matches!(b.kind, StmtKind::Break)) => {
+            matches!(&test.kind, ExprKind::Compare { ops, comparators, .. }
+                if matches!(&ops[..], [crate::ir::CmpOp::GtE | crate::ir::CmpOp::Gt | crate::ir::CmpOp::Eq])
+                    && matches!(&comparators[..], [c] if matches!(c.kind, ExprKind::Literal(crate::ir::Literal::Int(k)) if (0..=16).contains(&k))))
+        }
+        _ => false,
+    })
+}
+
 /// A literal list or tuple of at most 16 constants (`[0.0, 0.5, 2.0]`,
 /// `("val", "test")`, pairs of constants): settings, not data.
 pub(super) fn few_literal_items(e: &Expr) -> bool {

@@ -68,6 +68,12 @@ impl Context {
                 })
             }
             "to" | "cuda" | "to_device" => {
+                // `x.to(device)` with `device = torch.device("cpu")` only:
+                // nothing leaves the host.
+                let target = e.as_call().and_then(|(_, args, _)| args.first()).or_else(|| e.keyword("device"));
+                if method != "cuda" && target.is_some_and(|d| self.names_the_cpu(d)) {
+                    return None;
+                }
                 let callee = Callee::Method { name: method, receiver: Receiver::Tensor, receiver_is_path: false };
                 match classify(e, callee) {
                     Some(Event::ToDevice { to_device: true, non_blocking, .. }) => non_blocking,

@@ -38,9 +38,13 @@ fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
             // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
             // the GPU, where a wait matters, the arm that chooses it runs
             // every time (the other is the CPU's).
+            // An `if` with an `else` (its test runs every time; one of its
+            // arms does: [`Context::copies_to_device_every_iteration`] asks
+            // both).
             StmtKind::If { test, body, orelse } => match crate::facts::guards::gpu_arm(test) {
                 Some(true) => every_iteration_into(body, out),
                 Some(false) => every_iteration_into(orelse, out),
+                None if !orelse.is_empty() => out.push(s),
                 None => {}
             },
             // A `try` body runs every time, unless it raises.
@@ -234,6 +238,21 @@ impl Context {
                     false
                 });
             });
+            // `if noise is not None: x = noise(batch).to(device) ... else:
+            // batch = batch.to(device)`: a blocking copy of what the loop
+            // draws in either arm.
+            if let StmtKind::If { body, orelse, .. } = &s.kind {
+                let copies = |arm: &[Stmt]| {
+                    every_iteration(arm).iter().any(|s| {
+                        let mut found = false;
+                        s.for_each_expr(|e| found = found || e.any(&mut |x| x.as_call().is_some() && self.moves_blocking(x, false, &drawn)));
+                        found
+                    })
+                };
+                if copies(body) && copies(orelse) {
+                    return true;
+                }
+            }
             let mut found = false;
             // A blocking copy, or a call of a project function that waits
             // for the device on each call (the step's helper).

@@ -449,11 +449,11 @@ impl Context {
                     if let Some(d) = t.as_name().filter(|_| is_interval_guard(value)) {
                         self.frame_mut().interval_names.insert(d.to_string());
                     }
-                    // `DEVICE = torch.device("cpu")`; `device = "cuda:0"`.
+                    // `DEVICE = torch.device("cpu")`; `device = "cuda:0"`, `device = accelerator()`.
                     if let Some(d) = t.as_name() {
                         if crate::api::is_cpu_device(value) {
                             self.frame_mut().cpu_devices.insert(d.to_string());
-                        } else if crate::api::is_device_value(value) {
+                        } else if crate::api::is_device_value(value) || d.to_ascii_lowercase().contains("device") {
                             self.frame_mut().other_devices.insert(d.to_string());
                         } else if self.is_cuda_tensor_type(value) {
                             self.frame_mut().cuda_types.insert(d.to_string());
@@ -482,8 +482,8 @@ impl Context {
                     self.note_unfrozen(&kept);
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
-                // `for x, y in loader: ...; break`: one batch, to show or probe.
-                frame.over_data = self.is_data_iterable(iter) && !body.iter().any(|s| matches!(s.kind, StmtKind::Break));
+                // `for x, y in loader: ...; break` (`if j >= 9: break`): a few batches.
+                frame.over_data = self.is_data_iterable(iter) && !super::loops::stops_after_a_few(body);
                 frame.over_files = self.lists_files(iter);
                 frame.few = self.iterates_few_items(iter);
                 frame.over_parameters = is_parameter_iterable(iter)

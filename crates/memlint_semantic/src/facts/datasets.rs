@@ -245,6 +245,9 @@ pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(
     !passed.is_empty() && passed.iter().all(|&p| p)
 }
 
+/// Calls that make a tensor of host data at once.
+const TENSOR_FROM_DATA: &[&str] = &["torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"];
+
 /// The reader of in-memory datasets of one module ([`dataset_in_memory`]).
 struct InMemory<'m> {
     module: &'m [Stmt],
@@ -263,7 +266,15 @@ impl InMemory<'_> {
             e = value;
         }
         let prepared = e.any(&mut |x| x.as_method_call().is_some_and(|(_, m)| PREPARED_DATASET_METHODS.contains(&m)));
+        // A tensor served as the dataset (`torch.from_numpy(X).float()`):
+        // each item is a slice of it.
+        let mut base = e;
+        while let Some((recv, "float" | "long" | "double" | "half" | "contiguous")) = base.as_method_call() {
+            base = recv;
+        }
+        let tensor = base.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| TENSOR_FROM_DATA.contains(&d.as_str()));
         prepared
+            || tensor
             || is_python_list(e)
             || e.as_call().is_some_and(|(f, _, _)| {
                 f.dotted().is_some_and(|d| {

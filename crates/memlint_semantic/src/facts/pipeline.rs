@@ -238,7 +238,17 @@ impl Pipeline {
                     }
                     _ => None,
                 });
-                let (one_batch, redrawn) = bound_to.as_deref().map_or((false, false), |b| batch_reads(module, b));
+                // `next(iter(DataLoader(ds, ...)))`: a loader built for one
+                // batch (a shape check); workers would start for it alone.
+                let inline_peek = stmt.is_some_and(|s| {
+                    let mut found = false;
+                    s.for_each_expr(&mut |e: &Expr| found |= e.any(&mut |x: &Expr| next_of_iter(x, &mut |inner: &Expr| inner.span == *span)));
+                    found
+                });
+                let (one_batch, redrawn) = match bound_to.as_deref() {
+                    Some(b) => batch_reads(module, b),
+                    None => (inline_peek, false),
+                };
                 let batch_size = call.keyword("batch_size").or_else(|| call.as_call().and_then(|(_, args, _)| args.get(1)));
                 let returned = stmt.is_some_and(|s| matches!(&s.kind, StmtKind::Return(Some(v)) if v.span == *span))
                     || (function.is_some() && bound_to.as_deref().is_some_and(|b| returns_name(scope, b)));
@@ -310,12 +320,7 @@ fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
             if x.dotted().as_deref() == Some(name) {
                 uses += 1;
             }
-            let next_of_iter = x.as_call().is_some_and(|(f, args, _)| {
-                f.as_name() == Some("next")
-                    && args.first().and_then(Expr::as_call).is_some_and(|(g, inner, _)| {
-                        g.as_name() == Some("iter") && inner.first().and_then(Expr::dotted).as_deref() == Some(name)
-                    })
-            });
+            let next_of_iter = next_of_iter(x, &mut |inner| inner.dotted().as_deref() == Some(name));
             one_batch += usize::from(next_of_iter);
             repeated |= next_of_iter && in_loop;
             false
@@ -337,6 +342,14 @@ fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
     }
     walk(&module.body, false, &mut count);
     (one_batch > 0 && uses == one_batch && !repeated, repeated)
+}
+
+/// Whether `x` is `next(iter(inner))` with `inner` one `is_loader` accepts.
+fn next_of_iter(x: &Expr, is_loader: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    x.as_call().is_some_and(|(f, args, _)| {
+        f.as_name() == Some("next")
+            && args.first().and_then(Expr::as_call).is_some_and(|(g, inner, _)| g.as_name() == Some("iter") && inner.first().is_some_and(|i| is_loader(i)))
+    })
 }
 
 /// Whether a `return` of `scope` (not of nested functions) returns `name`.

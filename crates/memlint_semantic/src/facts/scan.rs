@@ -668,9 +668,10 @@ pub(crate) fn is_env_call(e: &Expr, methods: &[&str]) -> bool {
 pub enum Volatile {
     /// The module never passes `volatile=True`.
     Unused,
-    /// It does, and it also reads a loss by indexing its data
-    /// (`loss.data[0]`, which raises on a 0-dim tensor from PyTorch 0.5
-    /// on); or, with or without it, it passes `retain_variables=` (to
+    /// It does (or it wraps tensors in `Variable(...)`), and it also reads
+    /// a loss by indexing its data (`loss.data[0]`, which raises on a 0-dim
+    /// tensor from PyTorch 0.5 on); or, with or without it, it passes
+    /// `retain_variables=` (to
     /// `backward()`, a `TypeError` from PyTorch 0.4 on): it is written for
     /// PyTorch before 0.4 and cannot run on a later one. On the PyTorch it
     /// runs on, `volatile=True` inputs record no graph.
@@ -685,16 +686,18 @@ pub fn volatile_use(body: &[Stmt]) -> Volatile {
     let mut volatile = false;
     let mut indexes_loss = false;
     let mut retain_variables = false;
+    let mut variable = false;
     crate::ir::for_each_stmt_in_module(body, &mut |s| {
-        if volatile && indexes_loss || retain_variables {
+        if (volatile || variable) && indexes_loss || retain_variables {
             return;
         }
         s.for_each_expr(|e| {
             e.any(&mut |x| {
                 match &x.kind {
-                    ExprKind::Call { .. } => {
+                    ExprKind::Call { func, .. } => {
                         volatile |= x.keyword("volatile").is_some_and(Expr::is_true);
                         retain_variables |= x.keyword("retain_variables").is_some();
+                        variable |= func.dotted().is_some_and(|d| d.rsplit('.').next() == Some("Variable"));
                     }
                     ExprKind::Subscript { value, index, .. } => {
                         indexes_loss |= matches!(index.kind, ExprKind::Literal(crate::ir::Literal::Int(0)))
@@ -707,7 +710,7 @@ pub fn volatile_use(body: &[Stmt]) -> Volatile {
         });
     });
     match (volatile, indexes_loss) {
-        _ if retain_variables => Volatile::OldTorch,
+        _ if retain_variables || (variable && indexes_loss) => Volatile::OldTorch,
         (false, _) => Volatile::Unused,
         (true, true) => Volatile::OldTorch,
         (true, false) => Volatile::NoOp,
