@@ -1,5 +1,5 @@
 use memlint_semantic::api::nn;
-use memlint_semantic::ir::{Expr, ExprKind};
+use memlint_semantic::ir::{Expr, ExprKind, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -19,7 +19,12 @@ declare_rule! {
     /// an evaluation mode, `mode="eval"`, `"val"`, `"test"`; or `True` to a
     /// flag that says evaluation, `if not cross_valid: loss.backward()`
     /// with `cross_valid=True`); in Rust, a `model.forward_t(xs, false)` (the
-    /// train flag off) is evaluation by itself. A `backward()` in the same region makes it
+    /// train flag off) is evaluation by itself. So is the evaluation phase
+    /// of a loop over phases (`for phase in ["train", "val"]:` whose body
+    /// calls `backward()` only under `if phase == "train":`): a forward
+    /// over `loaders[phase]` outside every test of `phase`, grad not set
+    /// from the phase (`with torch.set_grad_enabled(phase == "train"):`),
+    /// runs with grad on when validating. A `backward()` in the same region makes it
     /// training (or adversarial evaluation) and the forward is not reported:
     /// in the enclosing loops up to the evaluation loop, or, outside every
     /// loop, in the function outside its loops. So does a loop that runs an
@@ -153,10 +158,14 @@ impl Rule for EvalWithoutNoGrad {
         let cx = checker.cx;
         // tch: `model.forward_t(xs, false)` says evaluation by itself.
         let eval_mode_forward = nn::is_eval_mode_forward(expr);
+        // `for phase in ["train", "val"]:` training under `if phase ==
+        // "train":`: a forward outside that test runs in the evaluation
+        // phase too.
+        let phase = cx.phase_loop().filter(|(id, var)| !under_phase_test(expr, *id, var, checker));
         if !cx.torch_imported()
-            || !(cx.in_eval_code() || eval_mode_forward)
+            || !(cx.in_eval_code() || eval_mode_forward || phase.is_some())
             || !cx.grad_enabled()
-            || cx.backward_in_scope()
+            || (cx.backward_in_scope() && phase.is_none())
             || cx.in_attack_loop()
             || cx.in_non_torch_branch()
         {
@@ -189,7 +198,13 @@ impl Rule for EvalWithoutNoGrad {
                     Some(f) => format!(" in `{f}`"),
                     None => String::new(),
                 };
-                format!("forward pass of `{}` in evaluation code{place} runs with autograd enabled", checker.text(m.span))
+                match phase {
+                    Some((_, var)) => format!(
+                        "forward pass of `{}`{place} runs with autograd enabled when `{var}` is the evaluation phase",
+                        checker.text(m.span)
+                    ),
+                    None => format!("forward pass of `{}` in evaluation code{place} runs with autograd enabled", checker.text(m.span)),
+                }
             }
             // A per-batch helper that runs the model once per call and
             // trains nothing (`self._process_one_batch(x, y)`, shared with
@@ -210,17 +225,36 @@ impl Rule for EvalWithoutNoGrad {
         // A helper's finding gives the plain Python advice, whatever the
         // language or `volatile` use of the file.
         checker.report(
-            Self::META.diagnostic(expr.span, message).with_help(if model.is_none() {
-                NO_GRAD_HELP
+            Self::META.diagnostic(expr.span, message).with_help(if let Some((_, var)) = phase {
+                format!("run the phase's forward under `with torch.set_grad_enabled({var} == \"train\"):`")
+            } else if model.is_none() {
+                NO_GRAD_HELP.to_string()
             } else if checker.is_rust() {
-                "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope"
+                "run evaluation inside `tch::no_grad(|| ...)`, or hold `let _guard = tch::no_grad_guard();` for the scope".to_string()
             } else if checker.volatile_use() == memlint_semantic::facts::Volatile::NoOp {
-                "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`: `volatile=True` has turned nothing off since PyTorch 0.4"
+                "run evaluation under `with torch.no_grad():` or `torch.inference_mode()`: `volatile=True` has turned nothing off since PyTorch 0.4".to_string()
             } else {
-                NO_GRAD_HELP
+                NO_GRAD_HELP.to_string()
             }),
         );
     }
+}
+
+/// Whether `expr` sits under an `if` (between it and the phase loop
+/// `lp`) whose test reads the phase variable `var`: it runs in some
+/// phases only.
+fn under_phase_test(expr: &Expr, lp: memlint_semantic::ir::StmtId, var: &str, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let mut at = module.tree.owner(expr.id);
+    while let Some(id) = at.filter(|id| *id != lp) {
+        if let Some(StmtKind::If { test, .. }) = module.stmt(id).map(|s| &s.kind) {
+            if test.any(&mut |x| x.as_name() == Some(var)) {
+                return true;
+            }
+        }
+        at = module.tree.parent(id);
+    }
+    false
 }
 
 /// The advice for Python evaluation code.

@@ -56,6 +56,7 @@ impl Context {
             over_files: false,
             over_parameters: false,
             few: false,
+            phase: None,
             id: StmtId::DETACHED,
             backward_before: if calls_backward && rules {
                 body.iter()
@@ -421,6 +422,32 @@ pub(super) fn stops_after_a_few(body: &[Stmt]) -> bool {
         }
         _ => false,
     })
+}
+
+/// The variable of a loop over phases: a literal list or tuple of strings,
+/// one naming training and one evaluation (`["train", "val"]`), whose body
+/// calls `backward()` only under a test of the variable (`if phase ==
+/// "train":`, `if phase == 'train' and ...`).
+pub(super) fn phase_variable(target: &Expr, iter: &Expr, body: &[Stmt]) -> Option<String> {
+    let var = target.as_name()?;
+    let ExprKind::Sequence(items) = &iter.kind else { return None };
+    let words: Vec<&str> = items.iter().filter_map(|i| match &i.kind {
+        ExprKind::Literal(crate::ir::Literal::Str(s)) => Some(s.as_str()),
+        _ => None,
+    }).collect();
+    let train = words.iter().any(|w| w.eq_ignore_ascii_case("train") || w.eq_ignore_ascii_case("training"));
+    let eval = words.iter().any(|w| matches!(w.to_ascii_lowercase().as_str(), "val" | "valid" | "validation" | "test" | "eval" | "dev"));
+    if words.len() != items.len() || !train || !eval {
+        return None;
+    }
+    let mut guarded = false;
+    crate::ir::for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::If { test, body: arm, orelse } = &s.kind {
+            let tests_var = test.any(&mut |x| x.as_name() == Some(var));
+            guarded |= tests_var && (crate::facts::scan::calls_backward(arm) || crate::facts::scan::calls_backward(orelse));
+        }
+    });
+    guarded.then(|| var.to_string())
 }
 
 /// A literal list or tuple of at most 16 constants (`[0.0, 0.5, 2.0]`,

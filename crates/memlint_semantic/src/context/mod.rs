@@ -165,6 +165,10 @@ struct LoopFrame {
     /// 2.0]`, a name bound to such a list): its body runs about as often
     /// as the code around the loop.
     few: bool,
+    /// For a loop over phases (`for phase in ["train", "val"]:`) whose
+    /// body trains under a test of its variable (`if phase == "train":
+    /// loss.backward()`): that variable.
+    phase: Option<String>,
     /// The loop statement.
     id: StmtId,
     /// For a loop that calls `backward()`: the end of the last statement

@@ -156,6 +156,13 @@ impl Context {
         self.frame().loops.iter().rev().find(|l| l.direct_step).filter(|l| l.kind == LoopKind::Train).map(|l| l.id)
     }
 
+    /// The innermost loop over phases around the current point (`for
+    /// phase in ["train", "val"]:`, training under `if phase ==
+    /// "train":`), with its variable.
+    pub fn phase_loop(&self) -> Option<(crate::ir::StmtId, &str)> {
+        self.frame().loops.iter().rev().find_map(|l| Some((l.id, l.phase.as_deref()?)))
+    }
+
     /// The innermost training loop around the current point (one
     /// iteration of which runs `backward()`, itself or through helpers).
     pub fn training_loop(&self) -> Option<crate::ir::StmtId> {

@@ -471,8 +471,7 @@ impl Context {
             StmtKind::For { target, iter, body, orelse } => {
                 let calls_backward = self.body_calls_backward(body);
                 let kind = self.classify_loop(iter, body, calls_backward);
-                // Frozen models are known to the summaries too: a call site
-                // records which arguments it passes frozen.
+                // Frozen models are known to the summaries too (a call site records which arguments it passes frozen).
                 if let Some(model) = frozen_by_loop(target, iter, body) {
                     self.frame_mut().frozen.insert(model);
                 } else if let Some(model) = unfrozen_by_loop(target, iter, body) {
@@ -486,6 +485,7 @@ impl Context {
                 frame.over_data = self.is_data_iterable(iter) && !super::loops::stops_after_a_few(body);
                 frame.over_files = self.lists_files(iter);
                 frame.few = self.iterates_few_items(iter);
+                frame.phase = super::loops::phase_variable(target, iter, body);
                 frame.over_parameters = is_parameter_iterable(iter)
                     || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")))
                     || (self.function_words().contains(crate::ir::Words::GRAD) && crate::facts::scan::reads_grad_of(target, body));
