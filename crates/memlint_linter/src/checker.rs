@@ -158,7 +158,7 @@ impl<'c> Checker<'c> {
         // notebooks of one repository do not feed each other.
         let run_moves = index.moves_batches()
             && (index.is_imported_module(&self.cx.module_info().path) || self.passed_to_project_function(site));
-        !unused && self.cx.pipeline().feeds_training(site, run_moves)
+        !unused && !self.cx.cpu_only_program() && self.cx.pipeline().feeds_training(site, run_moves)
     }
 
     /// Whether the name `site` is bound to is passed to a function of

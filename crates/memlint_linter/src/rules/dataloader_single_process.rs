@@ -52,9 +52,16 @@ declare_rule! {
     /// those of the module-level one.
     /// A loader whose batches go to a device the file binds to the CPU
     /// and to nothing else (`device = torch.device("cpu")`) feeds no
-    /// accelerator and is not reported.
+    /// accelerator and is not reported, nor is any loader of a program
+    /// that never mentions CUDA and binds its device at module level to
+    /// the CPU only (a notebook's device cell after the `def train(model,
+    /// device, ...)` that receives it).
     /// A dataset already in memory as tensors (a tensor itself,
-    /// `torch.from_numpy(x)`, `TensorDataset`, a Python
+    /// `torch.from_numpy(x)`, `TensorDataset`, torchvision's MNIST, CIFAR,
+    /// SVHN or USPS with no transform or one that only converts,
+    /// `Compose([ToTensor(), Normalize(...)])`: the images are held in
+    /// memory and an item is a conversion; on a fast GPU a small model's
+    /// step may still outrun that conversion, and two workers would help), a Python
     /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
     /// labels)]` or `list(zip(inputs, labels))`, a
     /// dataset class of the file whose `__getitem__` only returns items of

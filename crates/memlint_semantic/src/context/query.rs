@@ -400,6 +400,16 @@ impl Context {
         self.frames[0].words
     }
 
+    /// Whether the program runs on the CPU only: the file never mentions
+    /// CUDA (no `.cuda()`, `torch.cuda`, `"cuda"`) and binds a device name
+    /// at module level to the CPU and never to anything else (`device =
+    /// torch.device("cpu")`, in a cell after the `def train(model,
+    /// device, ...)` that receives it). Asked once the walk is done.
+    pub fn cpu_only_program(&self) -> bool {
+        let f = &self.frames[0];
+        !f.words.contains(Words::CUDA) && !f.cpu_devices.is_empty() && f.cpu_devices.iter().all(|n| !f.other_devices.contains(n))
+    }
+
     /// The qualified name of the function being walked (`module.Class.method`).
     pub fn function_qualname(&self) -> Option<&str> {
         self.frame().qualname.as_deref()

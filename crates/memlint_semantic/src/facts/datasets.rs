@@ -276,10 +276,20 @@ impl InMemory<'_> {
         prepared
             || tensor
             || is_python_list(e)
-            || e.as_call().is_some_and(|(f, _, _)| {
+            || e.as_call().is_some_and(|(f, args, _)| {
                 f.dotted().is_some_and(|d| {
                     let last = d.as_str().rsplit('.').next().unwrap_or_default();
-                    last == "TensorDataset" || indexing_only_dataset(self.module, last, e, scope)
+                    last == "TensorDataset"
+                        || indexing_only_dataset(self.module, last, e, scope)
+                        // torchvision's MNIST or CIFAR keeps its images in
+                        // memory: with a transform that only converts
+                        // (`ToTensor()`, `Normalize(...)`), an item is an
+                        // index and a conversion.
+                        || (crate::api::SMALL_IMAGE_DATASETS.contains(&last) && {
+                            let composed = |x: &Expr| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"));
+                            let transform = e.keyword("transform").or_else(|| args.iter().skip(1).find(|a| composed(a) || is_transform(a, scope, self.module)));
+                            transform.is_none_or(|t| t.is_none() || light_transform(t, scope, self.module))
+                        })
                 }) || (self.in_memory_class)(f)
             })
     }
