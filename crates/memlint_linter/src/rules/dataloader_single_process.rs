@@ -80,7 +80,8 @@ declare_rule! {
     /// `random_split(ds, [n, m])` or `Subset(ds, idx)`; also a class of another
     /// module of the run, one whose `__getitem__` binds the items to names
     /// first, or what a function of the file returns); neither is a
-    /// loader named for evaluation or built in a method named so
+    /// loader named for evaluation, or held by a dict or list so named
+    /// (`test_loaders = {res: DataLoader(...)}`), or built in a method named so
     /// (`val_loader`, `test_dataloader`, Lightning's `def
     /// val_dataloader(self)`: it runs once per epoch), one the file reads
     /// one batch of (`next(iter(loader))` outside a loop, a sample to

@@ -52,7 +52,9 @@ declare_rule! {
     /// dataset of photographs (`ImageFolder`, `CelebA`, `ImageNet`), or a
     /// transform that resizes or crops to 64 pixels or more. A torchvision
     /// dataset of small images (MNIST, Fashion-MNIST, CIFAR-10/100, SVHN)
-    /// not resized to 64 pixels, a transform whose last size is smaller
+    /// not resized to 64 pixels (112 for the one-channel MNIST family: a
+    /// third of a colour image's bytes; a size may be a name bound to a
+    /// literal, `Resize(X_DIM)`), a transform whose last size is smaller
     /// (`Resize(32)`, `RandomCrop(28)`), and a dataset class built without
     /// a transform that sets a size (arrays in memory, token ids, a text,
     /// `Compose([ToTensor()])` alone) are not reported: a batch is a copy

@@ -102,7 +102,10 @@ impl<'a> Sizing<'a, '_> {
             .filter(|t| !t.is_none())
             .or_else(|| args.iter().skip(1).find(|a| composed(a) || values(a).iter().any(|v| composed(v))));
         // `None`: no transform; `Some(None)`: one that sets no size.
-        let size = transform.map(|t| transform_size(t, values));
+        // One channel (MNIST's digits): a 64-pixel image is a third of a
+        // colour one; large from about 112 pixels.
+        let gray = matches!(last, "MNIST" | "FashionMNIST" | "KMNIST" | "EMNIST" | "QMNIST" | "USPS");
+        let size = transform.map(|t| transform_size(t, values, if gray { 112 } else { 64 }));
         if crate::api::SMALL_IMAGE_DATASETS.contains(&last) {
             return Some(if size == Some(Some(Samples::Large)) { Samples::Large } else { Samples::Small });
         }
@@ -124,10 +127,10 @@ impl<'a> Sizing<'a, '_> {
 }
 
 /// The size a transform gives images: large when the last size it sets
-/// (by a resize or a crop) is 64 pixels or more or not written as a
+/// (by a resize or a crop) is `large_from` pixels or more or not written as a
 /// literal, small when it is under 64, unknown when the transform is not in
 /// view; `None` when it sets no size (`ToTensor()` alone).
-fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>) -> Option<Samples> {
+fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>, large_from: i64) -> Option<Samples> {
     // `data_transforms["train"]` of a dict literal bound once.
     let resolved: Vec<&Expr> = match &t.kind {
         ExprKind::Name(_) => values(t),
@@ -170,25 +173,36 @@ fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>) -
             }
         }
     }
+    // A literal, or a name bound to one (`X_DIM = 64`).
+    let literal = |x: &'a Expr| match &x.kind {
+        ExprKind::Literal(Literal::Int(n)) => Some(*n),
+        ExprKind::Name(_) => match values(x).as_slice() {
+            [v] => match v.kind {
+                ExprKind::Literal(Literal::Int(n)) => Some(n),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    };
+    fn walk<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+        f(e);
+        e.for_each_child(|c| walk(c, f));
+    }
     let mut sizes = Vec::new();
     for r in &parts {
-        r.any(&mut |e| {
-            let Some((func, args, _)) = e.as_call() else { return false };
-            let Some(d) = func.dotted() else { return false };
+        walk(r, &mut |e: &'a Expr| {
+            let Some((func, args, _)) = e.as_call() else { return };
+            let Some(d) = func.dotted() else { return };
             let last = d.as_str().rsplit('.').next().unwrap_or_default();
             if !crate::api::RESIZING_TRANSFORMS.contains(&last) && !crate::api::CROPPING_TRANSFORMS.contains(&last) {
-                return false;
+                return;
             }
             let size = args.first().or_else(|| e.keyword("size"));
-            let literal = |x: &Expr| match &x.kind {
-                ExprKind::Literal(Literal::Int(n)) => Some(*n),
-                _ => None,
-            };
             sizes.push(size.and_then(|s| match &s.kind {
                 ExprKind::Sequence(items) => items.iter().map(literal).min().flatten(),
                 _ => literal(s),
             }));
-            false
         });
     }
     // The last size set decides; a crop after a resize (`Resize(32)`,
@@ -196,7 +210,7 @@ fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>) -
     match sizes.last() {
         None => None,
         Some(None) => Some(Samples::Large),
-        Some(Some(n)) if *n >= 64 => Some(Samples::Large),
+        Some(Some(n)) if *n >= large_from => Some(Samples::Large),
         Some(Some(_)) => Some(Samples::Small),
     }
 }

@@ -83,6 +83,10 @@ pub struct LoaderSite {
     /// `train_loader` from cell to cell; the module-level loops between
     /// the two bindings iterate this one.
     pub until: Option<u32>,
+    /// For a loader not bound to a name of its own: the name of the dict
+    /// or list that holds it (`test_loaders = {res: DataLoader(...)}`,
+    /// `loaders["val"] = DataLoader(...)`).
+    pub held_in: Option<String>,
 }
 
 impl LoaderSite {
@@ -99,7 +103,7 @@ impl LoaderSite {
         }) {
             return true;
         }
-        let Some(b) = &self.bound_to else { return false };
+        let Some(b) = self.bound_to.as_ref().or(self.held_in.as_ref()) else { return false };
         let last = b.rsplit('.').next().unwrap_or(b);
         crate::resolve::words(last).iter().any(|w| {
             EVAL_WORDS.contains(&w.as_str())
@@ -245,6 +249,17 @@ impl Pipeline {
                     s.for_each_expr(&mut |e: &Expr| found |= e.any(&mut |x: &Expr| next_of_iter(x, &mut |inner: &Expr| inner.span == *span)));
                     found
                 });
+                let held_in = stmt.filter(|_| bound_to.is_none()).and_then(|s| match &s.kind {
+                    StmtKind::Assign { targets, value, .. } if targets.len() == 1 => {
+                        let mut base = &targets[0];
+                        while let ExprKind::Subscript { value, .. } = &base.kind {
+                            base = value;
+                        }
+                        let holds = matches!(value.kind, ExprKind::Dict(_) | ExprKind::Sequence(_) | ExprKind::Comprehension(_));
+                        (holds || !std::ptr::eq(base, &targets[0])).then(|| base.dotted().map(|d| d.to_string())).flatten()
+                    }
+                    _ => None,
+                });
                 let (one_batch, redrawn) = match bound_to.as_deref() {
                     Some(b) => batch_reads(module, b),
                     None => (inline_peek, false),
@@ -271,6 +286,7 @@ impl Pipeline {
                     redrawn,
                     until: None,
                     shadowed_in: Vec::new(),
+                    held_in,
                 })
             })
             .collect::<Vec<_>>();
