@@ -59,7 +59,9 @@ declare_rule! {
     /// reached from a `forward`): there the view feeds the next computation
     /// and autograd keeps what backward needs of the base anyway. A returned
     /// variable holding a view is not reported (it is often one of several
-    /// pieces returned together). A local list that is neither returned nor
+    /// pieces returned together), nor are views returned together with
+    /// another view of their base (`return b[:, :4], b[:, 4]`: between them
+    /// they keep the base, most of it wanted). A local list that is neither returned nor
     /// stored and is filled outside a training or evaluation loop dies with
     /// the function (typically right after a `torch.stack`), and a copy into
     /// a tensor (`buf[i] = x[0]`) or into a slice of an array (`self.obs[s:e]
@@ -277,8 +279,18 @@ impl Rule for ViewRetainsBase {
                     ExprKind::Sequence(items) => items.iter().collect(),
                     _ => vec![value],
                 };
-                for v in items {
-                    Self::check_stored(checker, v, "the returned value", v.span, true);
+                // `return b[:, :4], b[:, 4]`: the views returned together
+                // keep their base between them, and one is most of it.
+                let base = |e: &Expr| match &e.kind {
+                    ExprKind::Subscript { value, .. } => value.dotted(),
+                    _ => e.dotted(),
+                };
+                let bases: Vec<_> = items.iter().map(|v| base(v)).collect();
+                for (i, v) in items.iter().enumerate() {
+                    let shared = bases[i].as_ref().is_some_and(|b| bases.iter().enumerate().any(|(j, o)| j != i && o.as_ref() == Some(b)));
+                    if !shared {
+                        Self::check_stored(checker, v, "the returned value", v.span, true);
+                    }
                 }
             }
             _ => {}
