@@ -376,6 +376,27 @@ def evaluate(model, data_loader, device):
     assert!(stdout(&o).contains("train_utils.py:8:16: ML201"), "{}", stdout(&o));
 }
 
+/// A file that imports nothing of torch itself, only `from module import
+/// *` of a module doing `import torch as t`: it is checked, and `t` is
+/// torch (ML306 on `t.ones(n, n).cuda()` in a `forward`).
+#[test]
+fn a_torch_alias_brought_in_by_a_star_import() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "module.py", "import torch as t\nimport torch.nn as nn\n");
+    write(
+        dir.path(),
+        "network.py",
+        "from module import *\n\n\nclass Decoder(nn.Module):\n    def forward(self, x):\n        n = x.size(1)\n        mask = t.triu(t.ones(n, n).cuda(), diagonal=1)\n        return x + mask.sum()\n",
+    );
+    let args = ["check", ".", "--format", "concise", "--quiet", "--select", "ML306"];
+    let o = memlint(dir.path(), &args);
+    assert!(stdout(&o).contains("network.py:7:23: ML306"), "{}", stdout(&o));
+    // A module that brings no torch leaves the file unchecked.
+    write(dir.path(), "module.py", "import math as t\n");
+    let o = memlint(dir.path(), &args);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
+}
+
 /// A helper called from step code only under a debugging condition (`if
 /// debug_mode:`) does not run every step: its per-parameter reads
 /// are not reported. Under a user option (`if args.clip_grad:`) it does.

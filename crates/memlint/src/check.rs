@@ -292,11 +292,16 @@ fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, 
     let phase_one: Vec<Option<PhaseOne>> = jobs.par_iter().map(|j| summarize_file(j, &roots, &budget, limit)).collect();
     let mut summaries = Vec::with_capacity(phase_one.len());
     let mut second: Vec<(&Job, Option<Kept>)> = Vec::with_capacity(jobs.len());
+    // Files that import no torch themselves but star-import a module:
+    // checked when that module imports torch (known once the index is built).
+    let mut starred: Vec<&Job> = Vec::new();
     for (job, one) in jobs.iter().zip(phase_one) {
         match one {
             Some(one) => {
                 if !one.nothing_to_report {
                     second.push((job, one.kept));
+                } else if one.starred {
+                    starred.push(job);
                 }
                 summaries.push(one.summary);
             }
@@ -304,6 +309,7 @@ fn check_jobs(jobs: &[Job], fix: Option<FixMode>, limit: u64) -> (Vec<Checked>, 
         }
     }
     let index = Arc::new(ProjectIndex::build(summaries));
+    second.extend(starred.into_iter().filter(|j| index.star_imports_torch(&j.module.path)).map(|j| (j, None)));
     let checked: Vec<Checked> = second
         .into_par_iter()
         .filter_map(|(j, kept)| check_file(j, kept, fix, &index, &roots, limit))
@@ -671,6 +677,9 @@ fn text_hash(text: &str) -> u64 {
 struct PhaseOne {
     summary: memlint_linter::FileSummary,
     nothing_to_report: bool,
+    /// Nothing to report as far as the file shows, but it star-imports a
+    /// module (`from module import *`) that may bring torch.
+    starred: bool,
     kept: Option<Kept>,
 }
 
@@ -698,7 +707,7 @@ fn summarize_file(
         let one = summarize_source(&module, &file, is_test_file(path, &text));
         // Checked whatever the module imports: its `%%writefile` cells are
         // modules of their own, left out of this one.
-        return Some(PhaseOne { summary: one.summary, nothing_to_report: false, kept: None });
+        return Some(PhaseOne { summary: one.summary, nothing_to_report: false, starred: false, kept: None });
     }
     let file = FileContext {
         language: memlint_linter::frontend::language_of(path),
@@ -720,7 +729,11 @@ fn summarize_file(
             .is_ok()
             .then(|| Kept { packed, text_hash: text_hash(&text) })
     };
-    Some(PhaseOne { summary: one.summary, nothing_to_report, kept })
+    let starred = one.nothing_to_report
+        && !one.summary.imports_torch
+        && one.summary.imports.iter().any(|(local, _)| local == "*")
+        && !memlint_linter::is_frozen_code(&job.module, &text);
+    Some(PhaseOne { summary: one.summary, nothing_to_report, starred, kept })
 }
 
 /// Checks a notebook's JSON text: its code cells as one module, findings

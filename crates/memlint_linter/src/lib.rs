@@ -245,7 +245,8 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
         .collect();
     // Every rule is about PyTorch: a file that never imports it has nothing
     // to walk (the rules would all return at their `torch_imported` check).
-    if !rules.is_empty() && memlint_semantic::imports_any(&parsed.module, frontend.torch_roots()) {
+    let torch = memlint_semantic::imports_any(&parsed.module, frontend.torch_roots()) || file.index.star_imports_torch(&file.module.path);
+    if !rules.is_empty() && torch {
         let mut visitor = checker::RuleVisitor::new(&rules, source, &parsed.module, &mut diagnostics);
         let cx_options = ContextOptions {
             is_test_file: options.is_test_file,

@@ -521,6 +521,8 @@ impl Context {
             None => cx.prescan_module(&module.body),
         }
         cx.star_imports = cx.facts.import_targets(name_hash("*"), "*").is_some();
+        // `from module import *` of a module of the run that imports torch.
+        cx.torch_imported |= cx.star_imports && cx.index.star_imports_torch(&cx.module.path);
         let summary_only = cx.options.summary_only;
         let backward = module.words.contains(Words::BACKWARD);
         if let Some(f) = cx.frames.last_mut() {

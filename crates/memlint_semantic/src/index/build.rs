@@ -23,6 +23,16 @@ impl IndexBuilder {
         let (n_functions, n_classes, n_aliases, n_calls) =
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
         let moves_batches = files.iter().any(|f| f.moves_batches);
+        // Star-imported modules that import torch (`from module import *`
+        // with `import torch as t` in `module`): names of torch reach the
+        // importer through them.
+        let starred: HashSet<&str> = files
+            .iter()
+            .flat_map(|f| f.imports.iter().filter(|(l, _)| l == "*").filter_map(|(_, q)| q.strip_suffix(".*")))
+            .collect();
+        let star_torch: HashSet<String> =
+            files.iter().filter(|f| f.imports_torch && starred.contains(f.module.path.as_str())).map(|f| f.module.path.clone()).collect();
+        drop(starred);
         let (mut dynamic_on, mut dynamic_off): (HashSet<String>, HashSet<String>) = Default::default();
         for (name, off) in files.iter().flat_map(|f| &f.dynamic_calls) {
             let set = if *off { &mut dynamic_off } else { &mut dynamic_on };
@@ -108,6 +118,7 @@ impl IndexBuilder {
             classes,
             aliases,
             stars,
+            star_torch,
             applied,
             moves_batches,
             torch_below,

@@ -404,6 +404,8 @@ pub struct ProjectIndex {
     /// The modules each module star-imports (`from utils import *` in
     /// `train`: `train` -> `[utils]`), in order.
     stars: HashMap<String, Vec<String>>,
+    /// The modules some module star-imports that import torch themselves.
+    star_torch: HashSet<String>,
     module_classes: HashSet<String>,
     optimizer_classes: HashSet<String>,
     grad_disabling: HashSet<String>,

@@ -108,6 +108,19 @@ impl ProjectIndex {
         rec(self, module, name, 4)
     }
 
+    /// Whether `module` star-imports (through up to four levels) a module
+    /// of the run that imports torch: `from module import *` brings its
+    /// `import torch as t`.
+    pub fn star_imports_torch(&self, module: &str) -> bool {
+        fn rec(index: &ProjectIndex, module: &str, depth: usize) -> bool {
+            depth > 0
+                && index.stars.get(module).is_some_and(|targets| {
+                    targets.iter().any(|t| index.star_torch.contains(t.as_str()) || rec(index, t, depth - 1))
+                })
+        }
+        !self.star_torch.is_empty() && rec(self, module, 4)
+    }
+
     /// Follows import aliases (re-exports) from `name` while no function or
     /// class of that name is defined.
     fn follow_aliases<'a>(&'a self, name: &'a str) -> &'a str {
