@@ -32,7 +32,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[link_section = ".init_array.00099"]
 static ALLOCATOR_OPTIONS: extern "C" fn() = allocator_options;
 
-//
 // Freed pages go back to the system after 5 ms instead of mimalloc's
 // default 10: the summaries of phase one and the parses of phase two come
 // and go in waves, and a page kept a little longer is counted in the peak.

@@ -83,6 +83,7 @@ pub fn is_test_file(path: &std::path::Path, source: &str) -> bool {
         return false;
     }
     let python = path.extension().is_some_and(|e| e == "py" || e == "ipynb");
+    // Under a `tests`/`test`/`testing` directory: a file there of any name is a test.
     let by_directory = path.parent().is_some_and(|d| is_test_path(&d.join("x.py")));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let by_name_only = python && !by_directory && name != "conftest.py" && name != "testing_utils.py";

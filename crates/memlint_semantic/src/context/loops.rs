@@ -469,7 +469,7 @@ impl Context {
     /// `range(k)` or `range(a, b)` with literals at most 16 apart, a
     /// literal list or tuple of at most 16 constants, or a name the function
     /// (or the module) binds to one, maybe under `enumerate`, `reversed`
-    /// or `zip` (each of whose arguments must be few).
+    /// or `zip` (one of whose arguments is few: it stops at the shortest).
     pub(super) fn iterates_few_items(&self, iter: &Expr) -> bool {
         if few_literal_items(iter) {
             return true;
