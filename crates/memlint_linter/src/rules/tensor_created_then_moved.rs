@@ -519,7 +519,7 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool)
 /// `range(k)` with a literal `k` of at most 16.
 fn few_fixed_iterations(iter: &Expr) -> bool {
     let Some((func, args, _)) = iter.as_call() else { return false };
-    func.as_name() == Some("range") && matches!(args, [n] if matches!(n.kind, ExprKind::Literal(Literal::Int(k)) if k <= 16))
+    func.as_name() == Some("range") && matches!(args, [n] if matches!(n.kind, ExprKind::Literal(Literal::Int(k)) if k <= memlint_semantic::facts::FEW_ITERATIONS))
 }
 
 /// Whether a loop's iterable counts steps with `range` (`range(T)`,

@@ -418,7 +418,7 @@ pub(super) fn stops_after_a_few(body: &[Stmt]) -> bool {
         StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if matches!(b.kind, StmtKind::Break)) => {
             matches!(&test.kind, ExprKind::Compare { ops, comparators, .. }
                 if matches!(&ops[..], [crate::ir::CmpOp::GtE | crate::ir::CmpOp::Gt | crate::ir::CmpOp::Eq])
-                    && matches!(&comparators[..], [c] if matches!(c.kind, ExprKind::Literal(crate::ir::Literal::Int(k)) if (0..=16).contains(&k))))
+                    && matches!(&comparators[..], [c] if matches!(c.kind, ExprKind::Literal(crate::ir::Literal::Int(k)) if (0..=crate::facts::FEW_ITERATIONS).contains(&k))))
         }
         _ => false,
     })
@@ -461,7 +461,7 @@ pub(super) fn few_literal_items(e: &Expr) -> bool {
             _ => false,
         }
     }
-    matches!(&e.kind, ExprKind::Sequence(items) if items.len() <= 16 && items.iter().all(constant))
+    matches!(&e.kind, ExprKind::Sequence(items) if items.len() as i64 <= crate::facts::FEW_ITERATIONS && items.iter().all(constant))
 }
 
 impl Context {
@@ -483,8 +483,8 @@ impl Context {
             _ => None,
         };
         match (func.as_name(), &args[..]) {
-            (Some("range"), [n]) => int(n).is_some_and(|k| k <= 16),
-            (Some("range"), [a, b]) => matches!((int(a), int(b)), (Some(a), Some(b)) if b.saturating_sub(a) <= 16),
+            (Some("range"), [n]) => int(n).is_some_and(|k| k <= crate::facts::FEW_ITERATIONS),
+            (Some("range"), [a, b]) => matches!((int(a), int(b)), (Some(a), Some(b)) if b.saturating_sub(a) <= crate::facts::FEW_ITERATIONS),
             (Some("enumerate" | "reversed"), [inner]) => self.iterates_few_items(inner),
             (Some("zip"), items) if !items.is_empty() => items.iter().any(|i| self.iterates_few_items(i)),
             _ => false,

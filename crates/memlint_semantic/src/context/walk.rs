@@ -453,7 +453,7 @@ impl Context {
                     if let Some(d) = t.as_name() {
                         if crate::api::is_cpu_device(value) {
                             self.frame_mut().cpu_devices.insert(d.to_string());
-                        } else if crate::api::is_device_value(value) || d.to_ascii_lowercase().contains("device") {
+                        } else if crate::api::is_device_value(value) || d.as_bytes().windows(6).any(|w| w.eq_ignore_ascii_case(b"device")) {
                             self.frame_mut().other_devices.insert(d.to_string());
                         } else if self.is_cuda_tensor_type(value) {
                             self.frame_mut().cuda_types.insert(d.to_string());

@@ -96,7 +96,6 @@ impl<'a> Sizing<'a, '_> {
         let values = self.values;
         // The transform: `transform=`, or a positional `Compose(...)`
         // (`ImageFolder(root, transforms.Compose([...]))`).
-        let composed = |x: &Expr| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"));
         let transform = made
             .keyword("transform")
             .filter(|t| !t.is_none())
@@ -259,6 +258,11 @@ pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(
     !passed.is_empty() && passed.iter().all(|&p| p)
 }
 
+/// Whether `x` is a `Compose(...)` of transforms.
+fn composed(x: &Expr) -> bool {
+    x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"))
+}
+
 /// Calls that make a tensor of host data at once.
 const TENSOR_FROM_DATA: &[&str] = &["torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor"];
 
@@ -300,7 +304,6 @@ impl InMemory<'_> {
                         // (`ToTensor()`, `Normalize(...)`), an item is an
                         // index and a conversion.
                         || (crate::api::SMALL_IMAGE_DATASETS.contains(&last) && {
-                            let composed = |x: &Expr| x.as_call().and_then(|(f, _, _)| f.dotted()).is_some_and(|d| d.as_str().ends_with("Compose"));
                             let transform = e.keyword("transform").or_else(|| args.iter().skip(1).find(|a| composed(a) || is_transform(a, scope, self.module)));
                             transform.is_none_or(|t| t.is_none() || light_transform(t, scope, self.module))
                         })

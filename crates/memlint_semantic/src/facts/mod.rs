@@ -9,4 +9,9 @@ pub(crate) mod scan;
 pub mod views;
 
 pub use guards::tests_for_the_device;
+
+/// The most iterations a loop counted or listed as a literal (`range(10)`,
+/// `[0.0, 0.5, 2.0]`, `if j >= 9: break`) runs and still counts as a few:
+/// its body runs about as often as the code around it.
+pub const FEW_ITERATIONS: i64 = 16;
 pub use scan::{sum_reduced_names, volatile_use, Volatile};
