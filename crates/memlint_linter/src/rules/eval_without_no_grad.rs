@@ -9,7 +9,10 @@ declare_rule! {
     /// a project helper that runs the model once per call and trains
     /// nothing: `self._process_one_batch(x, y)`, shared with the training
     /// loop) with autograd enabled in evaluation over data: in a loop over a loader, a dataset or
-    /// batches, or a comprehension over one, in evaluation code. Evaluation code is: what follows
+    /// batches, or a comprehension over one, or in a decoding loop that
+    /// feeds a model's output back into it (`h = self.decoder(enc, h)` in
+    /// `for t in range(steps):`, a graph that grows with every step), in
+    /// evaluation code. Evaluation code is: what follows
     /// `model.eval()` in the same function, a function named like
     /// validate/validation/evaluate/eval/test/predict/inference, a loop over
     /// a loader whose name says val/valid/test/eval, or a function that
@@ -177,7 +180,16 @@ impl Rule for EvalWithoutNoGrad {
         // forward, its graph dropped each step.
         // So is one every hundred steps of training (`if (i + 1) % 100 ==
         // 0: G.eval(); sample = G(z_fixed)`).
-        if !cx.in_data_loop() || cx.in_interaction_loop() || cx.periodic_in_training_step() {
+        // Reported besides: a decoding loop that feeds a model's output
+        // back into it (`for t in range(steps): h = self.decoder(enc, h)`),
+        // whose graph grows with every step, whatever the loop iterates. Not
+        // through a project helper, which may detach the state it returns
+        // (`h = tuple(each.data for each in h)`).
+        let over_data = cx.in_data_loop();
+        if !(over_data || (cx.in_long_loop() && feeds_itself(expr, checker)))
+            || cx.in_interaction_loop()
+            || cx.periodic_in_training_step()
+        {
             return;
         }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
@@ -209,7 +221,8 @@ impl Rule for EvalWithoutNoGrad {
             // A per-batch helper that runs the model once per call and
             // trains nothing (`self._process_one_batch(x, y)`, shared with
             // the training loop).
-            None if cx
+            None if over_data
+                && cx
                 .project_callee(expr)
                 .is_some_and(|f| f.runs_model_once && !f.calls_backward && !cx.index().reaches_backward(&f.qualname)) =>
             {
@@ -243,6 +256,23 @@ impl Rule for EvalWithoutNoGrad {
 /// Whether `expr` sits under an `if` (between it and the phase loop
 /// `lp`) whose test reads the phase variable `var`: it runs in some
 /// phases only.
+/// Whether `expr` is the value of an assignment to a name it reads
+/// (`h = self.decoder(enc, h)`): state carried from one call to the next.
+fn feeds_itself(expr: &Expr, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(StmtKind::Assign { targets, value, .. }) = module.tree.owner(expr.id).and_then(|id| module.stmt(id)).map(|s| &s.kind) else {
+        return false;
+    };
+    let Some((_, args, keywords)) = expr.as_call().filter(|_| value.id == expr.id) else { return false };
+    let bound = |name: &str| {
+        targets.iter().any(|t| match &t.kind {
+            ExprKind::Sequence(elts) => elts.iter().any(|e| e.as_name() == Some(name)),
+            _ => t.as_name() == Some(name),
+        })
+    };
+    args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| a.as_name().is_some_and(bound))
+}
+
 fn under_phase_test(expr: &Expr, lp: memlint_semantic::ir::StmtId, var: &str, checker: &Checker<'_>) -> bool {
     let module = checker.module();
     let mut at = module.tree.owner(expr.id);

@@ -595,6 +595,12 @@ impl Context {
         self.frame().loops.iter().any(|l| l.over_parameters)
     }
 
+    /// Whether the current point is inside a loop of the current function
+    /// that runs more than a few times (not `range(3)` nor a few constants).
+    pub fn in_long_loop(&self) -> bool {
+        self.frame().loops.iter().any(|l| !l.few)
+    }
+
     /// Whether the current point is inside any loop of the current function.
     pub fn in_loop(&self) -> bool {
         !self.frame().loops.is_empty()
