@@ -151,7 +151,11 @@ declare_rule! {
     /// that runs when values go bad (`if torch.isnan(k).any():`), nor one in an
     /// environment-interaction loop (reinforcement learning: the action
     /// goes to a CPU environment every step, so the step synchronises
-    /// anyway), nor one in an `except` handler. A loop that decides every
+    /// anyway), nor one in an `except` handler, nor one in a top-level loop
+    /// of at most 50 steps counted in the code that trains in its own body
+    /// (`for i in range(grad_steps):` with `grad_steps = 30`: a demo
+    /// optimizing a latent waits that many times at most; in a function,
+    /// which a caller may run every step, it is reported). A loop that decides every
     /// iteration, on a value read from the device, whether to leave (a
     /// convergence test `if (m - prev).norm() < tol: break`, an abort on
     /// a diverged loss `if math.isnan(loss.item()): sys.exit(1)`, a
@@ -272,7 +276,10 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
         return;
     }
     // Benchmarking and profiling code synchronises on purpose, to time.
-    if cx.in_benchmark_code() {
+    // A training loop of a few steps counted in the code (`for i in
+    // range(grad_steps):` with `grad_steps = 30`, a demo optimizing a
+    // latent) waits at most that many times.
+    if cx.in_benchmark_code() || cx.counted_training_steps().is_some_and(|k| k <= memlint_semantic::facts::DEMO_STEPS) {
         return;
     }
     // A GPU program: the file says `cuda` (Rust: unless it names only

@@ -22,7 +22,12 @@ declare_rule! {
     /// training loop); the
     /// accumulator must outlive the iteration: it is not re-created on every
     /// path through the loop body (`if i % 100 == 0: total = 0` is not a
-    /// reset).
+    /// reset). Outputs kept for a figure by a top-level loop of at most 50
+    /// steps counted in the code, whose own body runs the backward (`for i
+    /// in range(grad_steps):` with `grad_steps = 10`, optimizing a latent,
+    /// `history += [fake]`), are not reported: the count bounds what they
+    /// keep, and each backward freed what their graphs saved. A loss kept
+    /// there still is: it is wanted as a number.
     ///
     /// ## Why is this bad?
     /// The accumulated tensor references each iteration's graph, so no
@@ -123,6 +128,21 @@ impl LossAccumulatedWithGraph {
         // step, a backward per chunk after the append): the backward frees
         // what each graph saved, and the list dies with the step.
         if cx.kept_for_one_outer_step(&acc_name) {
+            return;
+        }
+        // Outputs kept for a figure from a training loop of a few steps
+        // counted in the code, whose own body runs the backward (`for i in
+        // range(grad_steps):` with `grad_steps = 10`, optimizing a latent):
+        // what they keep is bounded by that count, and each step's
+        // `backward()` freed what their graphs saved. A loss kept so is
+        // still reported: it is wanted as a number.
+        let kept = match &value.kind {
+            ExprKind::Sequence(items) if items.len() == 1 => &items[0],
+            _ => value,
+        };
+        if cx.counted_training_steps().is_some_and(|k| k <= memlint_semantic::facts::DEMO_STEPS)
+            && !kept.dotted().is_some_and(|d| cx.is_backward_root(&d))
+        {
             return;
         }
         // A buffer the loop empties through a project function

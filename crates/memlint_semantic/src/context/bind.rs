@@ -131,7 +131,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, cpu_devices);
+        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, counts, cpu_devices);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);
@@ -288,6 +288,9 @@ impl Context {
                 }
                 if value.is_some_and(super::loops::few_literal_items) {
                     self.frame_mut().few_items.insert(d.to_string());
+                }
+                if let Some(ExprKind::Literal(crate::ir::Literal::Int(k))) = value.map(|v| &v.kind) {
+                    self.frame_mut().counts.insert(d.to_string(), *k);
                 }
                 if let Some(c) = instance {
                     self.frame_mut().instances.insert(d.to_string(), c);
@@ -685,7 +688,7 @@ macro_rules! frame_facts {
 
 frame_facts! {
     sets: [frozen, graph, requires_grad, losses, grad_values, grad_off, batches, interval_names, few_items],
-    maps: [factories: String, instances: String, unfrozen_parts: String, kinds: ValueKind, views: ViewOf, saved: memlint_diagnostics::Span, batch_loader: String, loader_iters: String]
+    maps: [factories: String, instances: String, unfrozen_parts: String, kinds: ValueKind, views: ViewOf, saved: memlint_diagnostics::Span, batch_loader: String, loader_iters: String, counts: i64]
 }
 
 /// The places an arm binds (assignment, loop and `with` targets, `del`),

@@ -56,6 +56,7 @@ impl Context {
             over_files: false,
             over_parameters: false,
             few: false,
+            count: None,
             phase: None,
             id: StmtId::DETACHED,
             backward_before: if calls_backward && rules {
@@ -478,16 +479,30 @@ impl Context {
             return self.frame().few_items.contains(n) || (self.frames.len() > 1 && self.module_level(n, |f| f.few_items.contains(n).then_some(())).is_some());
         }
         let Some((func, args, _)) = iter.as_call() else { return false };
-        let int = |e: &Expr| match e.kind {
-            ExprKind::Literal(crate::ir::Literal::Int(k)) => Some(k),
-            _ => None,
-        };
         match (func.as_name(), &args[..]) {
-            (Some("range"), [n]) => int(n).is_some_and(|k| k <= crate::facts::FEW_ITERATIONS),
-            (Some("range"), [a, b]) => matches!((int(a), int(b)), (Some(a), Some(b)) if b.saturating_sub(a) <= crate::facts::FEW_ITERATIONS),
+            (Some("range"), _) => self.loop_count(iter).is_some_and(|k| k <= crate::facts::FEW_ITERATIONS),
             (Some("enumerate" | "reversed"), [inner]) => self.iterates_few_items(inner),
             (Some("zip"), items) if !items.is_empty() => items.iter().any(|i| self.iterates_few_items(i)),
             _ => false,
+        }
+    }
+
+    /// How many times a loop over `iter` runs, where the code says:
+    /// `range(k)` or `range(a, b)` of integer literals or of names the
+    /// function (or the module) binds to one, maybe under `enumerate` or
+    /// `reversed`.
+    pub(super) fn loop_count(&self, iter: &Expr) -> Option<i64> {
+        let (func, args, _) = iter.as_call()?;
+        let int = |e: &Expr| match &e.kind {
+            ExprKind::Literal(crate::ir::Literal::Int(k)) => Some(*k),
+            ExprKind::Name(n) => self.frame().counts.get(n.as_str()).copied().or_else(|| self.module_level(n, |f| f.counts.get(n.as_str()).copied())),
+            _ => None,
+        };
+        match (func.as_name(), &args[..]) {
+            (Some("range"), [n]) => int(n),
+            (Some("range"), [a, b]) => Some(int(b)?.saturating_sub(int(a)?)),
+            (Some("enumerate" | "reversed"), [inner]) => self.loop_count(inner),
+            _ => None,
         }
     }
 }

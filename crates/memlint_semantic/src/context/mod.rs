@@ -165,6 +165,9 @@ struct LoopFrame {
     /// 2.0]`, a name bound to such a list): its body runs about as often
     /// as the code around the loop.
     few: bool,
+    /// The loop's count, where the code gives it (`range(30)`,
+    /// `range(grad_steps)` with `grad_steps = 30`).
+    count: Option<i64>,
     /// For a loop over phases (`for phase in ["train", "val"]:`) whose
     /// body trains under a test of its variable (`if phase == "train":
     /// loss.backward()`): that variable.
@@ -236,6 +239,9 @@ struct Frame {
     /// Names bound to a literal list or tuple of a few items (`ws =
     /// [0.0, 0.5, 2.0]`): a loop over one runs its body a few times.
     few_items: HashSet<String>,
+    /// Names bound to an integer literal (`grad_steps = 10`): a `range`
+    /// over one runs a count known from the code.
+    counts: HashMap<String, i64>,
     /// Names bound to the CPU as a device (`DEVICE = torch.device("cpu")`),
     /// and names bound to another device anywhere in the frame
     /// (`device = torch.device("cuda:0")` in one arm, `"cpu"` in the other):

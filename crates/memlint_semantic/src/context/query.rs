@@ -595,6 +595,20 @@ impl Context {
         self.frame().loops.iter().any(|l| l.over_parameters)
     }
 
+    /// How many steps the current point's training runs, where the code
+    /// says: in top-level code (a script, a notebook cell), the outermost
+    /// loop trains in its own body (not only in a nested loop) and its
+    /// count is written in the code (`for i in range(grad_steps):` with
+    /// `grad_steps = 30`). In a function, which may run once per step of
+    /// a caller's loop, or in a nested loop, the count is not the run's.
+    pub fn counted_training_steps(&self) -> Option<i64> {
+        if self.frames.len() > 1 {
+            return None;
+        }
+        let l = self.frame().loops.first()?;
+        l.count.filter(|_| l.kind == LoopKind::Train && l.direct_step)
+    }
+
     /// Whether the current point is inside a loop of the current function
     /// that runs more than a few times (not `range(3)` nor a few constants).
     pub fn in_long_loop(&self) -> bool {

@@ -484,7 +484,7 @@ impl Context {
                 // `for x, y in loader: ...; break` (`if j >= 9: break`): a few batches.
                 frame.over_data = self.is_data_iterable(iter) && !super::loops::stops_after_a_few(body);
                 frame.over_files = self.lists_files(iter);
-                frame.few = self.iterates_few_items(iter);
+                (frame.few, frame.count) = (self.iterates_few_items(iter), self.loop_count(iter));
                 frame.phase = super::loops::phase_variable(target, iter, body);
                 frame.over_parameters = is_parameter_iterable(iter)
                     || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")))
