@@ -63,7 +63,9 @@ declare_rule! {
     /// memory and an item is a conversion; on a fast GPU a small model's
     /// step may still outrun that conversion, and two workers would help), a Python
     /// list of samples made ahead, `[(f, y) for f, y in zip(feats,
-    /// labels)]` or `list(zip(inputs, labels))`, a
+    /// labels)]` or `list(zip(inputs, labels))`, a range of indices
+    /// (`for idx in DataLoader(range(n), b, shuffle=True):`, batches of
+    /// indices into tensors held elsewhere), a
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, maybe made tensors, sliced, cast (`chunk[:-1].long(),
     /// chunk[1:].long()`, a language model's input and target), passed

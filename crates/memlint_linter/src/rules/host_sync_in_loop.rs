@@ -62,7 +62,9 @@ declare_rule! {
     /// runs an op whose result's size depends on the values
     /// (`x.nonzero()`, `torch.unique(x)`, a mask read `x[x > 0]`, there or
     /// in such a helper), that indexes a tensor with indices drawn on the
-    /// host (`states[np.random.choice(n, b)]`, or hands a slice of a host
+    /// host (`states[np.random.choice(n, b)]`, a host tensor of them,
+    /// `y[torch.from_numpy(np.random.choice(n, b))]`, the index batches of
+    /// `for idx in DataLoader(range(n), b):`, or hands a slice of a host
     /// permutation to a step function), or that passes the model a part of
     /// the batch it never moves while it moves others
     /// (`model(image, caption)` with only `image` moved: the model copies

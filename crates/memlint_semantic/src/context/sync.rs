@@ -519,7 +519,8 @@ impl Context {
     /// Whether `e` is indices computed on the host: `list(range(n))`, a
     /// call of `numpy.random`, `np.arange(n)`, `random.sample(...)`,
     /// `torch.randperm(n)` without `device=`, one of `names` (bound to
-    /// such), or a slice of one (`perm[i:i + b]`).
+    /// such), a slice of one (`perm[i:i + b]`), or a host tensor made of
+    /// one (`torch.from_numpy(np.random.choice(n, b))`).
     pub(super) fn is_host_index(&self, e: &Expr, names: &[String]) -> bool {
         match &e.kind {
             ExprKind::Name(n) => names.iter().any(|x| x == n),
@@ -538,8 +539,13 @@ impl Context {
                     ExprKind::Name(n) => n.as_str(),
                     _ => return false,
                 };
-                if !matches!(last, "" | "list" | "arange" | "sample" | "randperm" | "choice" | "permutation" | "randint") {
+                if !matches!(last, "" | "list" | "arange" | "sample" | "randperm" | "choice" | "permutation" | "randint" | "from_numpy" | "tensor" | "as_tensor" | "LongTensor") {
                     return false;
+                }
+                if matches!(last, "from_numpy" | "tensor" | "as_tensor" | "LongTensor") {
+                    return e.keyword("device").is_none()
+                        && args.first().is_some_and(|a| self.is_host_index(a, names))
+                        && self.qualified_name(func).is_some_and(|q| q.is_any(&["torch.from_numpy", "torch.tensor", "torch.as_tensor", "torch.LongTensor"]));
                 }
                 if func.as_name() == Some("list") {
                     return args.first().is_some_and(|a| {

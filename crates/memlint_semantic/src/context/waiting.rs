@@ -8,7 +8,7 @@ use crate::api::{classify, Callee, Event};
 use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 
 use super::sync::{any_read_expr, drawn_root, is_drawn, HostRead, Root};
-use super::Context;
+use super::{Context, ValueKind};
 
 /// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
 /// that reads the time between two recorded events.
@@ -394,7 +394,15 @@ impl Context {
             StmtKind::While { body, .. } => (body, Vec::new()),
             _ => return false,
         };
-        let indices = self.host_index_names(scope);
+        let mut indices = self.host_index_names(scope);
+        // `for idx in DataLoader(range(n), b, shuffle=True):` draws index
+        // tensors on the host.
+        if let StmtKind::For { iter, .. } = &lp.kind {
+            let over_range = iter.as_call().and_then(|(_, args, _)| args.first()).and_then(Expr::as_call).is_some_and(|(f, _, _)| f.as_name() == Some("range"));
+            if over_range && self.kind_of(iter) == Some(ValueKind::DataLoader) {
+                indices.extend(drawn.iter().cloned());
+            }
+        }
         // The drawn names the loop moves somewhere (`image.to(device)`).
         let mut moved: Vec<&str> = Vec::new();
         crate::ir::for_each_expr_in_function(body, &mut |x| {

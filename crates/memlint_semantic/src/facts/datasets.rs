@@ -705,7 +705,12 @@ fn is_python_list(e: &Expr) -> bool {
         // a list (a generator has no length).
         ExprKind::Sequence(_) => true,
         ExprKind::Comprehension(c) => c.key.is_none(),
-        ExprKind::Call { func, args, keywords, .. } => func.as_name() == Some("list") && args.len() == 1 && keywords.is_empty(),
+        // `range(n)`: the loader batches indices (`for idx in
+        // DataLoader(range(n), b, shuffle=True)`), its workers would have
+        // nothing to load.
+        ExprKind::Call { func, args, keywords, .. } => {
+            (func.as_name() == Some("list") && args.len() == 1 && keywords.is_empty()) || func.as_name() == Some("range")
+        }
         _ => false,
     }
 }
