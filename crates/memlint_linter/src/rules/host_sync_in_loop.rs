@@ -281,7 +281,7 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
     // A training loop of a few steps counted in the code (`for i in
     // range(grad_steps):` with `grad_steps = 30`, a demo optimizing a
     // latent) waits at most that many times.
-    if cx.in_benchmark_code() || cx.counted_training_steps().is_some_and(|k| k <= memlint_semantic::facts::DEMO_STEPS) {
+    if cx.in_benchmark_code() || cx.counted_training_steps().is_some_and(|(_, k)| k <= memlint_semantic::facts::DEMO_STEPS) {
         return;
     }
     // A GPU program: the file says `cuda` (Rust: unless it names only

@@ -23,11 +23,13 @@ declare_rule! {
     /// accumulator must outlive the iteration: it is not re-created on every
     /// path through the loop body (`if i % 100 == 0: total = 0` is not a
     /// reset). Outputs kept for a figure by a top-level loop of at most 50
-    /// steps counted in the code, whose own body runs the backward (`for i
-    /// in range(grad_steps):` with `grad_steps = 10`, optimizing a latent,
-    /// `history += [fake]`), are not reported: the count bounds what they
-    /// keep, and each backward freed what their graphs saved. A loss kept
-    /// there still is: it is wanted as a number.
+    /// steps counted in the code, whose own body runs the backward through
+    /// them (`for i in range(grad_steps):` with `grad_steps = 10`,
+    /// optimizing a latent: `history += [fake]`, then
+    /// `classifier(fake).mean().backward()`), are not reported: the count
+    /// bounds what they keep, and each backward freed what their graphs
+    /// saved. A loss kept there still is (it is wanted as a number), and
+    /// so is a value no backward runs through (a validation loss).
     ///
     /// ## Why is this bad?
     /// The accumulated tensor references each iteration's graph, so no
@@ -131,19 +133,25 @@ impl LossAccumulatedWithGraph {
             return;
         }
         // Outputs kept for a figure from a training loop of a few steps
-        // counted in the code, whose own body runs the backward (`for i in
-        // range(grad_steps):` with `grad_steps = 10`, optimizing a latent):
-        // what they keep is bounded by that count, and each step's
-        // `backward()` freed what their graphs saved. A loss kept so is
-        // still reported: it is wanted as a number.
+        // counted in the code, whose own body runs the backward on what
+        // they feed (`for i in range(grad_steps):` with `grad_steps = 10`,
+        // optimizing a latent: `fake = gen(z)` kept, `classifier(fake)`
+        // backpropagated): what they keep is bounded by that count, and
+        // each step's `backward()` freed what their graphs saved. A loss
+        // kept so is still reported (it is wanted as a number), and so is
+        // a value no backward frees (a validation loss).
         let kept = match &value.kind {
             ExprKind::Sequence(items) if items.len() == 1 => &items[0],
             _ => value,
         };
-        if cx.counted_training_steps().is_some_and(|k| k <= memlint_semantic::facts::DEMO_STEPS)
-            && !kept.dotted().is_some_and(|d| cx.is_backward_root(&d))
-        {
-            return;
+        if let (Some((lp, k)), Some(d)) = (cx.counted_training_steps(), kept.dotted()) {
+            let body = match checker.module().stmt(lp).map(|s| &s.kind) {
+                Some(StmtKind::For { body, .. }) => body.as_slice(),
+                _ => &[],
+            };
+            if k <= memlint_semantic::facts::DEMO_STEPS && !cx.is_backward_root(&d) && memlint_semantic::facts::backward_inputs(body).contains(d.as_str()) {
+                return;
+            }
         }
         // A buffer the loop empties through a project function
         // (`finish_episode()` doing `del policy.saved_log_probs[:]`): its

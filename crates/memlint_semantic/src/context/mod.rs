@@ -12,6 +12,7 @@ use crate::ir::{
 };
 use crate::facts::data_reads::*;
 use crate::facts::guards::*;
+use crate::facts::backward::backward_roots;
 use crate::facts::scan::*;
 use crate::facts::views::{chain_detaches, is_tensor_indexing, view_chain, ViewOf};
 use crate::resolve::imports::{name_hash, ImportMap};

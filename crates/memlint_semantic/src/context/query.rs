@@ -601,12 +601,13 @@ impl Context {
     /// count is written in the code (`for i in range(grad_steps):` with
     /// `grad_steps = 30`). In a function, which may run once per step of
     /// a caller's loop, or in a nested loop, the count is not the run's.
-    pub fn counted_training_steps(&self) -> Option<i64> {
+    /// Returns the loop with its count.
+    pub fn counted_training_steps(&self) -> Option<(crate::ir::StmtId, i64)> {
         if self.frames.len() > 1 {
             return None;
         }
         let l = self.frame().loops.first()?;
-        l.count.filter(|_| l.kind == LoopKind::Train && l.direct_step)
+        l.count.filter(|_| l.kind == LoopKind::Train && l.direct_step).map(|k| (l.id, k))
     }
 
     /// Whether the current point is inside a loop of the current function

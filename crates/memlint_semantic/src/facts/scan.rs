@@ -238,33 +238,6 @@ pub(crate) fn calls_one_of(body: &[Stmt], helpers: &HashSet<String>) -> bool {
     found
 }
 
-/// Names whose value `backward()` is called on: `loss.backward()`,
-/// `(loss / n).backward()`, `scaler.scale(loss).backward()`, tch's
-/// `opt.backward_step(&loss)`.
-pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
-    let mut out = HashSet::default();
-    for_each_expr_in_function(body, &mut |e| {
-        let mut rec = |x: &Expr| -> bool {
-            if let Some(d) = x.dotted() {
-                out.insert(d.into());
-            }
-            false
-        };
-        match e.as_method_call() {
-            Some((recv, "backward")) => {
-                recv.any(&mut rec);
-            }
-            Some((_, m)) if crate::api::tch::BACKWARD_STEP_METHODS.contains(&m) => {
-                if let Some(loss) = e.as_call().and_then(|(_, args, _)| args.first()) {
-                    loss.any(&mut rec);
-                }
-            }
-            _ => {}
-        }
-    });
-    out
-}
-
 pub(crate) fn is_detached(v: &Expr) -> bool {
     if let Some((_, m)) = v.as_method_call() {
         return DETACHING_METHODS.contains(&m);

@@ -1,0 +1,67 @@
+//! What a body's `backward()` calls run through: their roots, and the
+//! names those roots are computed from.
+
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::ir::{for_each_expr_in_function, Expr, Stmt, StmtKind};
+
+use super::scan::collect_target_names;
+
+/// Names whose value `backward()` is called on: `loss.backward()`,
+/// `(loss / n).backward()`, `scaler.scale(loss).backward()`, tch's
+/// `opt.backward_step(&loss)`.
+pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
+    let mut out = HashSet::default();
+    for_each_expr_in_function(body, &mut |e| {
+        let mut rec = |x: &Expr| -> bool {
+            if let Some(d) = x.dotted() {
+                out.insert(d.into());
+            }
+            false
+        };
+        match e.as_method_call() {
+            Some((recv, "backward")) => {
+                recv.any(&mut rec);
+            }
+            Some((_, m)) if crate::api::tch::BACKWARD_STEP_METHODS.contains(&m) => {
+                if let Some(loss) = e.as_call().and_then(|(_, args, _)| args.first()) {
+                    loss.any(&mut rec);
+                }
+            }
+            _ => {}
+        }
+    });
+    out
+}
+
+/// The names `body`'s `backward()` roots are computed from
+/// ([`backward_roots`], and every name an assignment of the body to one of
+/// them reads, transitively): the values whose graphs the backward runs
+/// through and frees.
+pub fn backward_inputs(body: &[Stmt]) -> HashSet<String> {
+    let mut out = backward_roots(body);
+    let mut assigns: Vec<(Vec<String>, &Expr)> = Vec::new();
+    crate::ir::for_each_stmt_in_function(body, &mut |s| {
+        if let StmtKind::Assign { targets, value, .. } = &s.kind {
+            let mut names = Vec::new();
+            targets.iter().for_each(|t| collect_target_names(t, &mut names));
+            assigns.push((names, value));
+        }
+    });
+    loop {
+        let before = out.len();
+        for (targets, value) in &assigns {
+            if targets.iter().any(|t| out.contains(t.as_str())) {
+                value.any(&mut |x| {
+                    if let Some(d) = x.dotted() {
+                        out.insert(d.into());
+                    }
+                    false
+                });
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
