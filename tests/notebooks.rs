@@ -333,6 +333,7 @@ fn notebooks_see_the_helpers_they_import_from_the_project() {
         "import torch\nfrom engine import train_step\ndevice = 'cuda'\n",
         "def fit(model, loader, opt, writer, epochs):\n    for epoch in range(epochs):\n        train_step(model, loader, opt, device)\n        writer.add_graph(model, torch.randn(8, 3).to(device))\n",
         "def fit_here(model, loader, opt):\n    for x, y in loader:\n        noise = torch.randn(8, 3).to(device)\n        loss = torch.nn.functional.cross_entropy(model(x.to(device) + noise), y.to(device))\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n",
+        "fit(model, loader, opt, writer, 10)\nfit_here(model, loader, opt)\n",
     ]);
     write(dir.path(), "train.ipynb", nb);
     let o = memlint(dir.path(), &["check", "--select", "ML306", "--format", "json"]);

@@ -801,7 +801,10 @@ fn lint_cells(nb: &Notebook, options: &LintOptions, file: Option<&crate::FileCon
         blank_range(&mut module, cell.span);
     }
     let keep = |d: &Diagnostic| d.code != PARSE_ERROR.code;
-    diagnostics.extend(lint(&module).into_iter().filter(keep));
+    // Functions of the notebook that nothing in it calls (their call
+    // commented out, or never written): code that does not run.
+    let dead = uncalled_functions(&module, &nb.text);
+    diagnostics.extend(lint(&module).into_iter().filter(|d| keep(d) && !dead.iter().any(|s| s.start <= d.span.start && d.span.start < s.end)));
 
     for cell in alone {
         let (start, end) = (cell.span.start as usize, cell.span.end as usize);
@@ -826,6 +829,39 @@ fn lint_cells(nb: &Notebook, options: &LintOptions, file: Option<&crate::FileCon
     diagnostics.sort_by(|a, b| (a.span, a.code).cmp(&(b.span, b.code)));
     diagnostics.dedup_by(|a, b| a.span == b.span && a.code == b.code);
     diagnostics
+}
+
+/// The spans of the top-level functions of a notebook's module (`python`,
+/// the cells that run in its namespace) whose name appears nowhere else in
+/// its code cells (`text`, as written: magics and cells that do not parse
+/// included), outside comments: nothing in the notebook can call them, and
+/// a notebook is not imported. A decorated function may be registered by
+/// its decorator and is kept.
+fn uncalled_functions(python: &str, text: &str) -> Vec<Span> {
+    let parsed = memlint_python::parse(python);
+    let mut dead = Vec::new();
+    for stmt in &parsed.module.body {
+        let memlint_semantic::ir::StmtKind::Function(f) = &stmt.kind else { continue };
+        if !f.decorators.is_empty() || mentioned_elsewhere(text, &f.name, stmt.span) {
+            continue;
+        }
+        dead.push(stmt.span);
+    }
+    dead
+}
+
+/// Whether the identifier `name` occurs in `text` as a whole word outside
+/// `within` and outside a comment.
+fn mentioned_elsewhere(text: &str, name: &str, within: Span) -> bool {
+    let ident = |c: u8| c == b'_' || c.is_ascii_alphanumeric();
+    let bytes = text.as_bytes();
+    text.match_indices(name).any(|(at, _)| {
+        let end = at + name.len();
+        let whole = (at == 0 || !ident(bytes[at - 1])) && (end == bytes.len() || !ident(bytes[end]));
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let commented = text[line_start..at].contains('#');
+        whole && !commented && !(within.start as usize <= at && at < within.end as usize)
+    })
 }
 
 /// One round of fixes on a notebook: the fixes of `diagnostics` (spans in
@@ -1185,6 +1221,24 @@ mod tests {
             ("code", "model.eval()\nfor x in val_loader:\n    out = model(x)\n"),
         ]);
         assert_eq!(positions(&json), ["ML201 cell 3:3:11"]);
+    }
+
+    /// A function nothing in the notebook calls (its call commented out)
+    /// does not run; one called in a cell that does not parse, in a magic
+    /// or passed by name does.
+    #[test]
+    fn functions_nothing_calls_are_not_checked() {
+        let evaluate = "import torch\nmodel = torch.nn.Linear(2, 2)\ndef evaluate(loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n";
+        let uncalled = nb(&[("code", evaluate), ("code", "# evaluate(val_loader)\n")]);
+        assert!(positions(&uncalled).is_empty());
+        let called = nb(&[("code", evaluate), ("code", "evaluate(val_loader)\n")]);
+        assert_eq!(positions(&called), ["ML201 cell 1:6:15"]);
+        let from_a_broken_cell = nb(&[("code", evaluate), ("code", "lr = # TODO\nevaluate(val_loader)\n")]);
+        assert_eq!(positions(&from_a_broken_cell), ["ML201 cell 1:6:15"]);
+        let in_a_magic = nb(&[("code", evaluate), ("code", "%time evaluate(val_loader)\n")]);
+        assert_eq!(positions(&in_a_magic), ["ML201 cell 1:6:15"]);
+        let passed = nb(&[("code", evaluate), ("code", "run(evaluate)\n")]);
+        assert_eq!(positions(&passed), ["ML201 cell 1:6:15"]);
     }
 
     #[test]
