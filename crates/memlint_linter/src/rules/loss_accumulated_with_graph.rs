@@ -29,7 +29,10 @@ declare_rule! {
     /// `classifier(fake).mean().backward()`), are not reported: the count
     /// bounds what they keep, and each backward freed what their graphs
     /// saved. A loss kept there still is (it is wanted as a number), and
-    /// so is a value no backward runs through (a validation loss).
+    /// so is a value no backward runs through (a validation loss). The part
+    /// of a tuple an unknown callee returns that is named as a log record
+    /// (`loss, log = model.forward(batch)`, `logging_output`, `stats`,
+    /// `metrics`) is a dict of numbers and is not taken for a graph.
     ///
     /// ## Why is this bad?
     /// The accumulated tensor references each iteration's graph, so no

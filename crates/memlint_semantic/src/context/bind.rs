@@ -205,9 +205,12 @@ impl Context {
                                     }
                                 }
                             }
+                            // `loss, log = model.forward(...)` of an
+                            // unknown callee: a part named as a log record
+                            // is a dict of numbers, not a tensor.
                             let graph = match &positions {
                                 Some(p) => p.contains(&i) || seeded,
-                                None => carries || seeded,
+                                None => (carries && !e.as_name().is_some_and(|n| LOG_RECORD_NAMES.contains(&n))) || seeded,
                             };
                             if graph {
                                 if let Some(d) = e.dotted() {
@@ -724,3 +727,8 @@ fn only_data_written(stmt: &Stmt) -> bool {
         _ => false,
     }
 }
+
+/// Names of the log record a step returns beside its loss (`loss, log =
+/// model(batch)`, fairseq's `logging_output`): dicts of numbers, read back
+/// already.
+const LOG_RECORD_NAMES: &[&str] = &["log", "logs", "log_dict", "logging_output", "logging_outputs", "info", "infos", "stats", "metrics"];
