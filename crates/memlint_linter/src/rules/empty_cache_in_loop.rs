@@ -9,7 +9,9 @@ declare_rule! {
     /// evaluation step: in the body of a loop whose iteration is a step (it
     /// calls `backward()` itself, or iterates a validation/test loader), also
     /// nested deeper, or in a step function of the project (a `train_step`, a
-    /// helper the step loop calls). An epoch loop around the step loop is not
+    /// helper the step loop calls, a model's `forward` and what it calls:
+    /// also in such a function's own loop over the batch's items, `for i
+    /// in range(outputs.shape[0]):` in a loss helper). An epoch loop around the step loop is not
     /// a step: once per epoch is harmless. Not when it only runs in
     /// an out-of-memory handler (`except torch.cuda.OutOfMemoryError:`,
     /// `except RuntimeError:`), under an interval guard
@@ -88,7 +90,11 @@ impl Rule for EmptyCacheInLoop {
         if classify(expr, Callee::Library(q.as_str())) != Some(Event::EmptyCache) {
             return;
         }
-        let in_step = cx.in_step_iteration() || (!cx.in_loop() && cx.function_role() == memlint_semantic::Role::Step);
+        // Step code (a forward, a loss helper) runs once per step, and a
+        // loop of its own over the batch's items (`for i in
+        // range(outputs.shape[0]):`) as many times more.
+        let in_step = cx.in_step_iteration()
+            || (!cx.in_data_loop() && !cx.in_training_loop() && cx.function_role() == memlint_semantic::Role::Step);
         // A benchmark empties the cache between measurements on purpose.
         let timed = || cx.training_loop().and_then(|id| checker.module().stmt(id)).is_some_and(|s| cx.times_every_iteration(s));
         if !in_step
@@ -102,8 +108,11 @@ impl Rule for EmptyCacheInLoop {
         {
             return;
         }
-        let (place, next) =
-            if cx.in_training_loop() || !cx.in_loop() { ("the training step", "next step") } else { ("an evaluation loop", "next batch") };
+        let (place, next) = if cx.in_data_loop() && !cx.in_training_loop() {
+            ("an evaluation loop", "next batch")
+        } else {
+            ("the training step", "next step")
+        };
         checker.report(
             Self::META
                 .diagnostic(expr.span, format!("`torch.cuda.empty_cache()` in {place} makes every {next} `cudaMalloc` its blocks again"))
