@@ -32,7 +32,7 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         summary: FileSummary {
             module: options.module.clone(),
             imports_torch: crate::imports_torch(module),
-            torch_below: removed_module_imported(module),
+            torch_below: crate::api::amp::removed_module_imported(module),
             ..FileSummary::default()
         },
         functions: HashMap::default(),
@@ -53,21 +53,6 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
     summary.dynamic_calls = on.into_iter().map(|n| (n, false)).chain(off.into_iter().map(|n| (n, true))).collect();
     (summary, facts.unwrap_or_default())
-}
-
-/// The earliest torch release that removed a module `module` imports at
-/// its top level, unguarded (`from torch._six import inf`): the file runs
-/// only on a torch before it. An import under `try:` or `if` is
-/// compatibility code and says nothing.
-fn removed_module_imported(module: &Module) -> Option<(u32, u32)> {
-    module
-        .body
-        .iter()
-        .filter_map(|s| match &s.kind {
-            StmtKind::Import(bindings) => bindings.iter().filter_map(|b| crate::api::amp::removed_in(&b.qualified)).min(),
-            _ => None,
-        })
-        .min()
 }
 
 struct SummaryVisitor {
@@ -370,6 +355,11 @@ impl Visitor for SummaryVisitor {
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
         let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
+        match crate::api::optimizer_scale_invariance(expr, &|f| cx.qualified_name(f).map(|q| q.as_str().to_string())) {
+            Some(true) => self.summary.optimizers.0 = true,
+            Some(false) => self.summary.optimizers.1 = true,
+            None => {}
+        }
         if let Some(q) = cx.function_qualname() {
             if expr.keyword("volatile").is_some() && !self.volatile.contains(q) {
                 self.volatile.insert(q.to_string());

@@ -20,7 +20,13 @@ declare_rule! {
     /// loss counts as scaled when it is divided or multiplied by a factor on
     /// its way to `backward()` (`loss = loss / n`, `(loss * scale).backward()`,
     /// `loss /= n`, `loss.sum().mul(scale / total).backward()`), also inside
-    /// the project's loss helper that returns it.
+    /// the project's loss helper that returns it. Not reported when every
+    /// optimizer the run builds is invariant to a constant scale of the
+    /// gradients (`torch.optim.Adam`, `RMSprop` or `Adagrad` without
+    /// `weight_decay`, or `AdamW`: `m / sqrt(v)` is the same for the sum as
+    /// for the mean) and the function does not clip gradients; an optimizer
+    /// of another kind, a weight decay that is not a literal 0, or one
+    /// chosen at run time keeps it reported.
     ///
     /// ## Why is this bad?
     /// `backward()` adds each micro-batch's gradient into `.grad`, so after
@@ -134,9 +140,19 @@ impl Rule for AccumulationLossNotScaled {
         &Self::META
     }
 
-    fn check_loop(&self, _stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
+    fn check_loop(&self, stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
         if !checker.in_grad_code() {
             return;
+        }
+        // Every optimizer of the run is Adam-like (no weight decay added to
+        // the gradient) and nothing clips: the summed gradient takes the
+        // same step as the mean.
+        if checker.cx.index().optimizers_scale_invariant() {
+            let module = checker.module();
+            let scope = module.enclosing_function_body(stmt.id).unwrap_or(&module.body);
+            if !memlint_semantic::facts::clips_gradients(scope) {
+                return;
+            }
         }
         let events = checker.loop_events();
         Self::check_micro_steps(body, &events, checker);

@@ -114,3 +114,19 @@ pub const NATIVE_AMP_SPELLINGS: &[&str] = &["autocast", "GradScaler", "torch.amp
 
 /// The module apex's mixed precision lives in.
 pub const APEX_AMP: &str = "apex.amp";
+
+/// The earliest torch release that removed a module `module` imports at
+/// its top level, unguarded (`from torch._six import inf`): the file runs
+/// only on a torch before it. An import under `try:` or `if` is
+/// compatibility code and says nothing.
+pub(crate) fn removed_module_imported(module: &crate::ir::Module) -> Option<(u32, u32)> {
+    module
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            crate::ir::StmtKind::Import(bindings) => bindings.iter().filter_map(|b| removed_in(&b.qualified)).min(),
+            _ => None,
+        })
+        .min()
+}
+

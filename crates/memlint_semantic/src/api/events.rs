@@ -191,6 +191,43 @@ const OPTIMIZERS: &[&str] = &[
     "Rprop", "SparseAdam",
 ];
 
+/// Optimizers whose update does not change when every gradient is scaled
+/// by one constant (Adam's `m / sqrt(v)`, RMSprop's and Adagrad's
+/// normalisations), when no weight decay is added to the gradient.
+const SCALE_INVARIANT_OPTIMIZERS: &[&str] = &["Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "SparseAdam"];
+
+/// What a call builds, as an optimizer: `Some(true)` for one of torch's
+/// whose update is invariant to a constant scale of the gradients
+/// (`torch.optim.Adam(params)`, with no `weight_decay` or `0`; `AdamW`,
+/// whose decay is decoupled), `Some(false)` for any other optimizer or an
+/// optimizer chosen at run time (`torch.optim.SGD`, Adam with
+/// `weight_decay=1e-4`, `FusedLAMB(...)`, `create_optimizer(...)`,
+/// `getattr(torch.optim, name)(...)`), `None` for a call that builds none.
+/// `qualified` resolves a callee's qualified name.
+pub fn optimizer_scale_invariance(call: &Expr, qualified: &dyn Fn(&Expr) -> Option<String>) -> Option<bool> {
+    let (func, _, _) = call.as_call()?;
+    let last = match &func.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => n.as_str(),
+        // `getattr(torch.optim, name)(...)`.
+        ExprKind::Call { func: inner, args, .. } => {
+            let dynamic = inner.as_name() == Some("getattr") && args.first().and_then(|a| a.dotted()).is_some_and(|d| d.as_str().ends_with("optim"));
+            return dynamic.then_some(false);
+        }
+        _ => return None,
+    };
+    let named = OPTIMIZERS.contains(&last) || last.to_ascii_lowercase().contains("optimizer") || matches!(last, "FusedAdam" | "FusedLAMB" | "FusedSGD" | "Lamb" | "LAMB" | "Lion" | "LARS" | "Lars");
+    if !named {
+        return None;
+    }
+    let torch = qualified(func).and_then(|q| q.strip_prefix("torch.optim.").map(str::to_string));
+    let no_decay = || call.keyword("weight_decay").is_none_or(|w| matches!(w.kind, ExprKind::Literal(crate::ir::Literal::Int(0))) || matches!(&w.kind, ExprKind::Literal(crate::ir::Literal::Float(f)) if *f == 0.0));
+    Some(match torch.as_deref() {
+        Some("AdamW") => true,
+        Some(c) => SCALE_INVARIANT_OPTIMIZERS.contains(&c) && no_decay(),
+        None => false,
+    })
+}
+
 /// Tensor factories that take `device=`.
 const FACTORIES: &[&str] = &[
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace", "eye", "tensor",

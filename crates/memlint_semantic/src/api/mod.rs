@@ -16,7 +16,7 @@ mod kinds;
 pub mod tch;
 
 pub use events::{
-    classify, computed_from, is_filling_method, is_inplace_method, is_legacy_cpu_constructor, may_be_library_event,
+    classify, computed_from, optimizer_scale_invariance, is_filling_method, is_inplace_method, is_legacy_cpu_constructor, may_be_library_event,
     may_be_method_event, Callee, Event, Receiver, Via,
     CLIP_GRAD_APIS, GRAD_OFF_APIS, OOM_EXCEPTIONS,
 };

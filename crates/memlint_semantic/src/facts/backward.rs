@@ -65,3 +65,19 @@ pub fn backward_inputs(body: &[Stmt]) -> HashSet<String> {
         }
     }
 }
+
+/// Whether `body` clips gradients (`clip_grad_norm_(...)`,
+/// `accelerator.clip_grad_norm_(...)`, `clip_grad_value_`): a threshold
+/// that a constant scale of the gradients changes.
+pub fn clips_gradients(body: &[Stmt]) -> bool {
+    let mut found = false;
+    for_each_expr_in_function(body, &mut |e| {
+        found |= e.any(&mut |x| {
+            x.as_call().is_some_and(|(f, _, _)| match &f.kind {
+                crate::ir::ExprKind::Name(n) | crate::ir::ExprKind::Attribute { attr: n, .. } => n.starts_with("clip_grad"),
+                _ => false,
+            })
+        });
+    });
+    found
+}

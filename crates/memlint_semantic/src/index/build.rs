@@ -23,6 +23,7 @@ impl IndexBuilder {
         let (n_functions, n_classes, n_aliases, n_calls) =
             (sizes(|f| f.functions.len()), sizes(|f| f.classes.len()), sizes(|f| f.imports.len()), sizes(|f| f.calls.len()));
         let moves_batches = files.iter().any(|f| f.moves_batches);
+        let optimizers_scale_invariant = files.iter().any(|f| f.optimizers.0) && !files.iter().any(|f| f.optimizers.1);
         // Star-imported modules that import torch (`from module import *`
         // with `import torch as t` in `module`): names of torch reach the
         // importer through them.
@@ -121,6 +122,7 @@ impl IndexBuilder {
             star_torch,
             applied,
             moves_batches,
+            optimizers_scale_invariant,
             torch_below,
             imported,
             mover_names,

@@ -388,6 +388,10 @@ pub struct FileSummary {
     pub imports_torch: bool,
     /// A loop of the file moves a loader's batches to an accelerator.
     pub moves_batches: bool,
+    /// The optimizers the file builds ([`crate::api::optimizer_scale_invariance`]):
+    /// some whose update is invariant to a constant scale of the
+    /// gradients, and some others (or one chosen at run time).
+    pub optimizers: (bool, bool),
     /// The file imports a module torch has since removed
     /// ([`crate::api::amp::removed_in`]) at its top level, unguarded: it
     /// runs only on a torch below this release.
@@ -425,6 +429,9 @@ pub struct ProjectIndex {
     performs: HashMap<String, StepKinds>,
     /// Some file of the run moves a loader's batches to an accelerator.
     moves_batches: bool,
+    /// The run builds optimizers, and each is invariant to a constant
+    /// scale of the gradients ([`FileSummary::optimizers`]).
+    optimizers_scale_invariant: bool,
     /// The lowest [`FileSummary::torch_below`] of the run.
     torch_below: Option<(u32, u32)>,
     /// The modules of the run some file imports (or imports a name

@@ -574,6 +574,13 @@ impl ProjectIndex {
         self.moves_batches
     }
 
+    /// Whether the run builds optimizers and each one's update is invariant
+    /// to a constant scale of the gradients (`torch.optim.Adam` without
+    /// weight decay, `AdamW`), none other and none chosen at run time.
+    pub fn optimizers_scale_invariant(&self) -> bool {
+        self.optimizers_scale_invariant
+    }
+
     /// Whether some file of the run imports module `path` (or a name in
     /// it): what it defines may be used elsewhere in the run.
     pub fn is_imported_module(&self, path: &str) -> bool {
