@@ -88,7 +88,10 @@ declare_rule! {
     /// val_dataloader(self)`: it runs once per epoch), one the file reads
     /// one batch of (`next(iter(loader))` outside a loop, a sample to
     /// plot; in a training loop it draws every step's batch; or a loader
-    /// built inside `next(iter(DataLoader(...)))`, for one batch), one only an
+    /// built inside `next(iter(DataLoader(...)))`, for one batch, or a
+    /// loop over it that leaves at once, `for x, y in loader: break`: a
+    /// peek that the training loop after it, or the helper the loader is
+    /// passed to, does not hide), one only an
     /// inference or feature-extraction loop iterates, nor one whose
     /// `num_workers` comes from a variable or a `**kwargs` dict the rule
     /// cannot read, nor one whose batch is the whole dataset

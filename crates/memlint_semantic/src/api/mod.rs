@@ -332,9 +332,10 @@ pub const FIGURE_FUNCTIONS: &[&str] = &[
     "matplotlib.pyplot.savefig",
 ];
 
-/// torchvision datasets of small images (28x28 or 32x32): a batch of them
+/// torchvision datasets of small images held in memory (28x28 to 32x32,
+/// STL10 96x96): a batch of them
 /// is a copy of a megabyte or two, however it is made.
-pub const SMALL_IMAGE_DATASETS: &[&str] = &["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS"];
+pub const SMALL_IMAGE_DATASETS: &[&str] = &["MNIST", "FashionMNIST", "KMNIST", "EMNIST", "QMNIST", "CIFAR10", "CIFAR100", "SVHN", "USPS", "STL10"];
 
 /// torchvision datasets of photographs, read from image files at their
 /// own size (a few hundred pixels a side) unless a transform makes them

@@ -197,7 +197,12 @@ impl Context {
         }
     }
 
-    pub(super) fn bind_loop_target(&mut self, target: &Expr, iter: &Expr) {
+    /// Binds a `for` loop's target over `iter`. A loop that `peeks` (it
+    /// leaves after its first batches, `for x, y in loader: break`) does
+    /// not count as the loop that iterates a loader: the training loop
+    /// that follows, or the helper the loader is passed to, decides where
+    /// its batches go.
+    pub(super) fn bind_loop_target(&mut self, target: &Expr, iter: &Expr, peeks: bool) {
         let mut names = Vec::new();
         collect_target_names(target, &mut names);
         for n in &names {
@@ -283,7 +288,9 @@ impl Context {
             let mut flat = Vec::new();
             flatten_tuple_names(batch_target(target, iter), &mut flat);
             self.frame_mut().batches.extend(flat.iter().cloned());
-            self.pipeline.borrow_mut().iterated.push(d.clone());
+            if !peeks {
+                self.pipeline.borrow_mut().iterated.push(d.clone());
+            }
             for n in &flat {
                 self.frame_mut().batch_loader.insert(n.clone(), d.clone());
             }
@@ -408,21 +415,6 @@ pub(super) fn batch_target<'e>(target: &'e Expr, iter: &Expr) -> &'e Expr {
         (Some("tqdm" | "iter"), _) => batch_target(target, inner),
         _ => target,
     }
-}
-
-/// Whether a loop body leaves after its first iteration (a `break` of its
-/// own) or after a few, counted by a literal of at most 16 (`if j >= 9:
-/// break`, `if i == 4: break`).
-pub(super) fn stops_after_a_few(body: &[Stmt]) -> bool {
-    body.iter().any(|s| match &s.kind {
-        StmtKind::Break => true,
-        StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if matches!(b.kind, StmtKind::Break)) => {
-            matches!(&test.kind, ExprKind::Compare { ops, comparators, .. }
-                if matches!(&ops[..], [crate::ir::CmpOp::GtE | crate::ir::CmpOp::Gt | crate::ir::CmpOp::Eq])
-                    && matches!(&comparators[..], [c] if matches!(c.kind, ExprKind::Literal(crate::ir::Literal::Int(k)) if (0..=crate::facts::FEW_ITERATIONS).contains(&k))))
-        }
-        _ => false,
-    })
 }
 
 /// The variable of a loop over phases: a literal list or tuple of strings,

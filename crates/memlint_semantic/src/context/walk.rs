@@ -482,7 +482,7 @@ impl Context {
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
                 // `for x, y in loader: ...; break` (`if j >= 9: break`): a few batches.
-                frame.over_data = self.is_data_iterable(iter) && !super::loops::stops_after_a_few(body);
+                frame.over_data = self.is_data_iterable(iter) && !crate::facts::scan::stops_after_a_few(body);
                 frame.over_files = self.lists_files(iter);
                 (frame.few, frame.count) = (self.iterates_few_items(iter), self.loop_count(iter));
                 frame.phase = super::loops::phase_variable(target, iter, body);
@@ -503,7 +503,7 @@ impl Context {
                 for t in &targets {
                     frame.unconditional.insert(t.clone(), everywhere.clone());
                 }
-                self.bind_loop_target(target, iter);
+                self.bind_loop_target(target, iter, crate::facts::scan::stops_after_a_few(body));
                 if let Some(layer) = layer_loop_variable(target, iter, body) {
                     self.frame_mut().kinds.insert(layer.into(), ValueKind::Module);
                 }

@@ -326,12 +326,16 @@ fn first_module_level_binding_after(body: &[Stmt], name: &str, after: u32) -> Op
 
 /// How `module` reads the loader bound to `name`: whether every use of it
 /// (apart from assignments to it) is `next(iter(name))`, and there is one,
-/// none of them in a loop of its scope (one batch, a peek); and whether
+/// none of them in a loop of its scope (one batch, a peek), or a loop over
+/// it that leaves after its first batches (`for x, y in name: break`); and whether
 /// some `next(iter(name))` is in such a loop (each iteration draws its
 /// batch from a new iterator).
 fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
     let (mut uses, mut one_batch, mut repeated) = (0usize, 0usize, false);
-    let mut count = |e: &Expr, in_loop: bool| {
+    // `peek`: `e` is the iterable of a loop that leaves after its first
+    // batches, a read of one batch when it is the name itself.
+    let mut count = |e: &Expr, in_loop: bool, peek: bool| {
+        one_batch += usize::from(peek && e.dotted().as_deref() == Some(name));
         e.any(&mut |x| {
             if x.dotted().as_deref() == Some(name) {
                 uses += 1;
@@ -342,11 +346,13 @@ fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
             false
         });
     };
-    fn walk(body: &[Stmt], in_loop: bool, count: &mut dyn FnMut(&Expr, bool)) {
+    fn walk(body: &[Stmt], in_loop: bool, count: &mut dyn FnMut(&Expr, bool, bool)) {
         for s in body {
             match &s.kind {
-                StmtKind::Assign { value, .. } => count(value, in_loop),
-                _ => s.for_each_expr(&mut |e| count(e, in_loop)),
+                StmtKind::Assign { value, .. } => count(value, in_loop, false),
+                // A peek: `for x, y in name: ...; break`.
+                StmtKind::For { iter, body, .. } if crate::facts::scan::stops_after_a_few(body) => count(iter, in_loop, true),
+                _ => s.for_each_expr(&mut |e| count(e, in_loop, false)),
             }
             match &s.kind {
                 StmtKind::Function(f) => walk(&f.body, false, count),
