@@ -116,7 +116,10 @@ declare_rule! {
     /// (`for w in ws_test:` with `ws_test = [0.0, 0.5, 2.0]`, a sample per
     /// guidance weight after each epoch) is neither an evaluation loop,
     /// whatever its name says, nor a loop of its own around the calls in
-    /// it. An interval around a function
+    /// it; nor is a few-step loop counted in the code (`for i in
+    /// range(n_steps):` with `n_steps = 10`, `for sig in reversed([5.,
+    /// 10., 20., 40.])` in a notebook's sampling cell), even one that runs
+    /// a model each step. An interval around a function
     /// that trains once per call (`if t % replay_frequency == 0:
     /// agent.learn(batch)`: its own `backward()` and optimizer step) is an
     /// RL loop's training cadence, not a logging interval: what that
@@ -212,11 +215,13 @@ impl Rule for TensorCreatedThenMoved {
         // A sampler's denoising steps (`for i in reversed(range(T)):` that
         // runs the model each step) repeat hundreds of times per call, even
         // when the sampler runs once per epoch.
+        // Loops over a few items (`range(n_steps)` with `n_steps = 10`,
+        // four noise levels) run about as often as the code around them.
         let hot_loop = cx.in_data_loop()
-            || (cx.in_loop()
+            || (cx.in_long_loop()
                 && !cx.in_code_reached_once_per_epoch()
                 && (!cx.in_rarely_run_code() || a_loop_around_runs_a_model(expr, checker, false)))
-            || (cx.in_loop() && cx.in_code_reached_once_per_epoch() && a_loop_around_runs_a_model(expr, checker, true));
+            || (cx.in_long_loop() && cx.in_code_reached_once_per_epoch() && a_loop_around_runs_a_model(expr, checker, true));
         // Once per epoch (`states = torch.zeros(...).cuda()` in the epoch
         // loop, before the loop over batches) is not what costs.
         // Step code reached only once per epoch (a helper of the validation
