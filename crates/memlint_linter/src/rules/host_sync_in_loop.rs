@@ -63,7 +63,8 @@ declare_rule! {
     /// (`x.nonzero()`, `torch.unique(x)`, a mask read `x[x > 0]`, there or
     /// in such a helper), that indexes a tensor with indices drawn on the
     /// host (`states[np.random.choice(n, b)]`, a host tensor of them,
-    /// `y[torch.from_numpy(np.random.choice(n, b))]`, the index batches of
+    /// `y[torch.from_numpy(np.random.choice(n, b))]`, `torch.randint(...)`
+    /// without `device=` and what the host computes from it, the index batches of
     /// `for idx in DataLoader(range(n), b):`, or hands a slice of a host
     /// permutation to a step function), or that passes the model a part of
     /// the batch it never moves while it moves others

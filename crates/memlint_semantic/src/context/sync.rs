@@ -518,12 +518,14 @@ impl Context {
 
     /// Whether `e` is indices computed on the host: `list(range(n))`, a
     /// call of `numpy.random`, `np.arange(n)`, `random.sample(...)`,
-    /// `torch.randperm(n)` without `device=`, one of `names` (bound to
+    /// `torch.randperm(n)` or `torch.randint(...)` without `device=`, one of `names` (bound to
     /// such), a slice of one (`perm[i:i + b]`), or a host tensor made of
     /// one (`torch.from_numpy(np.random.choice(n, b))`).
     pub(super) fn is_host_index(&self, e: &Expr, names: &[String]) -> bool {
         match &e.kind {
             ExprKind::Name(n) => names.iter().any(|x| x == n),
+            // `x[ids0, ids1]`: one of the indices is enough for the copy.
+            ExprKind::Sequence(items) => items.iter().any(|i| self.is_host_index(i, names)),
             ExprKind::Subscript { value, index } => matches!(index.kind, ExprKind::Slice { .. }) && self.is_host_index(value, names),
             ExprKind::Call { func, args, .. } => {
                 // A cheap test of the callee's last name first: the summary
@@ -555,7 +557,7 @@ impl Context {
                 self.qualified_name(func).is_some_and(|q| {
                     q.as_str().starts_with("numpy.random.")
                         || q.is_any(&["numpy.arange", "random.sample"])
-                        || (q.is("torch.randperm") && e.keyword("device").is_none())
+                        || (q.is_any(&["torch.randperm", "torch.randint"]) && e.keyword("device").is_none())
                 })
             }
             _ => false,

@@ -474,8 +474,14 @@ impl Context {
         let mut names = Vec::new();
         crate::ir::for_each_stmt_in_function(body, &mut |s| {
             if let StmtKind::Assign { targets, value, .. } = &s.kind {
-                if self.is_host_index(value, &names) {
-                    names.extend(targets.iter().filter_map(Expr::as_name).map(str::to_string));
+                // Or computed from such indices on the host (`ids0 =
+                // torch.fmod(ids, n)`), with no move to a device.
+                let derived = || {
+                    value.any(&mut |x| x.as_name().is_some_and(|n| names.iter().any(|m| m == n)))
+                        && !value.any(&mut |x| self.accelerator_move(x).is_some())
+                };
+                if self.is_host_index(value, &names) || derived() {
+                    targets.iter().for_each(|t| crate::facts::scan::collect_target_names(t, &mut names));
                 }
             }
         });
