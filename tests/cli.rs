@@ -445,6 +445,27 @@ fn in_memory_dataset_classes_of_other_files() {
     assert!(stdout(&o).contains("train.py:13:12: ML302"), "{}", stdout(&o));
 }
 
+/// Two experiments side by side, each with its own `helpers.py` (and a
+/// package copied into both): each script's import reaches the module
+/// of its own directory, as Python's search path starting at the script's
+/// directory does, so only the experiment whose loader has no workers is
+/// reported.
+#[test]
+fn same_named_modules_in_two_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = "import torch\nfrom torchvision import datasets\nfrom helpers import make_loader\nfrom pkg.steps import train_step\n\n\ndef main():\n    model = torch.nn.Linear(10, 2).cuda()\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    loader = make_loader(datasets.ImageFolder(\"data\"))\n    for epoch in range(10):\n        for x, y in loader:\n            train_step(model, opt, x.cuda(), y.cuda())\n\n\nif __name__ == \"__main__\":\n    main()\n";
+    let step = "import torch\n\n\ndef train_step(model, opt, x, y):\n    loss = torch.nn.functional.cross_entropy(model(x), y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n";
+    for (sub, workers) in [("a", ", num_workers=4, pin_memory=True"), ("b", "")] {
+        write(dir.path(), &format!("{sub}/main.py"), main);
+        write(dir.path(), &format!("{sub}/helpers.py"), &format!("import torch\n\n\ndef make_loader(ds):\n    return torch.utils.data.DataLoader(ds, batch_size=32{workers})\n"));
+        write(dir.path(), &format!("{sub}/pkg/__init__.py"), "");
+        write(dir.path(), &format!("{sub}/pkg/steps.py"), step);
+    }
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML302"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./b/helpers.py:5:12"], "{out}");
+}
+
 #[test]
 fn selection_flags() {
     let dir = tree();

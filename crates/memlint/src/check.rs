@@ -107,6 +107,19 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     // that is free.
     let seen = count(&jobs);
     let free = |name: &str| !seen.contains_key(name);
+    // Where the imports of each renamed Python module's importers start
+    // (`b/` for `b/helpers.py` named `helpers`, `b/` for `b/pkg/m.py` named
+    // `pkg.m`): its dotted name and new path, by that directory.
+    let mut roots: HashMap<PathBuf, Vec<(String, String)>> = HashMap::new();
+    let mut note = |j: &Job, old: &str, new: &str| {
+        if j.module.crate_root.is_some() || is_notebook_path(&j.candidate.path) {
+            return;
+        }
+        let up = old.split('.').count() + usize::from(j.module.is_package);
+        if let Some(root) = cwd.join(&j.candidate.path).ancestors().nth(up) {
+            roots.entry(root.to_path_buf()).or_default().push((old.to_string(), new.to_string()));
+        }
+    };
     let mut renamed = false;
     for j in &mut jobs {
         let (false, None, true) = (j.module.is_package, &j.module.crate_root, seen.get(&j.module.path).is_some_and(|n| *n > 1)) else { continue };
@@ -119,7 +132,8 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
         };
         let longer = format!("{dir}.{}", j.module.path);
         if free(&longer) {
-            j.module.path = longer;
+            note(j, &j.module.path, &longer);
+            j.module.renamed_from = Some(std::mem::replace(&mut j.module.path, longer));
             renamed = true;
         }
     }
@@ -127,9 +141,25 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     for j in &mut jobs {
         if seen.get(&j.module.path).is_some_and(|n| *n > 1) {
             let path = format!("<{}>", j.candidate.path.display());
+            note(j, &j.module.path, &path);
             // A Rust file keeps `crate::` naming its own (renamed) path.
             let crate_root = j.module.crate_root.as_ref().map(|_| path.clone());
-            j.module = ModuleInfo { path, is_package: j.module.is_package, crate_root };
+            let old = std::mem::replace(&mut j.module.path, path);
+            j.module.crate_root = crate_root;
+            j.module.renamed_from.get_or_insert(old);
+        }
+    }
+    // Each Python file reaches the renamed modules of its own directory and
+    // of those above it first, nearest first, as `sys.path` starting at a
+    // script's directory finds them.
+    if !roots.is_empty() {
+        let roots: HashMap<PathBuf, Arc<[(String, String)]>> = roots.into_iter().map(|(d, list)| (d, list.into())).collect();
+        for j in &mut jobs {
+            if j.module.crate_root.is_some() {
+                continue;
+            }
+            let abs = cwd.join(&j.candidate.path);
+            j.module.nearby = abs.ancestors().skip(1).filter_map(|d| roots.get(d).cloned()).collect();
         }
     }
 

@@ -81,7 +81,7 @@ impl ProjectFacts {
             parts.pop();
         }
         let path = std::iter::once(root.as_str()).chain(parts).collect::<Vec<_>>().join(".");
-        Some(ModuleInfo { path, is_package: false, crate_root: Some(root) })
+        Some(ModuleInfo { path, crate_root: Some(root), ..ModuleInfo::default() })
     }
 
     /// Whether `dir` holds a `Cargo.toml` (cached).

@@ -552,10 +552,11 @@ pub(super) struct Edge {
     pub(super) off_here: bool,
 }
 
-/// The names an import may reach module `path` by: the path itself, or,
+/// The names an import may reach module `path` by: the path itself, and,
 /// for a file whose module path collided with another's and was replaced
-/// by its file path (`<./a/src/data.py>`), its dotted tails (`data`,
-/// `src.data`, `a.src.data`).
+/// by its file path (`<./a/src/data.py>`, which its neighbours' imports
+/// name: [`ModuleInfo::nearby`]), its dotted tails (`data`, `src.data`,
+/// `a.src.data`).
 pub(super) fn module_names(path: &str) -> Vec<String> {
     let Some(file) = path.strip_prefix('<').and_then(|p| p.strip_suffix('>')) else { return vec![path.to_string()] };
     let file = file.strip_suffix(".py").or_else(|| file.strip_suffix(".rs")).unwrap_or(file);
@@ -564,6 +565,6 @@ pub(super) fn module_names(path: &str) -> Vec<String> {
     if parts.last() == Some(&"__init__") {
         parts.pop();
     }
-    (0..parts.len()).map(|i| parts[i..].join(".")).collect()
+    std::iter::once(path.to_string()).chain((0..parts.len()).map(|i| parts[i..].join("."))).collect()
 }
 

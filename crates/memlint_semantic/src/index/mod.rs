@@ -26,6 +26,7 @@
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
 
 use crate::api::StepKinds;
 
@@ -41,12 +42,37 @@ pub struct ModuleInfo {
     /// `crate::` names (`None` for Python, and for a Rust file outside any
     /// Cargo package).
     pub crate_root: Option<String>,
+    /// Python, when this file's path collided with another file's and was
+    /// replaced by its file path (`<./b/main.py>`): the dotted path it had,
+    /// which relative imports resolve against.
+    pub renamed_from: Option<String>,
+    /// Modules whose paths collided, as this file's imports reach them:
+    /// those of its own tree (the directory its imports start from, or one
+    /// above it), nearest first: dotted name -> replaced path
+    /// (`helpers` -> `<./b/helpers.py>` for `b/main.py`).
+    pub nearby: Vec<Arc<[(String, String)]>>,
 }
 
 impl ModuleInfo {
     /// A Python module's facts.
     pub fn python(path: impl Into<String>, is_package: bool) -> Self {
-        ModuleInfo { path: path.into(), is_package, crate_root: None }
+        ModuleInfo { path: path.into(), is_package, ..ModuleInfo::default() }
+    }
+
+    /// `name` (absolute) as this file's import reaches it: a module of a
+    /// collided path in this file's tree by its replaced path
+    /// (`helpers.make_loader` -> `<./b/helpers.py>.make_loader`).
+    fn nearby_name(&self, name: String) -> String {
+        for list in &self.nearby {
+            let hit = list
+                .iter()
+                .filter(|(n, _)| name.strip_prefix(n.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('.')))
+                .max_by_key(|(n, _)| n.len());
+            if let Some((n, new)) = hit {
+                return format!("{new}{}", &name[n.len()..]);
+            }
+        }
+        name
     }
 
     /// The module `super` names in a Rust file: the parent of this module
@@ -85,9 +111,10 @@ impl ModuleInfo {
         }
         let level = name.chars().take_while(|c| *c == '.').count();
         if level == 0 {
-            return name.to_string();
+            return if self.nearby.is_empty() { name.to_string() } else { self.nearby_name(name.to_string()) };
         }
-        let mut parts: Vec<&str> = if self.path.is_empty() { Vec::new() } else { self.path.split('.').collect() };
+        let base = self.renamed_from.as_deref().unwrap_or(&self.path);
+        let mut parts: Vec<&str> = if base.is_empty() { Vec::new() } else { base.split('.').collect() };
         // One dot is the current package.
         let up = if self.is_package { level - 1 } else { level };
         for _ in 0..up {
@@ -97,7 +124,8 @@ impl ModuleInfo {
         if !rest.is_empty() {
             parts.push(rest);
         }
-        parts.join(".")
+        let absolute = parts.join(".");
+        if self.nearby.is_empty() { absolute } else { self.nearby_name(absolute) }
     }
 }
 
@@ -569,7 +597,7 @@ mod tests {
 
     #[test]
     fn rust_paths_resolve_against_the_crate_and_module() {
-        let m = ModuleInfo { path: "agent.ppo.loss".into(), is_package: false, crate_root: Some("agent".into()) };
+        let m = ModuleInfo { path: "agent.ppo.loss".into(), crate_root: Some("agent".into()), ..ModuleInfo::default() };
         assert_eq!(m.resolve_relative("crate.util.f"), "agent.util.f");
         assert_eq!(m.resolve_relative("self.f"), "agent.ppo.loss.f");
         assert_eq!(m.resolve_relative("super.f"), "agent.ppo.f");
@@ -577,7 +605,7 @@ mod tests {
         assert_eq!(m.resolve_relative("super.superb.f"), "agent.ppo.superb.f");
         assert_eq!(m.resolve_relative("tch.nn"), "tch.nn");
         assert_eq!(m.rust_parent(), Some("agent.ppo"));
-        let root = ModuleInfo { path: "agent".into(), is_package: false, crate_root: Some("agent".into()) };
+        let root = ModuleInfo { path: "agent".into(), crate_root: Some("agent".into()), ..ModuleInfo::default() };
         assert_eq!(root.rust_parent(), None);
         assert_eq!(root.resolve_relative("self.util"), "agent.util");
     }
@@ -590,6 +618,22 @@ mod tests {
         assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
         let init = ModuleInfo::python("pkg.sub", true);
         assert_eq!(init.resolve_relative(".mod.f"), "pkg.sub.mod.f");
+    }
+
+    /// A file whose path collided with another's resolves relative imports
+    /// against the path it had; its imports reach the collided modules of
+    /// its own tree by their new paths, the nearest tree first.
+    #[test]
+    fn imports_reach_collided_modules_of_their_own_tree() {
+        let near: Arc<[(String, String)]> = vec![("helpers".to_string(), "<./b/helpers.py>".to_string()), ("pkg.m".to_string(), "<./b/pkg/m.py>".to_string())].into();
+        let far: Arc<[(String, String)]> = vec![("helpers".to_string(), "<./helpers.py>".to_string()), ("pkg".to_string(), "<./pkg/__init__.py>".to_string())].into();
+        let m = ModuleInfo { path: "<./b/pkg/x.py>".into(), renamed_from: Some("pkg.x".into()), nearby: vec![near, far], ..ModuleInfo::default() };
+        assert_eq!(m.resolve_relative("helpers.make_loader"), "<./b/helpers.py>.make_loader");
+        assert_eq!(m.resolve_relative("helpers_extra.f"), "helpers_extra.f", "whole segments only");
+        assert_eq!(m.resolve_relative(".m.f"), "<./b/pkg/m.py>.f");
+        assert_eq!(m.resolve_relative("pkg.m.f"), "<./b/pkg/m.py>.f");
+        assert_eq!(m.resolve_relative("pkg.other"), "<./pkg/__init__.py>.other");
+        assert_eq!(m.resolve_relative("torch.nn"), "torch.nn");
     }
 
     #[test]
