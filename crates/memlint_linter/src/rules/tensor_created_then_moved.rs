@@ -119,11 +119,13 @@ declare_rule! {
     /// it; nor is a few-step loop counted in the code (`for i in
     /// range(n_steps):` with `n_steps = 10`, `for sig in reversed([5.,
     /// 10., 20., 40.])` in a notebook's sampling cell), even one that runs
-    /// a model each step. An interval around a function
+    /// a model each step, nor a loop that leaves after a few iterations
+    /// (`if b >= 5: break`). An interval around a function
     /// that trains once per call (`if t % replay_frequency == 0:
-    /// agent.learn(batch)`: its own `backward()` and optimizer step) is an
-    /// RL loop's training cadence, not a logging interval: what that
-    /// function builds runs every training step. Nor is a branch a step
+    /// agent.learn(batch)`: its own `backward()` and optimizer step), or
+    /// around a `backward()` of its own (a GAN's generator step under `if
+    /// step % n_critic == 0:`), is a training cadence, not a logging
+    /// interval: what it builds runs every training step. Nor is a branch a step
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
     /// `self.individual`, or sets `self.stratified = False` itself, and

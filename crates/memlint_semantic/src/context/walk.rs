@@ -482,9 +482,10 @@ impl Context {
                 }
                 let mut frame = self.loop_frame(kind, calls_backward, body);
                 // `for x, y in loader: ...; break` (`if j >= 9: break`): a few batches.
-                frame.over_data = self.is_data_iterable(iter) && !crate::facts::scan::stops_after_a_few(body);
+                let stops = crate::facts::scan::stops_after_a_few(body);
+                frame.over_data = self.is_data_iterable(iter) && !stops;
                 frame.over_files = self.lists_files(iter);
-                (frame.few, frame.count) = (self.iterates_few_items(iter), self.loop_count(iter));
+                (frame.few, frame.count) = (self.iterates_few_items(iter) || stops, self.loop_count(iter));
                 frame.phase = super::loops::phase_variable(target, iter, body);
                 frame.over_parameters = is_parameter_iterable(iter)
                     || matches!(unwrap_iter_call(iter).as_method_call(), Some((_, "named_parameters")))
@@ -493,17 +494,14 @@ impl Context {
                 collect_target_names(target, &mut targets);
                 frame.resets.extend(targets.iter().cloned());
                 // The loop variable is new in every iteration, everywhere in the body.
-                let everywhere: HashSet<StmtId> = {
-                    let mut stmts = HashSet::default();
-                    for_each_stmt_in_function(body, &mut |s| {
-                        stmts.insert(s.id);
-                    });
-                    stmts
-                };
+                let mut everywhere: HashSet<StmtId> = HashSet::default();
+                for_each_stmt_in_function(body, &mut |s| {
+                    everywhere.insert(s.id);
+                });
                 for t in &targets {
                     frame.unconditional.insert(t.clone(), everywhere.clone());
                 }
-                self.bind_loop_target(target, iter, crate::facts::scan::stops_after_a_few(body));
+                self.bind_loop_target(target, iter, stops);
                 if let Some(layer) = layer_loop_variable(target, iter, body) {
                     self.frame_mut().kinds.insert(layer.into(), ValueKind::Module);
                 }
@@ -518,7 +516,8 @@ impl Context {
             StmtKind::If { test, body, orelse } => {
                 let guard = usize::from(self.is_version_guard(test));
                 let (body_other, else_other) = framework_branches(test);
-                let interval = usize::from(is_interval_guard(test) || self.names_an_interval(test));
+                // An interval around a backward of its own (`if step % n_critic == 0:`) is a training cadence.
+                let interval = usize::from((is_interval_guard(test) || self.names_an_interval(test)) && !self.body_calls_backward(body));
                 let option = usize::from(is_option_guard(test));
                 let logging = usize::from(is_logging_guard(test));
                 let debug = usize::from(logging > 0 && crate::facts::guards::is_debug_guard(test));

@@ -598,13 +598,17 @@ pub fn dataset_items(class_body: &[Stmt]) -> Items {
 
 fn items_only(class_body: &[Stmt]) -> bool {
     /// `torch.tensor(x)`, `torch.as_tensor(x)`, `torch.from_numpy(x)`,
-    /// `torch.LongTensor(x)`: the one argument, else the expression.
+    /// `torch.LongTensor(x)`, numpy's conversions and casts
+    /// (`np.float32(x)`, `np.asarray(x)`): the one argument, else the
+    /// expression.
     fn unwrap_tensor(e: &Expr) -> &Expr {
         match e.as_call() {
             Some((func, [arg], _))
                 if func.dotted().is_some_and(|d| {
                     let last = d.as_str().rsplit('.').next().unwrap_or_default();
-                    d.starts_with("torch.") && matches!(last, "tensor" | "as_tensor" | "from_numpy" | "LongTensor" | "FloatTensor")
+                    (d.starts_with("torch.") && matches!(last, "tensor" | "as_tensor" | "from_numpy" | "LongTensor" | "FloatTensor"))
+                        || ((d.starts_with("np.") || d.starts_with("numpy."))
+                            && matches!(last, "array" | "asarray" | "float32" | "float64" | "float16" | "int64" | "int32"))
                 }) =>
             {
                 arg
@@ -645,6 +649,49 @@ fn items_only(class_body: &[Stmt]) -> bool {
             }
             _ => false,
         };
+        // `index = index * self.step`: an index computed from the index.
+        fn arithmetic(e: &Expr) -> bool {
+            match &e.kind {
+                ExprKind::BinOp { left, right, .. } => arithmetic(left) && arithmetic(right),
+                ExprKind::Name(_) | ExprKind::Literal(crate::ir::Literal::Int(_)) => true,
+                _ => e.dotted().is_some_and(|d| d.starts_with("self.")),
+            }
+        }
+        let mut body = body;
+        let index_math = body.first().is_some_and(|s| {
+            matches!(&s.kind, StmtKind::Assign { targets, value, .. } if targets.len() == 1 && targets[0].as_name().is_some() && arithmetic(value) && matches!(value.kind, ExprKind::BinOp { .. }))
+        });
+        if index_math {
+            body.remove(0);
+        }
+        // `if self.mode == "train": return ... elif ...`: each arm returns
+        // items of the attributes (its last statement).
+        if let [only] = &body[..] {
+            if let StmtKind::If { .. } = &only.kind {
+                fn arms<'a>(s: &'a Stmt, out: &mut Vec<&'a Stmt>) -> bool {
+                    let StmtKind::If { test, body, orelse } = &s.kind else { return false };
+                    let attr_test = test.any(&mut |e| e.dotted().is_some_and(|d| d.starts_with("self.")));
+                    let one = |b: &'a [Stmt], out: &mut Vec<&'a Stmt>| match b {
+                        [r] if matches!(r.kind, StmtKind::Return(Some(_))) => {
+                            out.push(r);
+                            true
+                        }
+                        [nested] => arms(nested, out),
+                        _ => false,
+                    };
+                    attr_test && one(body, out) && (orelse.is_empty() || one(orelse, out))
+                }
+                let mut returns = Vec::new();
+                if arms(only, &mut returns) {
+                    let all = returns.iter().all(|r| {
+                        let f = crate::ir::Function { body: vec![(*r).clone()], ..(**f).clone() };
+                        items_only(&[Stmt { kind: StmtKind::Function(Box::new(f)), ..m.clone() }])
+                    });
+                    found = all;
+                    continue;
+                }
+            }
+        }
         let Some((ret, binds)) = body.split_last() else { continue };
         // Names bound to items first: `x = self.x[i]`, `x, y = self.pairs[i]`.
         let mut bound: Vec<&str> = Vec::new();
