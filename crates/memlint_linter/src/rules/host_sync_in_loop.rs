@@ -201,7 +201,8 @@ declare_rule! {
     /// too), apex's `amp.scale_loss` (it reads its overflow flag back);
     /// also when such a call runs under a test of the run's configuration
     /// rather than of the iteration (`if args.half:` around
-    /// `amp.scale_loss`, `if sync: dist.barrier()`: no call, no name the
+    /// `amp.scale_loss`, `if sync: dist.barrier()`, `if num_gpus == 1:`
+    /// around the batch's blocking copy: no call, no name the
     /// loop binds, not an interval): in that configuration the step waits
     /// anyway, and which one a run uses is not known. Under an interval
     /// (`if i % 100 == 0: dist.barrier()`) the read is still reported.

@@ -13,8 +13,9 @@ declare_rule! {
     /// `torch.arange(t).to(x.device)`, also when it is shaped or filled on
     /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
     /// 1).to(device)`, or computed on the host from it, `torch.exp(-log(p) *
-    /// torch.arange(h) / h).to(t.device)`, a sinusoidal timestep embedding;
-    /// not when pinned first, `.pin_memory().to(...)`), or
+    /// torch.arange(h) / h).to(t.device)`, a sinusoidal timestep embedding,
+    /// or compared there, `(torch.rand(x.shape) < p).to(x.device)`, a random
+    /// mask; not when pinned first, `.pin_memory().to(...)`), or
     /// bound to a name by the statement just before one that moves it (or
     /// just before an `if` that tests for the device and moves it there,
     /// after moves of other names: `if USE_CUDA: x = x.cuda(); outs =
@@ -312,6 +313,10 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
     }
     if let ExprKind::BinOp { left, right, .. } = &recv.kind {
         return host_factory(left, checker).or_else(|| host_factory(right, checker));
+    }
+    // `(torch.rand(shape) < p).to(device)`: a mask drawn on the host.
+    if let ExprKind::Compare { left, comparators, .. } = &recv.kind {
+        return host_factory(left, checker).or_else(|| comparators.iter().find_map(|c| host_factory(c, checker)));
     }
     let ExprKind::Call { func, args, .. } = &recv.kind else { return None };
     let q = cx.qualified_name(func)?;

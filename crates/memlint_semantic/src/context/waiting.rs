@@ -297,17 +297,15 @@ impl Context {
                 }
             }
         }
-        self.waits_in_a_configuration(body, target.map(|t| &**t))
+        self.waits_in_a_configuration(body, target.map(|t| &**t), &drawn)
     }
 
-    /// Whether an arm of an `if` in the loop body that tests the run's
-    /// configuration, not the iteration (`if args.half:`, `if
-    /// distributed:`: no call, no name the loop binds), makes the host wait
-    /// for the device every iteration: apex's `amp.scale_loss`, a
-    /// collective that blocks ([`Context::blocks_the_host`]), AMP's
-    /// `scaler.step`. In that configuration, often the one a run uses, a
-    /// read costs nothing more; which one a run uses is not known here.
-    fn waits_in_a_configuration(&self, body: &[Stmt], target: Option<&Expr>) -> bool {
+    /// Whether an arm of an `if` in the loop body that tests the run's configuration, not the iteration (`if args.half:`,
+    /// `if distributed:`: no call, no name the loop binds), makes the host wait for the device every iteration:
+    /// apex's `amp.scale_loss`, a collective that blocks ([`Context::blocks_the_host`]), AMP's `scaler.step`, a
+    /// blocking copy of what the loop draws (`if num_gpus == 1: imgs = imgs.cuda()`, where the loop moves nothing
+    /// without blocking). In that configuration, often the one a run uses, a read costs nothing more.
+    fn waits_in_a_configuration(&self, body: &[Stmt], target: Option<&Expr>, drawn: &[String]) -> bool {
         fn collect<'s>(body: &'s [Stmt], ifs: &mut Vec<(&'s Expr, Vec<&'s Stmt>)>) {
             for s in body {
                 match &s.kind {
@@ -329,12 +327,16 @@ impl Context {
         }
         let mut ifs = Vec::new();
         collect(body, &mut ifs);
+        let mut overlaps = false;
+        let non_blocking = |x: &Expr| self.accelerator_move(x).is_some_and(|(_, nb)| nb == Some(true));
+        crate::ir::for_each_stmt_in_function(body, &mut |s| s.for_each_expr(|e| overlaps = overlaps || e.any(&mut |x| non_blocking(x))));
         let waits = |s: &Stmt| {
             let mut found = false;
             s.for_each_expr(|e| {
                 found = found
                     || e.any(&mut |x| {
                         self.blocks_the_host(x)
+                            || (!overlaps && self.moves_blocking(x, false, drawn))
                             || crate::step::classify(x, self)
                                 .is_some_and(|(k, _, _)| k.kinds().contains(crate::step::StepKinds::SCALER_STEP))
                     })
