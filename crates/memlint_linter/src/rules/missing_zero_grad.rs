@@ -66,7 +66,9 @@ declare_rule! {
     /// that trains on the same inputs every iteration in a function named
     /// for a test, benchmark or profile that reads a clock (`def
     /// test_attention(): start = time.time(); for i in range(1000): ...`),
-    /// whose weights are thrown away.
+    /// whose weights are thrown away. Nor is a loop that leaves after a few
+    /// steps (`if ii == 3: break`, at most 16), a notebook's timing demo
+    /// or a smoke run.
     ///
     /// ## References
     /// - [Zeroing out gradients in PyTorch](https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html)
@@ -85,9 +87,11 @@ impl Rule for MissingZeroGrad {
         &Self::META
     }
 
-    fn check_loop(&self, stmt: &Stmt, _body: &[Stmt], checker: &mut Checker<'_>) {
+    fn check_loop(&self, stmt: &Stmt, body: &[Stmt], checker: &mut Checker<'_>) {
         let cx = checker.cx;
-        if !checker.in_grad_code() {
+        // A loop that leaves after a few steps (`if i == 3: break`): a
+        // timing or smoke run whose updates are thrown away.
+        if !checker.in_grad_code() || memlint_semantic::facts::stops_after_a_few(body) {
             return;
         }
         let events = checker.loop_events();

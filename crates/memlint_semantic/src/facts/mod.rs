@@ -10,6 +10,7 @@ pub(crate) mod scan;
 pub mod views;
 
 pub use guards::tests_for_the_device;
+pub use scan::stops_after_a_few;
 
 /// The most iterations a loop counted or listed as a literal (`range(10)`,
 /// `[0.0, 0.5, 2.0]`, `if j >= 9: break`) runs and still counts as a few:

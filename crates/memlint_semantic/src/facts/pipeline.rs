@@ -333,9 +333,10 @@ fn first_module_level_binding_after(body: &[Stmt], name: &str, after: u32) -> Op
 fn batch_reads(module: &Module, name: &str) -> (bool, bool) {
     let (mut uses, mut one_batch, mut repeated) = (0usize, 0usize, false);
     // `peek`: `e` is the iterable of a loop that leaves after its first
-    // batches, a read of one batch when it is the name itself.
+    // batches, a read of one batch when it is the name itself (maybe
+    // under `enumerate(...)`).
     let mut count = |e: &Expr, in_loop: bool, peek: bool| {
-        one_batch += usize::from(peek && e.dotted().as_deref() == Some(name));
+        one_batch += usize::from(peek && crate::facts::scan::unwrap_iter_call(e).dotted().as_deref() == Some(name));
         e.any(&mut |x| {
             if x.dotted().as_deref() == Some(name) {
                 uses += 1;

@@ -751,7 +751,7 @@ pub(crate) fn train_flag(body: &[Stmt], params: &[String]) -> Option<(usize, boo
 /// Whether a loop body leaves after its first iteration (a `break` of its
 /// own) or after a few, counted by a literal of at most 16 (`if j >= 9:
 /// break`, `if i == 4: break`).
-pub(crate) fn stops_after_a_few(body: &[Stmt]) -> bool {
+pub fn stops_after_a_few(body: &[Stmt]) -> bool {
     body.iter().any(|s| match &s.kind {
         StmtKind::Break => true,
         StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if matches!(b.kind, StmtKind::Break)) => {
