@@ -500,13 +500,28 @@ fn light_transform(t: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
             return items.iter().all(|i| light(i, scope, module, depth - 1));
         }
         let Some((func, args, _)) = t.as_call() else { return false };
+        // `get_transform()`: a function of the file whose every return is light.
+        if let Some(helper) = func.as_name().and_then(|n| {
+            module.iter().find_map(|s| match &s.kind {
+                StmtKind::Function(f) if f.name.as_str() == n => Some(f),
+                _ => None,
+            })
+        }) {
+            let mut returns = Vec::new();
+            crate::ir::for_each_stmt_in_function(&helper.body, &mut |s| returns.push(s));
+            let mut values = returns.iter().filter_map(|s| match &s.kind {
+                StmtKind::Return(v) => Some(v.as_ref()),
+                _ => None,
+            });
+            return values.clone().next().is_some() && values.all(|v| v.is_some_and(|v| light(v, &helper.body, module, depth - 1)));
+        }
         let Some(d) = func.dotted() else { return false };
         match d.as_str().rsplit('.').next().unwrap_or_default() {
             "Compose" => args.len() == 1 && light(&args[0], scope, module, depth - 1),
             last => LIGHT_TRANSFORMS.contains(&last),
         }
     }
-    light(t, scope, module, 4)
+    light(t, scope, module, 6)
 }
 
 /// Whether a positional argument of a dataset's construction is a
