@@ -98,10 +98,11 @@ declare_rule! {
     /// forward, its graph dropped every step), nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`),
     /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`, also moved:
-    /// `nn.CrossEntropyLoss().to(device)`), which has no parameters, nor a
+    /// `nn.MSELoss(reduction="sum").cuda()`), which has no parameters, nor a
     /// project module that owns none (its only base `nn.Module`, its
-    /// `__init__` registers buffers and builds no layer: a mel-spectrogram
-    /// front end). `range(iter)` counts iterations: it is no loop over
+    /// `__init__` registers buffers or keeps plain settings and builds no
+    /// layer: a mel-spectrogram front end, a PSNR or an edge-accuracy
+    /// metric, also bound as `self.psnr = PSNR(255.0).to(device)`). `range(iter)` counts iterations: it is no loop over
     /// data. A loss handed to a local helper that takes gradients (`def
     /// hvp(y, w, v): ... torch.autograd.grad(y, w, create_graph=True)`)
     /// needs its graph, as a `backward()` does.

@@ -208,6 +208,11 @@ pub(super) fn class_attr_facts(
                     }
                 }
                 StmtKind::Assign { targets, value, .. } => {
+                    // `M(0.5).to(device)`, `nn.MSELoss().cuda()`: what is moved.
+                    let mut value: &Expr = value;
+                    while let Some((recv, "to" | "cuda" | "cpu" | "float" | "half" | "double" | "eval" | "train")) = value.as_method_call() {
+                        value = recv;
+                    }
                     if let Some((func, _, _)) = value.as_call() {
                         if let Some(class) = cx.instance_class_of_call(func) {
                             for t in targets {
@@ -300,9 +305,14 @@ pub(crate) fn holds_no_parameters(bases: &[String], body: &[Stmt], cx: &Context)
     // It keeps buffers: a class with no `__init__` of its own, or one
     // whose `__init__` is a `# TODO` (an exercise's skeleton), is a model
     // left to write.
+    // Or plain settings: `self.threshold = threshold` (a metric module;
+    // the parameter's default a literal, as `plain_value` asks below).
     let keeps_buffers = body.iter().any(|s| {
-        matches!(&s.kind, StmtKind::Function(f) if f.name == "__init__" && f.body.iter().any(|s| matches!(&s.kind,
-            StmtKind::Expr(e) if e.as_method_call().is_some_and(|(recv, m)| recv.as_name() == Some("self") && m == "register_buffer"))))
+        matches!(&s.kind, StmtKind::Function(f) if f.name == "__init__" && f.body.iter().any(|s| match &s.kind {
+            StmtKind::Expr(e) => e.as_method_call().is_some_and(|(recv, m)| recv.as_name() == Some("self") && m == "register_buffer"),
+            StmtKind::Assign { targets, .. } => targets.iter().any(|t| t.dotted().is_some_and(|d| d.starts_with("self."))),
+            _ => false,
+        }))
     });
     let mut plain = keeps_buffers;
     for s in body {
