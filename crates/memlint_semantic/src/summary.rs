@@ -290,6 +290,7 @@ impl SummaryVisitor {
             disables_grad,
             in_memory_dataset: crate::facts::datasets::indexes_only(body),
             parameter_free,
+            self_frozen: crate::facts::scan::freezes_itself(body),
             init_param_attrs: init_param_attrs(body),
         });
     }

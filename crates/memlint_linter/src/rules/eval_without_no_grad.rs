@@ -102,7 +102,10 @@ declare_rule! {
     /// project module that owns none (its only base `nn.Module`, its
     /// `__init__` registers buffers or keeps plain settings and builds no
     /// layer: a mel-spectrogram front end, a PSNR or an edge-accuracy
-    /// metric, also bound as `self.psnr = PSNR(255.0).to(device)`). `range(iter)` counts iterations: it is no loop over
+    /// metric, also bound as `self.psnr = PSNR(255.0).to(device)`), nor a
+    /// model whose class freezes all its parameters in `__init__`
+    /// (pytorch-fid's `InceptionV3`, `requires_grad=False` by default, in
+    /// the file that builds it) unless the construction passes that flag. `range(iter)` counts iterations: it is no loop over
     /// data. A loss handed to a local helper that takes gradients (`def
     /// hvp(y, w, v): ... torch.autograd.grad(y, w, create_graph=True)`)
     /// needs its graph, as a `backward()` does.

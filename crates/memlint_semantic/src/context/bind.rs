@@ -391,6 +391,20 @@ impl Context {
             Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) => return self.is_frozen_value(recv),
             _ => {}
         }
+        // `FeatureNet()` of a class that freezes itself as it is built,
+        // unless the call passes the parameter that would not.
+        if let Some((func, args, keywords)) = v.as_call() {
+            if let Some(class) = self.instance_class_of_call(func) {
+                let local = self.class_self_frozen.get(&class).cloned();
+                let frozen = local.or_else(|| (!self.index.is_empty()).then(|| self.index.self_frozen(&class).cloned()).flatten());
+                if let Some(unless) = frozen {
+                    return unless.is_none_or(|(i, name)| {
+                        let passed = args.get(i).or_else(|| keywords.iter().find(|k| k.name.as_deref() == Some(name.as_str())).map(|k| &k.value));
+                        passed.is_none_or(Expr::is_false)
+                    });
+                }
+            }
+        }
         if let Some(q) = self.callee_name(v) {
             // A deep copy keeps each parameter's `requires_grad`.
             if q.is(nn::COPY_DEEPCOPY) {

@@ -373,6 +373,10 @@ pub struct Context {
     written: std::cell::RefCell<Vec<ExprId>>,
     /// Per class (qualified): `self.<attr>` frozen, and `self.<attr>` instance classes.
     class_frozen: HashMap<String, HashSet<String>>,
+    /// Per class of the file (qualified) that freezes all its parameters
+    /// in `__init__`: maybe unless a parameter is passed
+    /// ([`crate::facts::scan::freezes_itself`]).
+    class_self_frozen: HashMap<String, Option<(usize, String)>>,
     /// Per class (qualified, lint walk only): its accessor methods, each
     /// with the `self.<attr>` it returns ([`self_accessors`]).
     class_accessors: HashMap<String, HashMap<String, String>>,
@@ -496,6 +500,7 @@ impl Context {
             index_stmt: false,
             written: std::cell::RefCell::new(Vec::new()),
             class_frozen: HashMap::default(),
+            class_self_frozen: HashMap::default(),
             class_accessors: HashMap::default(),
             class_off_options: HashMap::default(),
             class_flag_options: HashMap::default(),

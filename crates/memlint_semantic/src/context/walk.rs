@@ -697,6 +697,7 @@ impl Context {
                     self.class_alternatives.insert(qualname.clone(), alternatives);
                 }
                 self.class_frozen.insert(qualname.clone(), frozen);
+                crate::facts::scan::freezes_itself(body).map(|f| self.class_self_frozen.insert(qualname.clone(), f));
                 if !self.options.summary_only {
                     let accessors = super::kinds::self_accessors(body);
                     if !accessors.is_empty() {

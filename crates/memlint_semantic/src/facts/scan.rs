@@ -762,3 +762,38 @@ pub fn stops_after_a_few(body: &[Stmt]) -> bool {
         _ => false,
     })
 }
+
+/// Whether a class's `__init__` freezes all its own parameters at its top
+/// level (pytorch-fid's `InceptionV3`): `for p in self.parameters():
+/// p.requires_grad = False`, or `self.requires_grad_(False)`: `Some(None)`;
+/// or the same with a parameter of `__init__` whose default is `False`
+/// (`p.requires_grad = requires_grad`): `Some(Some((i, name)))`, `i` its
+/// position after `self`, frozen unless a construction passes it.
+pub(crate) fn freezes_itself(class_body: &[Stmt]) -> Option<Option<(usize, String)>> {
+    let init = class_body.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == "__init__" => Some(f),
+        _ => None,
+    })?;
+    let off_by_default = |n: &str| init.params.iter().skip(1).position(|p| p.name == n && p.default.as_ref().is_some_and(Expr::is_false));
+    init.body.iter().find_map(|s| match &s.kind {
+        StmtKind::For { target: t, iter, body, .. } if iter.as_method_call().is_some_and(|(m, name)| name == "parameters" && m.as_name() == Some("self")) => {
+            let (p, [one]) = (t.as_name()?, &body[..]) else { return None };
+            let StmtKind::Assign { targets, value, .. } = &one.kind else { return None };
+            if !targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad"))) {
+                return None;
+            }
+            if value.is_false() {
+                return Some(None);
+            }
+            let n = value.as_name()?;
+            off_by_default(n).map(|i| Some((i, n.to_string())))
+        }
+        StmtKind::Expr(e) => match e.as_method_call() {
+            Some((recv, "requires_grad_")) if recv.as_name() == Some("self") && e.as_call().is_some_and(|(_, a, _)| a.first().is_some_and(Expr::is_false)) => {
+                Some(None)
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+}

@@ -367,6 +367,9 @@ pub struct ClassSummary {
     /// attributes (a mel-spectrogram front end). A forward of it records no
     /// graph ([`crate::context::holds_no_parameters`]).
     pub parameter_free: bool,
+    /// Its `__init__` freezes all its parameters, maybe unless a parameter
+    /// (position after `self`, name) is passed ([`crate::facts::scan::freezes_itself`]).
+    pub self_frozen: Option<Option<(usize, String)>>,
     /// Attributes `__init__` binds to one of its parameters as given
     /// (`self.model = model`): the attribute, the parameter's position
     /// (after `self`) and name. The calls of the class say what they hold

@@ -511,6 +511,12 @@ impl ProjectIndex {
         self.classes.get(self.canonical_str(qualified)).is_some_and(|c| c.parameter_free)
     }
 
+    /// Whether a project class freezes all its parameters as it is built
+    /// ([`super::ClassSummary::self_frozen`]).
+    pub fn self_frozen(&self, qualified: &str) -> Option<&Option<(usize, String)>> {
+        self.classes.get(self.canonical_str(qualified)).and_then(|c| c.self_frozen.as_ref())
+    }
+
     /// Whether a project class (through re-exports) is a dataset whose
     /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]).
     pub fn is_in_memory_dataset(&self, qualified: &str) -> bool {
