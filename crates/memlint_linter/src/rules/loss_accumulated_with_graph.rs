@@ -86,7 +86,9 @@ declare_rule! {
     /// method of an object whose class is unknown) or defined outside the run
     /// is not, and its losses are known to carry a graph only when
     /// `backward()` is called on them in the loop. Test modules are not
-    /// checked. A loss added after its own `backward()` (no graph built since)
+    /// checked, nor a file written for PyTorch before 0.4 (it wraps tensors
+    /// in `Variable(...)` and reads a loss as `loss.data[0]`, which raises
+    /// from PyTorch 0.5 on: see ML201). A loss added after its own `backward()` (no graph built since)
     /// into a sum that the training loop resets (`running_loss = 0.0` at
     /// each optimizer step or logging interval) is not reported: backward
     /// freed the saved activations and only the autograd nodes of one window
@@ -127,6 +129,10 @@ impl LossAccumulatedWithGraph {
         };
         let Some(acc_name) = acc.dotted() else { return };
         if cx.qualified_name(acc).is_some() || !cx.outlives_training_iteration(&acc_name) || !cx.carries_graph(value) {
+            return;
+        }
+        // Code for PyTorch before 0.4 (`loss.data[0]`), which cannot run on a later one.
+        if checker.written_for_volatile_torch() {
             return;
         }
         // Micro-batch outputs collected for one step (`outputs = []` each
