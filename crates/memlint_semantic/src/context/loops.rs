@@ -245,6 +245,15 @@ impl Context {
             _ => (None, None),
         };
         if let (Some(c), Some(e)) = (container, elem) {
+            // `for k, v in batch.items():` over a loader's batch: its parts.
+            if let (Some(base), Some(n)) = (self.batch_base(c).map(str::to_string), e.as_name()) {
+                let loader = self.frame().batch_loader.get(&base).cloned();
+                let f = self.frame_mut();
+                f.batches.insert(n.to_string());
+                if let Some(l) = loader {
+                    f.batch_loader.insert(n.to_string(), l);
+                }
+            }
             if self.carries_graph(c) {
                 if let Some(d) = e.dotted() {
                     self.frame_mut().graph.insert(d.into());

@@ -9,6 +9,7 @@ use crate::ir::{Expr, ExprKind, Language, Stmt, StmtKind};
 
 use super::sync::{any_read_expr, drawn_root, is_drawn, HostRead, Root};
 use super::{Context, ValueKind};
+use crate::facts::guards::every_iteration;
 
 /// The method of a CUDA event (`torch.cuda.Event(enable_timing=True)`)
 /// that reads the time between two recorded events.
@@ -16,60 +17,6 @@ const EVENT_CLOCK: &str = "elapsed_time";
 
 /// Functions that read a clock, to time code.
 const CLOCKS: &[&str] = &["time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "timeit.default_timer"];
-
-/// The statements of a loop body that run in every iteration: not under
-/// an `if` or a nested loop, but inside a `with`, a `try` body, and the
-/// arm of an `if` that chooses the GPU (`if cuda:`, `if
-/// self.gpu_mode:`, `if not args.use_cpu:`, the `else` of `if
-/// args.no_cuda:`: on the GPU, where a wait matters, it always runs).
-fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
-    let mut out = Vec::new();
-    every_iteration_into(body, &mut out);
-    out
-}
-
-fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::With { body, .. } | StmtKind::Block(body) => {
-                out.push(s);
-                every_iteration_into(body, out);
-            }
-            // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
-            // the GPU, where a wait matters, the arm that chooses it runs
-            // every time (the other is the CPU's).
-            // An `if` with an `else` (its test runs every time; one of its
-            // arms does: [`Context::copies_to_device_every_iteration`] asks
-            // both).
-            StmtKind::If { test, body, orelse } => match crate::facts::guards::gpu_arm(test) {
-                Some(true) => every_iteration_into(body, out),
-                Some(false) => every_iteration_into(orelse, out),
-                None if !orelse.is_empty() => out.push(s),
-                None => {}
-            },
-            // A `try` body runs every time, unless it raises.
-            StmtKind::Try(t) => every_iteration_into(&t.body, out),
-            // A loop over micro-batches or time steps (`for j in
-            // range(args.backprop_every):`) runs its body at least once
-            // per step: a count of zero would train on nothing.
-            StmtKind::For { iter, body, .. } if counts_up(iter) => {
-                out.push(s);
-                every_iteration_into(body, out);
-            }
-            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
-            _ => out.push(s),
-        }
-    }
-}
-
-/// `range(n)` or `range(a, b)` with no literal `0` count: a loop over it
-/// runs at least once where the program does any work.
-fn counts_up(iter: &Expr) -> bool {
-    let Some((func, args, _)) = iter.as_call() else { return false };
-    func.as_name() == Some("range")
-        && matches!(args.len(), 1 | 2)
-        && !matches!(args, [n] if matches!(n.kind, ExprKind::Literal(crate::ir::Literal::Int(0))))
-}
 
 /// The names a `for` loop binds to what it draws, without the counter of
 /// `enumerate(...)` (`i` of `for i, (x, y) in enumerate(loader)`).
@@ -238,6 +185,11 @@ impl Context {
                     false
                 });
             });
+            if let StmtKind::For { target, iter, .. } = &s.kind {
+                if is_drawn(iter, &drawn) {
+                    crate::facts::scan::flatten_tuple_names(target, &mut drawn);
+                }
+            }
             // `if noise is not None: x = noise(batch).to(device) ... else:
             // batch = batch.to(device)`: a blocking copy of what the loop
             // draws in either arm.

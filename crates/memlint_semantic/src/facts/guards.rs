@@ -305,3 +305,58 @@ pub(crate) fn tests_an_unset_local(test: &Expr, unset: &[String]) -> bool {
         _ => false,
     }
 }
+
+/// The statements of a loop body that run in every iteration: not under
+/// an `if` or a nested loop, but inside a `with`, a `try` body, and the
+/// arm of an `if` that chooses the GPU (`if cuda:`, `if
+/// self.gpu_mode:`, `if not args.use_cpu:`, the `else` of `if
+/// args.no_cuda:`: on the GPU, where a wait matters, it always runs).
+pub(crate) fn every_iteration(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    every_iteration_into(body, &mut out);
+    out
+}
+
+pub(crate) fn every_iteration_into<'s>(body: &'s [Stmt], out: &mut Vec<&'s Stmt>) {
+    for s in body {
+        match &s.kind {
+            StmtKind::With { body, .. } | StmtKind::Block(body) => {
+                out.push(s);
+                every_iteration_into(body, out);
+            }
+            // `if cuda:` / `if self.gpu_mode:` / `if not args.use_cpu:`: on
+            // the GPU, where a wait matters, the arm that chooses it runs
+            // every time (the other is the CPU's).
+            // An `if` with an `else` (its test runs every time; one of its
+            // arms does: [`Context::copies_to_device_every_iteration`] asks
+            // both).
+            StmtKind::If { test, body, orelse } => match gpu_arm(test) {
+                Some(true) => every_iteration_into(body, out),
+                Some(false) => every_iteration_into(orelse, out),
+                None if !orelse.is_empty() => out.push(s),
+                None => {}
+            },
+            // A `try` body runs every time, unless it raises.
+            StmtKind::Try(t) => every_iteration_into(&t.body, out),
+            // A loop over micro-batches or time steps (`for j in
+            // range(args.backprop_every):`) runs its body at least once
+            // per step: a count of zero would train on nothing.
+            // So does one over the parts of a batch (`for k, v in batch.items():`).
+            StmtKind::For { iter, body, .. } if counts_up(iter) || matches!(iter.as_method_call(), Some((_, "items" | "values"))) => {
+                out.push(s);
+                every_iteration_into(body, out);
+            }
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Function(_) | StmtKind::Class(_) => {}
+            _ => out.push(s),
+        }
+    }
+}
+
+/// `range(n)` or `range(a, b)` with no literal `0` count: a loop over it
+/// runs at least once where the program does any work.
+fn counts_up(iter: &Expr) -> bool {
+    let Some((func, args, _)) = iter.as_call() else { return false };
+    func.as_name() == Some("range")
+        && matches!(args.len(), 1 | 2)
+        && !matches!(args, [n] if matches!(n.kind, ExprKind::Literal(crate::ir::Literal::Int(0))))
+}
