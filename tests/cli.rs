@@ -466,6 +466,27 @@ fn same_named_modules_in_two_folders() {
     assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./b/helpers.py:5:12"], "{out}");
 }
 
+/// ML302 knows a function of another module that returns an in-memory
+/// dataset (torchvision's MNIST with a transform that only converts), and
+/// still reports one that returns a dataset read from disk.
+#[test]
+fn in_memory_datasets_returned_by_functions_of_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "data_utils.py",
+        "from torchvision import datasets, transforms\n\n\ndef get_dataset():\n    t = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.1307,), (0.3081,))])\n    return datasets.MNIST(\"data\", train=True, download=True, transform=t)\n\n\ndef get_photos(root):\n    return datasets.ImageFolder(root, transform=transforms.ToTensor())\n",
+    );
+    write(
+        dir.path(),
+        "train.py",
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom data_utils import get_dataset, get_photos\n\n\ndef main(model, opt, root):\n    digits = DataLoader(get_dataset(), batch_size=64, shuffle=True)\n    photos = DataLoader(get_photos(root), batch_size=64, shuffle=True)\n    for loader in (digits, photos):\n        for x, y in loader:\n            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n            opt.zero_grad()\n            loss.backward()\n            opt.step()\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML302"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./train.py:8:14"], "{out}");
+}
+
 #[test]
 fn selection_flags() {
     let dir = tree();

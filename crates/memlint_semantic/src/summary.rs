@@ -51,6 +51,11 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         }
     }
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
+    for f in module.body.iter().filter_map(|s| if let StmtKind::Function(f) = &s.kind { Some(f) } else { None }) {
+        if let Some(fs) = summary.functions.iter_mut().find(|x| x.class.is_none() && x.name == f.name) {
+            fs.returns_in_memory_dataset = crate::facts::datasets::returns_in_memory_dataset(module, f);
+        }
+    }
     summary.dynamic_calls = on.into_iter().map(|n| (n, false)).chain(off.into_iter().map(|n| (n, true))).collect();
     (summary, facts.unwrap_or_default())
 }
@@ -186,6 +191,7 @@ impl SummaryVisitor {
             name: f.name.clone(),
             class,
             calls_backward: backward && calls_backward(&f.body),
+            returns_in_memory_dataset: false,
             backward_per_call: backward && crate::facts::scan::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),
             project_decorators,

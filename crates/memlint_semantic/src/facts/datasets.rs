@@ -405,6 +405,12 @@ impl InMemory<'_> {
         }) else {
             return false;
         };
+        self.returns_made(f, position)
+    }
+
+    /// Whether every `return` of `f` gives an in-memory dataset (its item
+    /// `position` of a returned tuple), made there or bound to one in it.
+    fn returns_made(&self, f: &crate::ir::Function, position: Option<usize>) -> bool {
         let mut returns: Vec<&Expr> = Vec::new();
         crate::ir::for_each_stmt_in_function(&f.body, &mut |s| {
             if let StmtKind::Return(Some(v)) = &s.kind {
@@ -431,6 +437,14 @@ impl InMemory<'_> {
         };
         !returns.is_empty() && returns.into_iter().all(given)
     }
+}
+
+/// Whether every `return` of the plain function `f` of `module` gives an
+/// in-memory dataset made there (`return datasets.MNIST(..., transform=t)`
+/// with `t` converting only): a module that imports it binds one.
+pub fn returns_in_memory_dataset(module: &Module, f: &crate::ir::Function) -> bool {
+    let none = |_: &Expr| false;
+    InMemory { module: &module.body, in_memory_class: &none, depth: std::cell::Cell::new(0) }.returns_made(f, None)
 }
 
 /// Methods of Hugging Face `datasets` that leave a dataset whose items

@@ -156,6 +156,9 @@ pub struct FunctionSummary {
     pub class: Option<String>,
     /// The body calls `backward()` or `torch.autograd.grad`.
     pub calls_backward: bool,
+    /// A plain function of its module every `return` of which gives an
+    /// in-memory dataset ([`crate::facts::datasets::returns_in_memory_dataset`]).
+    pub returns_in_memory_dataset: bool,
     /// The body calls `backward()` outside its own loops: one call is one step.
     pub backward_per_call: bool,
     /// A decorator of the function disables grad (torch's own, seen locally).

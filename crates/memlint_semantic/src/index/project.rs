@@ -518,9 +518,11 @@ impl ProjectIndex {
     }
 
     /// Whether a project class (through re-exports) is a dataset whose
-    /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]).
+    /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]), or a
+    /// function that returns one ([`super::FunctionSummary::returns_in_memory_dataset`]).
     pub fn is_in_memory_dataset(&self, qualified: &str) -> bool {
-        self.classes.get(self.canonical_str(qualified)).is_some_and(|c| c.in_memory_dataset)
+        let q = self.canonical_str(qualified);
+        self.classes.get(q).is_some_and(|c| c.in_memory_dataset) || self.functions.get(q).is_some_and(|f| f.returns_in_memory_dataset)
     }
 
     /// Whether `attr` is an `nn.Parameter` attribute of the project class
