@@ -21,7 +21,8 @@ declare_rule! {
     /// after moves of other names: `if USE_CUDA: x = x.cuda(); outs =
     /// outs.cuda()`) and
     /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
-    /// h.to(device)`; `hidden = torch.zeros(...)`, `cell =
+    /// h.to(device)`, maybe after constants written at fixed places, `h[:,
+    /// 0] = 4`, and cast on the way, `.to(device).to(dtype)`; `hidden = torch.zeros(...)`, `cell =
     /// torch.zeros(...)`, then `return hidden.to(device), cell.to(device)`),
     /// or returned by a project helper of a few lines that draws it
     /// (`create_noise(b, z).to(device)`, with `return torch.rand(b, z) * 2
@@ -356,7 +357,14 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
     // The move rebinds the name (`h = h.to(device)`) or returns it
     // (`return hidden.to(device), cell.to(device)`): no host copy is left.
     let stmt = module.stmt(id)?;
-    let rebinds = binds(stmt, name).is_some_and(|v| v.id == expr.id);
+    // (also cast on the way: `x = x.to(device).to(dtype)`)
+    let rebinds = binds(stmt, name).is_some_and(|mut v| {
+        while v.id != expr.id {
+            let Some((recv, _)) = v.as_method_call() else { return false };
+            v = recv;
+        }
+        true
+    });
     let returns = match &stmt.kind {
         StmtKind::Return(Some(v)) => v.id == expr.id || matches!(&v.kind, ExprKind::Sequence(items) if items.iter().any(|i| i.id == expr.id)),
         _ => false,
@@ -385,14 +393,27 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
         module.previous_sibling(parent)
     };
     // Back over the other factories bound just before (`hidden =
-    // torch.zeros(...)`, `cell = torch.zeros(...)`, then the move).
+    // torch.zeros(...)`, `cell = torch.zeros(...)`, then the move), and
+    // over constants written into it (`t[:, 0] = 4`).
     let bound_before = |mut before: &'e Stmt| {
         for _ in 0..4 {
             if let Some(v) = binds(before, name) {
                 return host_factory(v, checker);
             }
             let StmtKind::Assign { targets, value, .. } = &before.kind else { return None };
-            if targets.len() != 1 || targets[0].as_name().is_none() || host_factory(value, checker).is_none() {
+            // `t[:, 0] = 4`: the host tensor filled with a constant on the
+            // way, at a place the code spells (not `t[idx] = 1` at host indices).
+            fn literal_place(e: &Expr) -> bool {
+                match &e.kind {
+                    ExprKind::Literal(_) => true,
+                    ExprKind::Slice { lower, upper, step } => [lower, upper, step].into_iter().flatten().all(|b| literal_place(b)),
+                    ExprKind::Sequence(items) => items.iter().all(literal_place),
+                    _ => false,
+                }
+            }
+            let fills = matches!(&targets[..], [t] if matches!(&t.kind, ExprKind::Subscript { value: base, index } if base.as_name() == Some(name) && literal_place(index)))
+                && matches!(value.kind, ExprKind::Literal(_));
+            if !fills && (targets.len() != 1 || targets[0].as_name().is_none() || host_factory(value, checker).is_none()) {
                 return None;
             }
             before = module.previous_sibling(before.id)?;
