@@ -52,8 +52,9 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
     }
     summary.functions = order.into_iter().filter_map(|q| functions.remove(&q)).collect();
     for f in module.body.iter().filter_map(|s| if let StmtKind::Function(f) = &s.kind { Some(f) } else { None }) {
-        if let Some(fs) = summary.functions.iter_mut().find(|x| x.class.is_none() && x.name == f.name) {
-            fs.returns_in_memory_dataset = crate::facts::datasets::returns_in_memory_dataset(module, f);
+        if crate::facts::datasets::returns_in_memory_dataset(module, f) {
+            let q = if summary.module.path.is_empty() { f.name.clone() } else { format!("{}.{}", summary.module.path, f.name) };
+            summary.functions.iter_mut().filter(|x| x.qualname == q).for_each(|x| x.returns_in_memory_dataset = true);
         }
     }
     summary.dynamic_calls = on.into_iter().map(|n| (n, false)).chain(off.into_iter().map(|n| (n, true))).collect();

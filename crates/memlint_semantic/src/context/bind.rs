@@ -393,7 +393,14 @@ impl Context {
         }
         // `FeatureNet()` of a class that freezes itself as it is built,
         // unless the call passes the parameter that would not.
-        if let Some((func, args, keywords)) = v.as_call() {
+        if let Some((func, args, keywords)) = v.as_call().filter(|(f, _, _)| {
+            let last = match &f.kind {
+                ExprKind::Name(n) => n.as_str(),
+                ExprKind::Attribute { attr, .. } => attr.as_str(),
+                _ => "",
+            };
+            last.starts_with(|c: char| c.is_ascii_uppercase())
+        }) {
             if let Some(class) = self.instance_class_of_call(func) {
                 let local = self.class_self_frozen.get(&class).cloned();
                 let frozen = local.or_else(|| (!self.index.is_empty()).then(|| self.index.self_frozen(&class).cloned()).flatten());

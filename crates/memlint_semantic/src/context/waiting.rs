@@ -279,6 +279,9 @@ impl Context {
         }
         let mut ifs = Vec::new();
         collect(body, &mut ifs);
+        if ifs.is_empty() {
+            return false;
+        }
         let mut overlaps = false;
         let non_blocking = |x: &Expr| self.accelerator_move(x).is_some_and(|(_, nb)| nb == Some(true));
         crate::ir::for_each_stmt_in_function(body, &mut |s| s.for_each_expr(|e| overlaps = overlaps || e.any(&mut |x| non_blocking(x))));
