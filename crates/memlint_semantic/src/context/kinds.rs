@@ -210,7 +210,7 @@ pub(super) fn class_attr_facts(
                 StmtKind::Assign { targets, value, .. } => {
                     // `M(0.5).to(device)`, `nn.MSELoss().cuda()`: what is moved.
                     let mut value: &Expr = value;
-                    while let Some((recv, "to" | "cuda" | "cpu" | "float" | "half" | "double" | "eval" | "train")) = value.as_method_call() {
+                    while let Some((recv, _)) = value.as_method_call().filter(|(_, m)| crate::api::nn::SAME_MODULE_METHODS.contains(m)) {
                         value = recv;
                     }
                     if let Some((func, _, _)) = value.as_call() {

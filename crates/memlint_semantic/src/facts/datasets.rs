@@ -398,13 +398,7 @@ impl InMemory<'_> {
     /// returned tuple), made there or bound to one in it.
     fn returned(&self, call: &Expr, position: Option<usize>) -> bool {
         let Some((func, _, _)) = call.as_call() else { return false };
-        let Some(fname) = func.as_name() else { return false };
-        let Some(f) = self.module.iter().find_map(|s| match &s.kind {
-            StmtKind::Function(f) if f.name.as_str() == fname => Some(f),
-            _ => None,
-        }) else {
-            return false;
-        };
+        let Some(f) = func.as_name().and_then(|n| module_function(self.module, n)) else { return false };
         self.returns_made(f, position)
     }
 
@@ -437,6 +431,14 @@ impl InMemory<'_> {
         };
         !returns.is_empty() && returns.into_iter().all(given)
     }
+}
+
+/// The function `name` defined at the top level of `module`.
+fn module_function<'m>(module: &'m [Stmt], name: &str) -> Option<&'m crate::ir::Function> {
+    module.iter().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name.as_str() == name => Some(&**f),
+        _ => None,
+    })
 }
 
 /// Whether every `return` of the plain function `f` of `module` gives an
@@ -515,12 +517,7 @@ fn light_transform(t: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
         }
         let Some((func, args, _)) = t.as_call() else { return false };
         // `get_transform()`: a function of the file whose every return is light.
-        if let Some(helper) = func.as_name().and_then(|n| {
-            module.iter().find_map(|s| match &s.kind {
-                StmtKind::Function(f) if f.name.as_str() == n => Some(f),
-                _ => None,
-            })
-        }) {
+        if let Some(helper) = func.as_name().and_then(|n| module_function(module, n)) {
             let mut returns = Vec::new();
             crate::ir::for_each_stmt_in_function(&helper.body, &mut |s| returns.push(s));
             let mut values = returns.iter().filter_map(|s| match &s.kind {

@@ -774,6 +774,10 @@ pub(crate) fn freezes_itself(class_body: &[Stmt]) -> Option<Option<(usize, Strin
         StmtKind::Function(f) if f.name == "__init__" => Some(f),
         _ => None,
     })?;
+    // `self` frozen whole, as a function freezes a parameter.
+    if init.params.first().is_some_and(|p| p.name == "self") && frozen_params(init).contains(&0) {
+        return Some(None);
+    }
     let off_by_default = |n: &str| init.params.iter().skip(1).position(|p| p.name == n && p.default.as_ref().is_some_and(Expr::is_false));
     init.body.iter().find_map(|s| match &s.kind {
         StmtKind::For { target: t, iter, body, .. } if iter.as_method_call().is_some_and(|(m, name)| name == "parameters" && m.as_name() == Some("self")) => {
@@ -782,18 +786,9 @@ pub(crate) fn freezes_itself(class_body: &[Stmt]) -> Option<Option<(usize, Strin
             if !targets.iter().any(|t| t.dotted().as_deref() == Some(&format!("{p}.requires_grad"))) {
                 return None;
             }
-            if value.is_false() {
-                return Some(None);
-            }
             let n = value.as_name()?;
             off_by_default(n).map(|i| Some((i, n.to_string())))
         }
-        StmtKind::Expr(e) => match e.as_method_call() {
-            Some((recv, "requires_grad_")) if recv.as_name() == Some("self") && e.as_call().is_some_and(|(_, a, _)| a.first().is_some_and(Expr::is_false)) => {
-                Some(None)
-            }
-            _ => None,
-        },
         _ => None,
     })
 }
