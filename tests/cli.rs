@@ -466,6 +466,25 @@ fn same_named_modules_in_two_folders() {
     assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./b/helpers.py:5:12"], "{out}");
 }
 
+/// ML201 follows a model that freezes itself as it is built (pytorch-fid's
+/// `InceptionV3`, defined in another file) through the helpers that pass it
+/// on, and still reports the same chain given a model built trainable.
+#[test]
+fn self_frozen_model_of_another_file_passed_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "inception.py",
+        "import torch.nn as nn\n\n\nclass FeatureNet(nn.Module):\n    def __init__(self, blocks, requires_grad=False):\n        super().__init__()\n        self.body = nn.Sequential(nn.Conv2d(3, 64, 3), nn.AdaptiveAvgPool2d(1))\n        for param in self.parameters():\n            param.requires_grad = requires_grad\n\n    def forward(self, x):\n        return self.body(x)\n",
+    );
+    let fid = "import torch\nfrom inception import FeatureNet\n\n\ndef get_activations(images, model):\n    model.eval()\n    return [model(torch.from_numpy(b).cuda()).cpu() for b in images]\n\n\ndef statistics(images, model):\n    return get_activations(images, model)\n\n\ndef fid(images, cuda):\n    model = FeatureNet([3]ARGS)\n    if cuda:\n        model.cuda()\n    return statistics(images, model)\n";
+    write(dir.path(), "fid.py", &fid.replace("ARGS", ""));
+    write(dir.path(), "tuned.py", &fid.replace("ARGS", ", requires_grad=True"));
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML201"]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), ["./tuned.py:7:13"], "{out}");
+}
+
 /// ML302 knows a function of another module that returns an in-memory
 /// dataset (torchvision's MNIST with a transform that only converts), and
 /// still reports one that returns a dataset read from disk.

@@ -422,7 +422,6 @@ impl Visitor for SummaryVisitor {
         };
         let (positional, keyword_names) = passed(args, keywords);
         let LiteralFlags { false_positions, false_keywords, true_positions, true_keywords } = LiteralFlags::of(args, keywords);
-        let frozen_positions = args.iter().enumerate().filter(|(_, a)| a.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d))).map(|(i, _)| i).collect();
         let every_call = cx.function_qualname().is_some() && cx.runs_on_every_call();
         // `Trainer(model, ...)` after `model = Net(args)`: what a class's
         // construction is given.
@@ -450,7 +449,7 @@ impl Visitor for SummaryVisitor {
             false_keywords,
             true_positions,
             true_keywords,
-            frozen_positions,
+            frozen: cx.frozen_args_at(args),
             positional,
             keywords: keyword_names,
             every_call,

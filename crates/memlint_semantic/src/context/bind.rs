@@ -3,7 +3,6 @@
 //! (grad mode, freezing, leaves).
 
 use super::*;
-use crate::api::nn;
 
 impl Context {
     pub(super) fn enter_function(&mut self, func: &Function) {
@@ -76,6 +75,9 @@ impl Context {
         // A model every caller passes frozen (`def embed(model, loader)`
         // after `freeze_model(model)` at each call) is frozen here.
         let offset = usize::from(self.frame().is_class);
+        if summary_only {
+            frame.positional = func.params.iter().skip(offset).map(|p| p.name.clone()).collect();
+        }
         for &i in self.index.frozen_args(frame.qualname.as_deref().unwrap_or_default()) {
             if let Some(p) = func.params.get(offset + i) {
                 frame.frozen.insert(p.name.to_string());
@@ -131,7 +133,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, counts, cpu_devices);
+        remove!(factories, instances, frozen, constructions, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, counts, cpu_devices);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);
@@ -266,6 +268,10 @@ impl Context {
                 // keeps the loader its batch came from.
                 let batch_loader = if batch { value.and_then(|v| self.batch_loader_of(v)) } else { None };
                 let frozen = value.is_some_and(|v| self.is_frozen_value(v));
+                let construction = match value {
+                    Some(v) if !frozen && self.options.summary_only && self.index.is_empty() => self.bound_construction(v),
+                    _ => None,
+                };
                 // tch: `let _guard = tch::no_grad_guard();` turns grad off
                 // for the rest of the function (its block, approximated);
                 // `let _ = ...` drops the guard at once and is no binding.
@@ -275,6 +281,8 @@ impl Context {
                 self.forget(&d);
                 if frozen {
                     self.frame_mut().frozen.insert(d.to_string());
+                } else if let Some(c) = construction {
+                    self.frame_mut().constructions.insert(d.to_string(), c);
                 } else if !self.options.summary_only && kind == Some(ValueKind::Module) && d.contains('.') {
                     // `model.head = nn.Linear(...)` on a frozen model: a
                     // trainable part.
@@ -371,63 +379,6 @@ impl Context {
         let method = name.strip_prefix("self.")?;
         let attr = self.class_accessors.get(self.current_class()?)?.get(method)?;
         Some(format!("self.{attr}"))
-    }
-
-    /// Whether `v` is a module whose parameters are all frozen: a frozen
-    /// model itself, moved or switched (`frozen.to(device)`, `.eval()`), or
-    /// wrapped (`nn.Sequential(frozen, nn.Flatten())`,
-    /// `nn.DataParallel(frozen)`) with nothing that holds parameters beside
-    /// it, or frozen as it is built (`nn.Conv2d(...).requires_grad_(False)`).
-    fn is_frozen_value(&self, v: &Expr) -> bool {
-        if let Some(d) = v.dotted() {
-            return self.is_frozen(&d);
-        }
-        match v.as_method_call() {
-            // `nn.Conv2d(...).requires_grad_(False)`: frozen as it is built.
-            Some((_, "requires_grad_")) => {
-                return v.as_call().is_some_and(|(_, args, _)| args.first().is_some_and(Expr::is_false))
-                    || v.keyword("requires_grad").is_some_and(Expr::is_false);
-            }
-            Some((recv, method)) if nn::SAME_MODULE_METHODS.contains(&method) => return self.is_frozen_value(recv),
-            _ => {}
-        }
-        // `FeatureNet()` of a class that freezes itself as it is built,
-        // unless the call passes the parameter that would not.
-        if let Some((func, args, keywords)) = v.as_call().filter(|(f, _, _)| {
-            let last = match &f.kind {
-                ExprKind::Name(n) => n.as_str(),
-                ExprKind::Attribute { attr, .. } => attr.as_str(),
-                _ => "",
-            };
-            last.starts_with(|c: char| c.is_ascii_uppercase())
-        }) {
-            if let Some(class) = self.instance_class_of_call(func) {
-                let local = self.class_self_frozen.get(&class).cloned();
-                let frozen = local.or_else(|| (!self.index.is_empty()).then(|| self.index.self_frozen(&class).cloned()).flatten());
-                if let Some(unless) = frozen {
-                    return unless.is_none_or(|(i, name)| {
-                        let passed = args.get(i).or_else(|| keywords.iter().find(|k| k.name.as_deref() == Some(name.as_str())).map(|k| &k.value));
-                        passed.is_none_or(Expr::is_false)
-                    });
-                }
-            }
-        }
-        if let Some(q) = self.callee_name(v) {
-            // A deep copy keeps each parameter's `requires_grad`.
-            if q.is(nn::COPY_DEEPCOPY) {
-                return v.as_call().and_then(|(_, args, _)| args.first()).is_some_and(|a| self.is_frozen_value(a));
-            }
-            if !q.is_any(nn::PARAMETER_SHARING_WRAPPERS) {
-                return false;
-            }
-            let (_, args, _) = v.as_call().unwrap_or((v, &[], &[]));
-            let parameterless = |a: &Expr| {
-                self.callee_name(a).is_some_and(|q| q.starts_with_module(nn::NN) && nn::is_parameterless_layer(q.last()))
-            };
-            return args.iter().any(|a| self.is_frozen_value(a))
-                && args.iter().all(|a| self.is_frozen_value(a) || parameterless(a));
-        }
-        false
     }
 
     pub(super) fn is_loss_constructor(&self, v: &Expr) -> bool {

@@ -21,6 +21,7 @@ pub use sync::HostRead;
 use crate::resolve::{words, QualifiedName};
 
 mod bind;
+mod freeze;
 mod query;
 mod resolve;
 mod kinds;
@@ -207,6 +208,13 @@ struct Frame {
     instances: HashMap<String, String>,
     /// Models whose parameters were all frozen.
     frozen: HashSet<String>,
+    /// Summary walk only: names bound to a construction of a project class
+    /// (`model = FeatureNet([idx])`), which the index reads for a class
+    /// that freezes itself ([`Context::frozen_args_at`]).
+    constructions: HashMap<String, crate::index::Construction>,
+    /// Summary walk only: the function's parameters in order (after `self`
+    /// for a method), for the calls that pass one on.
+    positional: Vec<String>,
     /// Models frozen whole and then given back a trainable part (a loop
     /// setting `requires_grad = True` over `model.head.parameters()`, a
     /// fresh `model.head = nn.Linear(...)`): the model, and the first such

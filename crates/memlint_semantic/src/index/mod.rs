@@ -315,8 +315,9 @@ pub struct CallSite {
     pub true_keywords: Vec<String>,
     /// Argument positions (after `self` for methods) passed a model whose
     /// parameters are all frozen at the site (`freeze_model(alex)` or a
-    /// loop over `alex.parameters()` before `extract(alex, loader)`).
-    pub frozen_positions: Vec<usize>,
+    /// loop over `alex.parameters()` before `extract(alex, loader)`), or
+    /// that may be: a construction, a parameter passed on.
+    pub frozen: FrozenArgs,
     /// A call of `self.method(...)`: it may run an override of the method
     /// in any subclass.
     pub via_self: bool,
@@ -339,6 +340,43 @@ impl CallSite {
     /// [`CallSite::alternatives`], or the callee.
     pub fn classes(&self) -> &[String] {
         self.alternatives.as_deref().unwrap_or(std::slice::from_ref(&self.callee))
+    }
+}
+
+/// What a call site passes of frozen models, by argument position (after
+/// `self` for methods).
+#[derive(Debug, Clone, Default)]
+pub struct FrozenArgs {
+    /// A model frozen at the site.
+    pub positions: Vec<usize>,
+    /// A construction of a project class (`model = FeatureNet([idx])`
+    /// before `statistics(images, model)`): frozen when the class freezes
+    /// itself ([`ClassSummary::self_frozen`]) and the call keeps it so.
+    pub built: Vec<(usize, Construction)>,
+    /// A parameter of the caller passed on as given (`get_activations(x,
+    /// model)` in `def statistics(x, model)`), with the parameter's
+    /// position: frozen when every call of the caller passes it frozen.
+    pub forwarded: Vec<(usize, usize)>,
+}
+
+/// A construction of a project class as a call site sees it: the class,
+/// and the arguments given other than a literal `False` (positions,
+/// keyword names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Construction {
+    /// The class's qualified name.
+    pub class: String,
+    /// Positions given a value other than `False`.
+    pub passed: Vec<usize>,
+    /// Keyword names given a value other than `False`.
+    pub passed_keywords: Vec<String>,
+}
+
+impl Construction {
+    /// Whether a class that freezes its parameters as it is built, unless
+    /// the parameter `unless` (position, name) is given, stays frozen here.
+    pub fn keeps_freeze(&self, unless: &Option<(usize, String)>) -> bool {
+        unless.as_ref().is_none_or(|(i, name)| !self.passed.contains(i) && !self.passed_keywords.contains(name))
     }
 }
 

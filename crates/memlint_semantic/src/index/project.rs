@@ -404,20 +404,44 @@ impl ProjectIndex {
             }
             eval_by_flag
         };
-        // Positions at which every known call passes a frozen model.
+        // Positions at which every known call passes a frozen model: one
+        // frozen at the site, a construction of a class that freezes
+        // itself, or a parameter of the caller that every call of the
+        // caller passes frozen (`calculate_fid(paths)` building the model,
+        // `statistics(x, model)`, `get_activations(x, model)`). The sets
+        // only grow, so the rounds stop at a fixed point.
         let frozen_args = || {
-            let mut out = HashMap::default();
-            for id in 0..names.functions as u32 {
-                let mut sites = sites.of(id).iter().map(|&i| &calls[i as usize]);
-                let Some(first) = sites.next() else { continue };
-                let mut common = first.frozen_positions.clone();
-                for s in sites {
-                    common.retain(|p| s.frozen_positions.contains(p));
-                }
-                if !common.is_empty() {
-                    out.insert(names.list[id as usize].to_string(), common);
+            let mut frozen: Vec<Vec<usize>> = vec![Vec::new(); names.functions];
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for id in 0..names.functions as u32 {
+                    let mut common: Option<Vec<usize>> = None;
+                    for &i in sites.of(id) {
+                        let s = &calls[i as usize].frozen;
+                        let caller = edges[i as usize].caller.filter(|c| is_function(*c));
+                        let at = |p: usize| {
+                            s.positions.contains(&p)
+                                || s.built.iter().any(|(q, c)| *q == p && self.self_frozen(&c.class).is_some_and(|u| c.keeps_freeze(u)))
+                                || s.forwarded.iter().any(|(q, j)| *q == p && caller.is_some_and(|c| frozen[c as usize].contains(j)))
+                        };
+                        let cur = common.get_or_insert_with(|| {
+                            s.positions.iter().copied().chain(s.built.iter().map(|b| b.0)).chain(s.forwarded.iter().map(|f| f.0)).collect()
+                        });
+                        cur.retain(|&p| at(p));
+                        if cur.is_empty() {
+                            break;
+                        }
+                    }
+                    let now = common.unwrap_or_default();
+                    if now.len() > frozen[id as usize].len() {
+                        frozen[id as usize] = now;
+                        changed = true;
+                    }
                 }
             }
+            let out: HashMap<String, Vec<usize>> =
+                frozen.into_iter().enumerate().filter(|(_, f)| !f.is_empty()).map(|(id, f)| (names.list[id].to_string(), f)).collect();
             out
         };
         let ((no_grad_only, (reaches_backward, backward_per_call, step_code)), (performs, (eval_by_flag, frozen_args))) = rayon::join(
