@@ -374,6 +374,11 @@ fn python_view(source: &str) -> (String, CellRole) {
     let mut rest = 0;
     // A cell magic is the cell's first non-blank line.
     if let Some(first) = lines.iter().position(|l| !l.trim().is_empty()) {
+        // Yandex DataSphere's cell header: `#!S:bash` (or `#!:bash`) runs
+        // the cell in a shell; `#!L`, `#!S` run Python.
+        if lines[first].starts_with("#!") && lines[first].split_once(':').is_some_and(|(_, kernel)| !kernel.trim().is_empty()) {
+            return (blank(source), CellRole::Skipped);
+        }
         if let Some(magic) = lines[first].strip_prefix("%%") {
             let mut words = magic.split_whitespace();
             let name = words.next().unwrap_or("");
@@ -606,14 +611,21 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
     // blank's comment holds the closing bracket, so everything after that
     // line is read inside the call (errors there, up to the end of the
     // cell, come from the blank).
+    // So does a line that opens a bracket it does not close right after a
+    // comment that marks the blank (`# YOUR CODE: Linear + GELU` then
+    // `nn.Linear(..`).
     let mut offset = 0;
     let mut swallowed_from = usize::MAX;
+    let mut marked_above = false;
     for line in source.split_inclusive('\n') {
         let code = line.split('#').next().unwrap_or("");
         let opened = code.matches(['(', '[', '{']).count() > code.matches([')', ']', '}']).count();
-        if opened && marks_a_blank(line) {
+        if opened && (marks_a_blank(line) || marked_above) {
             swallowed_from = offset;
             break;
+        }
+        if !line.trim().is_empty() {
+            marked_above = code.trim().is_empty() && marks_a_blank(line);
         }
         offset += line.len();
     }
@@ -1185,6 +1197,9 @@ mod tests {
     #[test]
     fn cell_magics() {
         assert_eq!(python_view("%%bash\necho hi\n"), ("      \n       \n".to_string(), CellRole::Skipped));
+        assert_eq!(python_view("#!S:bash\nwget x -O y\n").1, CellRole::Skipped);
+        assert_eq!(python_view("#!:bash\nls\n").1, CellRole::Skipped);
+        assert_eq!(python_view("#!L\nx = 1\n"), ("#!L\nx = 1\n".to_string(), CellRole::Module));
         assert_eq!(python_view("%%time\nx = 1\n"), ("      \nx = 1\n".to_string(), CellRole::Module));
         assert_eq!(python_view("%%writefile -a train.py\nx = 1\n").1, CellRole::Standalone);
         assert_eq!(python_view("%%writefile notes.txt\nhello\n").1, CellRole::Skipped);
@@ -1291,6 +1306,9 @@ mod tests {
         assert!(blank("generated_data = <gen(noise)>\n"));
         assert!(blank("def f(x):\n    return <student.implement_me()>\n"));
         assert!(!blank("y = a <f(x)> b\n"));
+        // An unclosed call right below the comment that marks it.
+        assert!(blank("def mlp(d):\n    return nn.Sequential(\n        # YOUR CODE: Linear + GELU\n        nn.Linear(..\n    )\n"));
+        assert!(!blank("def mlp(d):\n    return nn.Sequential(\n        # two layers\n        nn.Linear(..\n    )\n"));
     }
 
     #[test]

@@ -191,7 +191,8 @@ impl SummaryVisitor {
             qualname: qualname.clone(),
             name: f.name.clone(),
             class,
-            calls_backward: backward && calls_backward(&f.body),
+            calls_backward: backward && calls_backward(&f.body)
+                || f.words.contains(Words::GRAD) && crate::facts::scan::calls_one_of(&f.body, &cx.gradient_imports().collect()),
             returns_in_memory_dataset: false,
             backward_per_call: backward && crate::facts::scan::backward_outside_loops(&f.body, None),
             decorated_no_grad: f.decorators.iter().any(|d| cx.is_no_grad_decorator(d)),

@@ -196,6 +196,11 @@ impl Rule for EvalWithoutNoGrad {
         {
             return;
         }
+        // `if not cross_valid: noisy = self.augment(noisy)` in a function
+        // that evaluates by a flag: the arm runs only when training.
+        if cx.eval_flag().is_some_and(|(flag, true_says_eval)| in_training_arm(expr, flag, true_says_eval, checker)) {
+            return;
+        }
         let ExprKind::Call { func, .. } = &expr.kind else { return };
         let model = match &func.kind {
             ExprKind::Attribute { value, attr, .. } if nn::is_forward_method(attr) && cx.is_model(value) => Some(&**value),
@@ -207,8 +212,8 @@ impl Rule for EvalWithoutNoGrad {
             // frozen but for a part (a head) records only that part's.
             Some(m) if m.dotted().is_some_and(|d| cx.is_frozen_but_a_head(&d)) => return,
             // A module that owns no parameters (a mel-spectrogram front end
-            // with buffers only) records no graph either.
-            Some(m) if m.dotted().and_then(|d| cx.instance_class(&d)).is_some_and(|c| cx.index().is_parameter_free(&c)) => return,
+            // with buffers only, `nn.Softmax(dim=-1)`) records no graph either.
+            Some(m) if m.dotted().is_some_and(|d| cx.owns_no_parameters(&d)) => return,
             Some(m) => {
                 let place = match cx.function_name() {
                     Some(f) => format!(" in `{f}`"),
@@ -275,6 +280,29 @@ fn feeds_itself(expr: &Expr, checker: &Checker<'_>) -> bool {
         })
     };
     args.iter().chain(keywords.iter().map(|k| &k.value)).any(|a| a.as_name().is_some_and(bound))
+}
+
+/// Whether `expr` sits in an arm of an `if` on the train-mode flag
+/// (`if flag:`, `if not flag:`, or their `else`) that runs only when the
+/// flag says training.
+fn in_training_arm(expr: &Expr, flag: &str, true_says_eval: bool, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(mut child) = module.tree.owner(expr.id) else { return false };
+    while let Some(id) = module.tree.parent(child) {
+        if let Some(StmtKind::If { test, body, .. }) = module.stmt(id).map(|s| &s.kind) {
+            let value_in_body = match &test.kind {
+                ExprKind::Name(n) if n.as_str() == flag => Some(true),
+                ExprKind::Unary { op: memlint_semantic::ir::UnaryOp::Not, operand } if operand.as_name() == Some(flag) => Some(false),
+                _ => None,
+            };
+            if let Some(v) = value_in_body {
+                let in_body = body.iter().any(|s| s.id == child);
+                return (if in_body { v } else { !v }) != true_says_eval;
+            }
+        }
+        child = id;
+    }
+    false
 }
 
 fn under_phase_test(expr: &Expr, lp: memlint_semantic::ir::StmtId, var: &str, checker: &Checker<'_>) -> bool {

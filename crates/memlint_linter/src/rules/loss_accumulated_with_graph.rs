@@ -88,11 +88,14 @@ declare_rule! {
     /// `backward()` is called on them in the loop. Test modules are not
     /// checked, nor a file written for PyTorch before 0.4 (it wraps tensors
     /// in `Variable(...)` and reads a loss as `loss.data[0]`, which raises
-    /// from PyTorch 0.5 on: see ML201). A loss added after its own `backward()` (no graph built since)
-    /// into a sum that the training loop resets (`running_loss = 0.0` at
-    /// each optimizer step or logging interval) is not reported: backward
-    /// freed the saved activations and only the autograd nodes of one window
-    /// stay alive. The same sum never reset is reported. Nor is a list of
+    /// from PyTorch 0.5 on: see ML201). A loss added after its own `backward()` (no graph built since),
+    /// or just before it with the `backward()` following in the same loop
+    /// body unconditionally, into a sum that the training loop resets
+    /// (`running_loss = 0.0` at each optimizer step or logging interval) is
+    /// not reported: backward freed the saved activations and only the
+    /// autograd nodes of one window stay alive. The same sum never reset is
+    /// reported, and so is one added before a `backward()` that runs on some
+    /// iterations only. Nor is a list of
     /// micro-batch values rebuilt by an outer loop every step (`outputs =
     /// []`) when a `backward()` follows the append in the inner loop's
     /// iteration: it frees what each graph saved, and the list lives one
@@ -171,8 +174,9 @@ impl LossAccumulatedWithGraph {
         // `running_loss += loss` after `loss.backward()`, the sum reset at
         // each optimizer step or logging interval: backward freed what the
         // graph saved, and only the autograd nodes of one window stay alive.
-        if !cx.graph_may_be_live()
-            && value.dotted().is_some_and(|d| cx.is_backward_root(&d))
+        // So is one added just before its own `backward()` in the same
+        // block (`train_loss += out.loss` then `out.loss.backward()`).
+        if value.dotted().is_some_and(|d| cx.is_backward_root(&d) && (!cx.graph_may_be_live() || backward_follows(value, &d, checker)))
             && cx.reset_in_training_loop(&acc_name)
         {
             return;
@@ -371,4 +375,19 @@ fn reads_name(e: &Expr, name: &str) -> bool {
         ExprKind::Unary { operand: x, .. } => reads_name(x, name),
         _ => false,
     }
+}
+
+/// Whether a later statement of the loop body that holds `value`'s
+/// statement calls `backward()` on `root` unconditionally.
+fn backward_follows(value: &Expr, root: &str, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some(stmt) = module.tree.owner(value.id) else { return false };
+    let block = match module.tree.parent(stmt).and_then(|p| module.stmt(p)).map(|s| &s.kind) {
+        Some(StmtKind::For { body, .. } | StmtKind::While { body, .. }) => body,
+        _ => return false,
+    };
+    let Some(at) = block.iter().position(|s| s.id == stmt) else { return false };
+    block[at + 1..]
+        .iter()
+        .any(|s| matches!(s.kind, StmtKind::Expr(_)) && memlint_semantic::facts::backward_roots(std::slice::from_ref(s)).contains(root))
 }

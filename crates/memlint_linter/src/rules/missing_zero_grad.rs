@@ -68,7 +68,10 @@ declare_rule! {
     /// test_attention(): start = time.time(); for i in range(1000): ...`),
     /// whose weights are thrown away. Nor is a loop that leaves after a few
     /// steps (`if ii == 3: break`, at most 16), a notebook's timing demo
-    /// or a smoke run.
+    /// or a smoke run. Nor is the step of an optimizer a function is given
+    /// in a loop that zeroes a module-level one (`opt.zero_grad()` ...
+    /// `optimizer.step()` in `def train_model(model, optimizer, data)`):
+    /// the callers may pass that same `opt`.
     ///
     /// ## References
     /// - [Zeroing out gradients in PyTorch](https://pytorch.org/tutorials/recipes/recipes/zeroing_out_gradients.html)
@@ -124,10 +127,18 @@ impl Rule for MissingZeroGrad {
             events.iter().filter(|e| e.kind == StepKind::ZeroGrad).filter_map(|e| e.receiver.as_deref()).collect();
         zeroed.sort_unstable();
         zeroed.dedup();
+        // `opt.zero_grad()` of a module-level optimizer in a function that
+        // steps the `optimizer` it is given: the caller may well pass that
+        // same `opt` (a notebook's `train_model(model, opt, ...)`).
+        let bound_here = |n: &str| {
+            function.is_some_and(|f| f.params.iter().any(|p| p.name == n) || f.locals.binary_search_by(|x| x.as_str().cmp(n)).is_ok())
+        };
+        let zeroes_a_global = function.is_some() && zeroed.iter().any(|z| !z.contains('.') && !bound_here(z));
         for e in events.iter().filter(|e| e.is_direct()) {
             let what = match e.kind {
                 StepKind::OptimizerStep { closure: false } | StepKind::ScalerStep => match &e.receiver {
                     Some(r) if zeroed.contains(&r.as_str()) => continue,
+                    Some(r) if zeroes_a_global && function.is_some_and(|f| f.params.iter().any(|p| p.name == *r)) => continue,
                     Some(r) => format!("`{r}`"),
                     None if !zeroed.is_empty() => continue,
                     None => "the optimizer".to_string(),

@@ -29,7 +29,9 @@ impl Context {
             || self.index.only_called_without_grad(&qualname);
         frame.eval_by_flag = !unit_test && self.index.evaluates_by_flag(&qualname);
         let flag = if frame.eval_by_flag {
-            self.index.function(&qualname).and_then(|f| f.train_flag_name.clone())
+            let f = self.index.function(&qualname);
+            frame.flag_negated = f.is_some_and(|f| f.train_flag_negated);
+            f.and_then(|f| f.train_flag_name.clone())
         } else {
             None
         };
@@ -41,6 +43,9 @@ impl Context {
         }
         if backward {
             frame.backward_helpers = local_backward_helpers(&func.body);
+        }
+        if func.words.contains(Words::GRAD) {
+            frame.backward_helpers.extend(self.gradient_imports());
         }
         frame.flag_param = flag;
         frame.role = Some(if unit_test { Role::Test } else { self.index.role(&qualname) });
@@ -100,6 +105,15 @@ impl Context {
         }
     }
 
+    /// The names the file imports torch's gradient functions as (`from
+    /// torch.autograd import grad`): a bare `grad(nll, params)` takes
+    /// gradients.
+    pub(crate) fn gradient_imports(&self) -> impl Iterator<Item = String> + '_ {
+        self.facts.module_level_imports.iter().filter_map(|(local, target)| {
+            matches!(target.as_deref(), Some("torch.autograd.grad" | "torch.autograd.backward")).then(|| local.clone())
+        })
+    }
+
     pub(super) fn param_kind(&self, p: &Param) -> Option<ValueKind> {
         self.annotation_kind(p.annotation.as_ref()?)
     }
@@ -133,7 +147,7 @@ impl Context {
                 })*
             }};
         }
-        remove!(factories, instances, frozen, constructions, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, counts, cpu_devices);
+        remove!(factories, instances, frozen, constructions, parameterless, unfrozen_parts, kinds, graph, requires_grad, views, losses, saved, grad_values, batches, grad_off, batch_loader, loader_iters, interval_names, few_items, counts, cpu_devices);
         // What hangs below the rebound place belongs to the old object:
         // `obj = Box()` forgets `obj.t`.
         let below = |k: &str| is_below(k, dotted);
@@ -268,6 +282,7 @@ impl Context {
                 // keeps the loader its batch came from.
                 let batch_loader = if batch { value.and_then(|v| self.batch_loader_of(v)) } else { None };
                 let frozen = value.is_some_and(|v| self.is_frozen_value(v));
+                let parameterless = value.is_some_and(|v| self.builds_parameterless_layer(v));
                 let construction = match value {
                     Some(v) if !frozen && self.options.summary_only && self.index.is_empty() => self.bound_construction(v),
                     _ => None,
@@ -283,6 +298,8 @@ impl Context {
                     self.frame_mut().frozen.insert(d.to_string());
                 } else if let Some(c) = construction {
                     self.frame_mut().constructions.insert(d.to_string(), c);
+                } else if parameterless {
+                    self.frame_mut().parameterless.insert(d.to_string());
                 } else if !self.options.summary_only && kind == Some(ValueKind::Module) && d.contains('.') {
                     // `model.head = nn.Linear(...)` on a frozen model: a
                     // trainable part.

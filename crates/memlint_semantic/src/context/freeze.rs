@@ -51,6 +51,22 @@ impl Context {
         false
     }
 
+    /// Whether `v` builds a torch layer that owns no parameters
+    /// (`nn.Softmax(dim=-1)`, moved or not).
+    pub(super) fn builds_parameterless_layer(&self, v: &Expr) -> bool {
+        self.callee_name(nn::strip_module_moves(v)).is_some_and(|q| q.starts_with_module(nn::NN) && nn::is_parameterless_layer(q.last()))
+    }
+
+    /// Whether the module `dotted` names owns no parameters: a torch layer
+    /// without any (`softmax = nn.Softmax(dim=-1)`), or an instance of a
+    /// project module that builds none
+    /// ([`crate::index::ClassSummary::parameter_free`]). Its forward records
+    /// no graph of its own.
+    pub fn owns_no_parameters(&self, dotted: &str) -> bool {
+        self.visible_frames().any(|f| f.parameterless.contains(dotted))
+            || self.instance_class(dotted).is_some_and(|c| !self.index.is_empty() && self.index.is_parameter_free(&c))
+    }
+
     /// A construction of a project class (`FeatureNet([idx])`, CamelCase):
     /// the class and what the call passes ([`Construction`]). None for a
     /// call with a splat, which may pass anything.

@@ -204,10 +204,15 @@ struct Frame {
     eval_by_flag: bool,
     /// That flag parameter: `backward()` under `if <flag>:` runs only when training.
     flag_param: Option<String>,
+    /// `True` passed to that flag says evaluation (`cross_valid=True`).
+    flag_negated: bool,
     /// Project class of instance bindings (`meter = AverageMeter()`).
     instances: HashMap<String, String>,
     /// Models whose parameters were all frozen.
     frozen: HashSet<String>,
+    /// Names bound to a torch layer that owns no parameters (`softmax =
+    /// nn.Softmax(dim=-1)`).
+    parameterless: HashSet<String>,
     /// Summary walk only: names bound to a construction of a project class
     /// (`model = FeatureNet([idx])`), which the index reads for a class
     /// that freezes itself ([`Context::frozen_args_at`]).

@@ -556,6 +556,14 @@ impl Context {
         self.current_stmt_id
     }
 
+    /// The train-mode flag of a function some caller passes the value
+    /// that says evaluation: the parameter's name, and whether `True` says
+    /// evaluation (`cross_valid`) rather than training (`train`).
+    pub fn eval_flag(&self) -> Option<(&str, bool)> {
+        let f = self.frame();
+        f.flag_param.as_deref().map(|p| (p, f.flag_negated))
+    }
+
     /// The name of the innermost function, `None` at module level.
     pub fn function_name(&self) -> Option<&str> {
         self.frame().name.as_deref()

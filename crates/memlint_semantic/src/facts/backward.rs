@@ -10,7 +10,7 @@ use super::scan::collect_target_names;
 /// Names whose value `backward()` is called on: `loss.backward()`,
 /// `(loss / n).backward()`, `scaler.scale(loss).backward()`, tch's
 /// `opt.backward_step(&loss)`.
-pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
+pub fn backward_roots(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::default();
     for_each_expr_in_function(body, &mut |e| {
         let mut rec = |x: &Expr| -> bool {

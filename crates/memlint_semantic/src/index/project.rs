@@ -397,8 +397,10 @@ impl ProjectIndex {
                     false => s.false_positions.contains(&pos) || s.false_keywords.contains(&name),
                     true => s.true_positions.contains(&pos) || s.true_keywords.contains(&name),
                 };
-                if sites.of(id).iter().map(|&i| &calls[i as usize]).any(evaluates)
-                {
+                // Only a call that evaluates with grad on: `with
+                // torch.no_grad(): self._run_one_epoch(cross_valid=True)`
+                // evaluates as it should.
+                if sites.of(id).iter().any(|&i| evaluates(&calls[i as usize]) && !edges[i as usize].off_here) {
                     eval_by_flag.insert(names.list[id as usize].to_string());
                 }
             }
