@@ -176,7 +176,7 @@ impl LossAccumulatedWithGraph {
         // graph saved, and only the autograd nodes of one window stay alive.
         // So is one added just before its own `backward()` in the same
         // block (`train_loss += out.loss` then `out.loss.backward()`).
-        if value.dotted().is_some_and(|d| cx.is_backward_root(&d) && (!cx.graph_may_be_live() || backward_follows(value, &d, checker)))
+        if value.dotted().is_some_and(|d| (cx.is_backward_root(&d) && !cx.graph_may_be_live()) || backward_follows(value, &d, checker))
             && cx.reset_in_training_loop(&acc_name)
         {
             return;
@@ -387,7 +387,5 @@ fn backward_follows(value: &Expr, root: &str, checker: &Checker<'_>) -> bool {
         _ => return false,
     };
     let Some(at) = block.iter().position(|s| s.id == stmt) else { return false };
-    block[at + 1..]
-        .iter()
-        .any(|s| matches!(s.kind, StmtKind::Expr(_)) && memlint_semantic::facts::backward_roots(std::slice::from_ref(s)).contains(root))
+    memlint_semantic::facts::surely_backpropagates(&block[at + 1..], root)
 }

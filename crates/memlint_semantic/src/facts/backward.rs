@@ -10,7 +10,7 @@ use super::scan::collect_target_names;
 /// Names whose value `backward()` is called on: `loss.backward()`,
 /// `(loss / n).backward()`, `scaler.scale(loss).backward()`, tch's
 /// `opt.backward_step(&loss)`.
-pub fn backward_roots(body: &[Stmt]) -> HashSet<String> {
+pub(crate) fn backward_roots(body: &[Stmt]) -> HashSet<String> {
     let mut out = HashSet::default();
     for_each_expr_in_function(body, &mut |e| {
         let mut rec = |x: &Expr| -> bool {
@@ -32,6 +32,29 @@ pub fn backward_roots(body: &[Stmt]) -> HashSet<String> {
         }
     });
     out
+}
+
+/// Whether one of `stmts`, run in order, surely calls `backward()` on
+/// `root`: `loss.backward()` as a statement, or an `if` whose every arm
+/// does (`accelerator.backward(loss)` in one, `loss.backward()` in the
+/// other).
+pub fn surely_backpropagates(stmts: &[Stmt], root: &str) -> bool {
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Expr(e) => {
+            let mut found = false;
+            e.any(&mut |x| {
+                if let Some((recv, "backward")) = x.as_method_call() {
+                    let args = x.as_call().map_or(&[][..], |(_, args, _)| args);
+                    found |= recv.any(&mut |r| r.dotted().is_some_and(|d| d == root))
+                        || args.first().is_some_and(|a| a.dotted().is_some_and(|d| d == root));
+                }
+                found
+            });
+            found
+        }
+        StmtKind::If { body, orelse, .. } => !orelse.is_empty() && surely_backpropagates(body, root) && surely_backpropagates(orelse, root),
+        _ => false,
+    })
 }
 
 /// The names `body`'s `backward()` roots are computed from

@@ -22,5 +22,5 @@ pub const FEW_ITERATIONS: i64 = 16;
 /// demo (a few gradient steps on a latent, a short warm-up): what it keeps
 /// or waits for each step is paid at most that many times.
 pub const DEMO_STEPS: i64 = 50;
-pub use backward::{backward_inputs, backward_roots, clips_gradients};
+pub use backward::{backward_inputs, clips_gradients, surely_backpropagates};
 pub use scan::{sum_reduced_names, volatile_use, Volatile};
