@@ -10,7 +10,8 @@ declare_rule! {
     /// each with its `torch.amp` replacement. Not where apex is one backend
     /// among others: in a file that also uses native AMP (`torch.autocast`,
     /// `torch.amp`, `torch.cuda.amp`, a `GradScaler`: a trainer's
-    /// `half_precision_backend == "apex"` option), or in a function or class
+    /// `half_precision_backend == "apex"` option; in code, a comment naming
+    /// the native API does not count), or in a function or class
     /// named after apex (`class ApexScaler`). Training code whose only mixed
     /// precision is apex is reported whatever its flag is named (`if
     /// args.fp16:`, `if args.using_apex:`), also when apex is imported only
@@ -108,5 +109,11 @@ fn apex_is_an_option(checker: &Checker<'_>) -> bool {
     if checker.cx.function_name().is_some_and(named) || checker.cx.current_class_qualname().is_some_and(|c| named(&c)) {
         return true;
     }
-    amp::NATIVE_AMP_SPELLINGS.iter().any(|s| checker.source().contains(s))
+    // In code, not in a comment (`# TODO: port to torch.amp`).
+    let source = checker.source();
+    amp::NATIVE_AMP_SPELLINGS.iter().any(|s| source.contains(s))
+        && source.lines().any(|l| {
+            let code = l.split('#').next().unwrap_or("");
+            amp::NATIVE_AMP_SPELLINGS.iter().any(|s| code.contains(s))
+        })
 }
