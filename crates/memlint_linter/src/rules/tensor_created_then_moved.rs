@@ -29,7 +29,8 @@ declare_rule! {
     /// - 1`).
     /// The factories are `zeros`, `ones`,
     /// `empty`, `full`, `rand`, `randn`, `randint`, `randperm`, `arange`,
-    /// `linspace` and `eye`; the move is `.cuda()` or `.to(...)` with a
+    /// `linspace`, `eye` and `normal` given a size (`torch.normal(0, 1,
+    /// size=(b, d))`); the move is `.cuda()` or `.to(...)` with a
     /// device (a `"cuda..."` string, `torch.device(...)`, `x.device`, or a
     /// name like `device`/`dev`), or a call of a project helper that
     /// returns its argument moved (`to_var(x)`, `get_torch_variable(arg)`). In tch: `Tensor::zeros`, `randn`,
@@ -109,8 +110,11 @@ declare_rule! {
     /// its `apply` is called, which is not followed): a factory there is
     /// reported only inside a hot loop. Nor is a tensor that two nested
     /// loops of the function then fill element by element (`scores[b, i] =
-    /// self.score(...)`): vectorising that loop is the fix, and it removes
-    /// the line. Nor is code reached only once per epoch of a training loop
+    /// self.score(...)`), or that a loop fills slot by slot from the parts
+    /// of items of host data (`starts[k], labels[k] = dataset[i]`, each
+    /// write a copy of its own): vectorising that loop is the fix, and it
+    /// removes the line.
+    /// Nor is code reached only once per epoch of a training loop
     /// (a decode helper of the validation run after each epoch, through any
     /// number of calls) outside a loop over data, unless a `for` loop over a
     /// `range` there runs a model each step (a diffusion sampler's
@@ -428,20 +432,48 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
 /// then fill element by element (`scores[b, i] = self.score(...)`, an
 /// index of two or more parts): a Python loop of many small kernels whose
 /// cost dwarfs the one copy; vectorising it is the fix, and it removes the
-/// line. A decoder that writes one step's output per iteration
-/// (`outputs[t] = output`) is not such a loop.
+/// line. So does a loop that fills it slot by slot from the parts of items
+/// of host data (`buf[k], labels[k] = dataset[i]`, each write a copy of
+/// its own). A
+/// decoder that writes one step's output per iteration (`outputs[t] =
+/// output`) is not such a loop.
 fn filled_element_by_element(expr: &Expr, checker: &Checker<'_>) -> bool {
-    fn writes(body: &[Stmt], name: &str, depth: usize) -> bool {
+    // `loop_locals`: what the innermost loop around binds (a decoder's
+    // `out = self.decoder(...)` then `outputs[t] = out[:, 0]` writes what
+    // the device computed, not host data).
+    fn writes(body: &[Stmt], name: &str, depth: usize, loop_locals: &[memlint_semantic::ir::Ident]) -> bool {
         let element = |t: &Expr| {
             matches!(&t.kind, ExprKind::Subscript { value, index }
                 if value.as_name() == Some(name) && matches!(&index.kind, ExprKind::Sequence(parts) if parts.len() >= 2))
         };
+        // `buf[k], labels[k] = dataset[i]` in a loop: slot by slot from the
+        // parts of an item of host data (a dataset's sample and label),
+        // each write its own copy to the device. (A slice written from a
+        // device tensor, `output[:, i] = preds[i]`, is not.)
+        let slot = |t: &Expr| match &t.kind {
+            ExprKind::Sequence(parts) => {
+                parts.len() >= 2
+                    && parts.iter().all(|p| matches!(p.kind, ExprKind::Subscript { .. }))
+                    && parts.iter().any(|p| matches!(&p.kind, ExprKind::Subscript { value, .. } if value.as_name() == Some(name)))
+            }
+            _ => false,
+        };
         body.iter().any(|s| match &s.kind {
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } => writes(body, name, depth + 1),
-            StmtKind::Assign { targets, .. } => depth >= 2 && targets.iter().any(element),
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+                writes(body, name, depth + 1, &memlint_semantic::ir::bound_names(body))
+            }
+            StmtKind::Assign { targets, value, .. } => {
+                let host_item = match &value.kind {
+                    ExprKind::Subscript { value: items, .. } => {
+                        items.dotted().is_some_and(|d| !loop_locals.iter().any(|l| l == d.split('.').next().unwrap_or_default()))
+                    }
+                    _ => false,
+                };
+                (depth >= 2 && targets.iter().any(element)) || (depth >= 1 && host_item && targets.iter().any(slot))
+            }
             StmtKind::AugAssign { target, .. } => depth >= 2 && element(target),
             StmtKind::Function(_) | StmtKind::Class(_) => false,
-            _ => s.child_blocks().any(|b| writes(b, name, depth)),
+            _ => s.child_blocks().any(|b| writes(b, name, depth, loop_locals)),
         })
     }
     let module = checker.module();
@@ -449,7 +481,7 @@ fn filled_element_by_element(expr: &Expr, checker: &Checker<'_>) -> bool {
     let Some(StmtKind::Assign { targets, .. }) = module.stmt(id).map(|s| &s.kind) else { return false };
     let [target] = targets.as_slice() else { return false };
     let Some(name) = target.as_name() else { return false };
-    writes(module.enclosing_function_body(id).unwrap_or(&module.body), name, 0)
+    writes(module.enclosing_function_body(id).unwrap_or(&module.body), name, 0, &[])
 }
 
 /// The source text of the `.to(...)` call's device argument (its first

@@ -361,6 +361,7 @@ pub fn may_be_library_event(last: &str) -> bool {
         || OPTIMIZERS.contains(&last)
         || SHAPE_FROM_DATA.contains(&last)
         || last == "where"
+        || last == "normal"
 }
 
 /// Whether a method named `name` can be an event on some receiver: a
@@ -531,6 +532,11 @@ fn library(call: &Expr, q: &str) -> Option<Event> {
         q if q.strip_prefix("tch.Tensor.").is_some_and(|rest| TCH_FACTORIES.contains(&rest)) => {
             let (_, args, _) = call.as_call()?;
             Event::Factory { device: !args.last().is_some_and(tch_options_on_cpu), fills: true }
+        }
+        // `torch.normal(0, 1, size=(b, d))`: drawn from numbers, with a size
+        // (given tensors, it follows their device).
+        "torch.normal" if call.keyword("size").is_some() || call.as_call().is_some_and(|(_, args, _)| args.len() >= 3) => {
+            Event::Factory { device: call.keyword("device").is_some(), fills: !zero_sized(call, last) }
         }
         q if q.strip_prefix("torch.").is_some_and(|rest| FACTORIES.contains(&rest)) => {
             Event::Factory {
