@@ -186,7 +186,9 @@ declare_rule! {
     /// nothing to the device in its body: its batches arrive on the device
     /// from the iterable (a legacy torchtext iterator built with
     /// `device=`) or through a helper, and whether that copy already waits
-    /// cannot be seen. A Python `range` loop that trains on the same
+    /// cannot be seen; so is a loop over steps that draws its batch by hand
+    /// (`batch = next(train_iterator)` of a loader's iterator) and moves
+    /// nothing itself. A Python `range` loop that trains on the same
     /// inputs every iteration (full-batch training, `out = model(X_train)`
     /// with `X_train` bound before the loop, or converted again from it in
     /// the loop, `inputs = torch.from_numpy(x_train)`, or a demo's steps on

@@ -450,19 +450,43 @@ impl Context {
     /// arrive on the device from the iterable itself (a legacy torchtext
     /// iterator built with `device=`, a prefetcher) or through a helper,
     /// and whether that copy already waits for the device is not known.
+    ///
+    /// So does a loop over a counter (or a `while`) that draws a batch by
+    /// hand every iteration (`batch = next(train_iterator)` of a loader's
+    /// iterator) and moves nothing itself.
     pub fn draws_data_it_never_moves(&self, lp: &Stmt) -> bool {
-        let StmtKind::For { body, iter, .. } = &lp.kind else { return false };
-        // `range(n)`, Rust's `0..n`: a counter, not data.
-        let counts = iter.any(&mut |e| {
-            matches!(e.kind, ExprKind::Range { .. })
-                || e.as_call().is_some_and(|(func, _, _)| {
-                    func.as_name().is_some_and(|n| n == "range") || self.qualified_name(func).is_some_and(|q| q.is("itertools.count"))
-                })
-        });
-        if counts {
+        let (body, counts) = match &lp.kind {
+            // `range(n)`, Rust's `0..n`: a counter, not data.
+            StmtKind::For { body, iter, .. } => (
+                body,
+                iter.any(&mut |e| {
+                    matches!(e.kind, ExprKind::Range { .. })
+                        || e.as_call().is_some_and(|(func, _, _)| {
+                            func.as_name().is_some_and(|n| n == "range") || self.qualified_name(func).is_some_and(|q| q.is("itertools.count"))
+                        })
+                }),
+            ),
+            StmtKind::While { body, .. } => (body, true),
+            _ => return false,
+        };
+        let draws_by_hand = || {
+            every_iteration(body).iter().any(|s| {
+                matches!(&s.kind, StmtKind::Assign { targets, value, .. }
+                    if value.as_call().is_some_and(|(f, _, _)| f.as_name() == Some("next"))
+                        && targets.iter().any(|t| t.any(&mut |x| x.as_name().is_some() && self.is_batch_value(x))))
+            })
+        };
+        if counts && !draws_by_hand() {
             return false;
         }
-        !self.moves_anything(body)
+        // `buf.resize_(data[0].size()).copy_(data[0])`: a copy into a
+        // device buffer moves it too.
+        let copies_into_a_buffer = || {
+            let mut found = false;
+            crate::ir::for_each_expr_in_function(body, &mut |x| found = found || matches!(x.as_method_call(), Some((_, "copy_"))));
+            found
+        };
+        !self.moves_anything(body) && !(counts && copies_into_a_buffer())
     }
 
     /// Whether `body` (nested blocks included, not nested functions) moves
