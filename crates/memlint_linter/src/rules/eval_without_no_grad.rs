@@ -87,9 +87,9 @@ declare_rule! {
     /// straight-line code (one sample, one display batch, a prediction for
     /// one sentence) frees its graph at the next statement and is not
     /// reported, nor a loop over a loader that leaves at the end of its
-    /// first iteration (`...; break`: one batch to show) or after a few
-    /// counted to a literal of at most 16 (`if j >= 9: break`: ten samples
-    /// to show), nor a forward
+    /// first iteration (`...; break`, or `return`: one batch to show) or
+    /// after a few counted to a literal of at most 16 (`if j >= 9: break`,
+    /// `if i == 0: return images, outputs`: samples to show), nor a forward
     /// under an interval guard in a training step (`if (i + 1) % 100 == 0:
     /// G.eval(); sample = G(z_fixed)`: one display batch every hundred
     /// steps; a validation loop under the guard is still reported); nor a loop that steps an environment (`env.step(action)`,

@@ -748,13 +748,15 @@ pub(crate) fn train_flag(body: &[Stmt], params: &[String]) -> Option<(usize, boo
     found
 }
 
-/// Whether a loop body leaves after its first iteration (a `break` of its
-/// own) or after a few, counted by a literal of at most 16 (`if j >= 9:
-/// break`, `if i == 4: break`).
+/// Whether a loop body leaves after its first iteration (a `break` or
+/// `return` of its own) or after a few, counted by a literal of at most 16
+/// (`if j >= 9: break`, `if i == 4: break`, `if i == 0: return images,
+/// outputs`).
 pub fn stops_after_a_few(body: &[Stmt]) -> bool {
+    let leaves = |s: &Stmt| matches!(s.kind, StmtKind::Break | StmtKind::Return(_));
     body.iter().any(|s| match &s.kind {
-        StmtKind::Break => true,
-        StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if matches!(b.kind, StmtKind::Break)) => {
+        StmtKind::Break | StmtKind::Return(_) => true,
+        StmtKind::If { test, body, orelse } if orelse.is_empty() && matches!(&body[..], [b] if leaves(b)) => {
             matches!(&test.kind, ExprKind::Compare { ops, comparators, .. }
                 if matches!(&ops[..], [crate::ir::CmpOp::GtE | crate::ir::CmpOp::Gt | crate::ir::CmpOp::Eq])
                     && matches!(&comparators[..], [c] if matches!(c.kind, ExprKind::Literal(crate::ir::Literal::Int(k)) if (0..=crate::facts::FEW_ITERATIONS).contains(&k))))
