@@ -111,6 +111,28 @@ fn deprecated_amp_needs_a_torch_that_deprecates_it() {
     }
 }
 
+/// A project that declares a PyTorch before 0.4 (`PyTorch 0.2.0` in its
+/// README, `Pytorch before 0.4`) is checked as code of that PyTorch, file by
+/// file as a `loss.data[0]` marks one: no `no_grad` advice (ML201), no
+/// `.data` advice (ML103), no `device=` (ML306).
+#[test]
+fn a_project_declaring_torch_before_0_4() {
+    let eval = "import torch\nfrom torch.autograd import Variable\n\n\ndef evaluate(net, loader):\n    net.eval()\n    for x, y in loader:\n        out = net(Variable(x, volatile=True).cuda())\n        w = net.fc.weight.data\n        noise = torch.zeros(4).cuda()\n";
+    let run = |readme: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "eval.py", eval);
+        if let Some(text) = readme {
+            write(dir.path(), "README.md", text);
+        }
+        stdout(&memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML103,ML201,ML306"]))
+    };
+    let current = run(None);
+    assert!(current.contains("eval.py:8:15: ML201"), "{current}");
+    for readme in ["## Requirements\n1. PyTorch 0.2.0\n", " - [Pytorch](http://pytorch.org/) before 0.4\n"] {
+        assert_eq!(run(Some(readme)), "", "{readme:?}");
+    }
+}
+
 #[test]
 fn findings_rest_on_facts_from_other_files() {
     let dir = tempfile::tempdir().unwrap();

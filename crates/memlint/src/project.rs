@@ -225,8 +225,9 @@ fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
 /// `pytorch==1.8.1` (pip), `pytorch=1.7.1` (conda), or prose naming the
 /// version the code was developed with, `PyTorch version 1.7.1`, or a
 /// release named in full, `Install Python 3.6, PyTorch 1.9.0` (not `PyTorch
-/// 1.9.0 or later`). As an
-/// exclusive bound on (major, minor): `(1, 8)` for 1.7.1. A minimum
+/// 1.9.0 or later`), or a cap, `Pytorch before 0.4`. As an
+/// exclusive bound on (major, minor): `(1, 8)` for 1.7.1, `(0, 4)` for
+/// before 0.4. A minimum
 /// (`torch>=1.8`, `PyTorch 1.8+`) is not a pin.
 pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
     let folded = text.to_ascii_lowercase();
@@ -268,6 +269,24 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
                 let v = (major, minor + 1);
                 best = lower(best, Some(v));
             }
+        }
+    }
+    // `Pytorch before 0.4`: a cap, exclusive; also through a Markdown link
+    // (`[Pytorch](http://pytorch.org/) before 0.4`).
+    let mut unlinked = String::with_capacity(folded.len());
+    let mut rest = folded.as_str();
+    while let Some(open) = rest.find("](") {
+        unlinked.push_str(&rest[..open]);
+        rest = rest[open + 2..].split_once(')').map_or("", |(_, after)| after);
+    }
+    unlinked.push_str(rest);
+    let unlinked = unlinked.replace("[pytorch", "pytorch").replace("[torch", "torch");
+    for (pos, _) in unlinked.match_indices("torch before ") {
+        let rest = &unlinked[pos + "torch before ".len()..];
+        let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+        if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
+            best = lower(best, Some((major, minor)));
         }
     }
     best
@@ -388,6 +407,8 @@ mod tests {
         assert_eq!(readme_torch_pin("pip install torchvision==0.8.2"), None);
         assert_eq!(readme_torch_pin("Requires PyTorch version 1.8+ and python 3.8"), None);
         assert_eq!(readme_torch_pin("pip install torch>=1.8"), None);
+        assert_eq!(readme_torch_pin(" - [Pytorch](http://pytorch.org/) before 0.4 (for newer vesion, see #3)"), Some((0, 4)));
+        assert_eq!(readme_torch_pin("Requires Pytorch before 0.4"), Some((0, 4)));
         assert_eq!(readme_torch_pin("We use PyTorch. See pytorch.org."), None);
         assert_eq!(readme_torch_pin("Install Python 3.6, PyTorch 1.9.0."), Some((1, 10)));
         assert_eq!(readme_torch_pin("Tested with PyTorch 1.9.0 or later."), None);

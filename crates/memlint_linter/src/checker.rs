@@ -109,9 +109,11 @@ impl<'c> Checker<'c> {
     }
 
     /// Whether the file is written for PyTorch before 0.4 and cannot run on
-    /// a later one ([`memlint_semantic::facts::Volatile::OldTorch`]).
+    /// a later one ([`memlint_semantic::facts::Volatile::OldTorch`]), or
+    /// its project declares such a PyTorch (`PyTorch 0.2.0` in its README:
+    /// [`memlint_semantic::Context::torch_below`]).
     pub fn written_for_volatile_torch(&self) -> bool {
-        self.volatile_use() == memlint_semantic::facts::Volatile::OldTorch
+        self.volatile_use() == memlint_semantic::facts::Volatile::OldTorch || self.cx.torch_below().is_some_and(|b| b <= (0, 4))
     }
 
     /// Whether some expression of the statement that holds `e` (its own

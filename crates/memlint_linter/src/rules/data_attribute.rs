@@ -70,7 +70,10 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
-    /// Not reported for `w.data *= mask` with a multiplier named as a mask
+    /// Not reported in code for PyTorch before 0.4 (it wraps tensors in
+    /// `Variable(...)` and reads a loss as `loss.data[0]`, or its project
+    /// declares such a PyTorch), where `.data` was how a `Variable` gave its
+    /// tensor. Not reported for `w.data *= mask` with a multiplier named as a mask
     /// (`self.mask`: the masked layers of PixelCNN or MADE, pruning): a
     /// fixed 0/1 mask applied again changes no value a graph saved.
     /// Not reported under `torch.no_grad()` (autograd records nothing
@@ -249,7 +252,7 @@ impl Rule for DataAttribute {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if !checker.cx.torch_imported() {
+        if !checker.cx.torch_imported() || !matches!(stmt.kind, StmtKind::Assign { .. }) || checker.written_for_volatile_torch() {
             return;
         }
         // `p.data = ...`: when the swap changes dtype, device or class, say so.
@@ -285,6 +288,11 @@ impl Rule for DataAttribute {
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
         if attr != nn::DATA || checker.cx.is_assign_target(expr.id) {
+            return;
+        }
+        // Code for PyTorch before 0.4: `.data` was how a `Variable` gave its
+        // tensor, and neither `torch.no_grad()` nor `detach()`'s advice ran there.
+        if checker.written_for_volatile_torch() {
             return;
         }
         // `p.grad.data.norm()`, `w.data.detach()`: a copy or a reduction
