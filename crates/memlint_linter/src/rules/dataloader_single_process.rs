@@ -101,7 +101,10 @@ declare_rule! {
     /// (`batch_size=len(dataset)`: one batch per epoch, nothing for workers
     /// to split), nor one returned by a helper function that nothing in
     /// the run calls (a method may be called by a framework and still
-    /// counts), nor code written for PyTorch before 0.4 (`volatile=True`
+    /// counts), nor one a dataset builds for itself in a method (a loader
+    /// per class drawn from in its `__getitem__`: it runs inside the
+    /// workers of the loader over that dataset), nor code written for
+    /// PyTorch before 0.4 (`volatile=True`
     /// or `Variable(...)` with `loss.data[0]`,
     /// `backward(retain_variables=True)`), which a
     /// current PyTorch cannot run. Other in-memory datasets (one that converts each item,
@@ -133,8 +136,18 @@ impl Rule for DataloaderSingleProcess {
             return;
         }
         let sites = checker.loader_sites();
+        // A loader a dataset builds for itself (one per class, drawn from
+        // in its `__getitem__`): it runs inside the workers of the loader
+        // over that dataset, where a process of its own would be one too many.
+        let index = checker.cx.index();
+        let in_a_dataset = |f: &str| f.rsplit_once('.').is_some_and(|(class, _)| index.method_of(class, "__getitem__").is_some());
         for site in sites.iter() {
-            if site.in_memory || site.whole_dataset || !site.num_workers.absent_or(0) || !checker.loader_feeds_training(site) {
+            if site.in_memory
+                || site.whole_dataset
+                || !site.num_workers.absent_or(0)
+                || site.function.as_deref().is_some_and(in_a_dataset)
+                || !checker.loader_feeds_training(site)
+            {
                 continue;
             }
             let (span, what) = match site.num_workers {
