@@ -167,7 +167,8 @@ declare_rule! {
     /// data-dependent branch tests that does not leave the loop is
     /// reported: move it under an interval when it allows. A loop that
     /// trains leaf tensors built on the host and never moved (`w =
-    /// torch.rand(1, 1, requires_grad=True)`) runs on the CPU and is not
+    /// torch.rand(1, 1, requires_grad=True)`, `P =
+    /// nn.Parameter(torch.FloatTensor(n, m))`) runs on the CPU and is not
     /// reported, nor is a helper's loop when the step calls it only under a
     /// logging or debugging condition (`if self.debug_mode:`).
     /// Benchmarking and profiling code (a function or file named like

@@ -660,9 +660,20 @@ impl Context {
 
     /// Whether `e` builds a leaf tensor that requires grad on the host: a
     /// torch factory without `device=` given `requires_grad=True`
-    /// (`torch.rand(1, 1, requires_grad=True)`), or such a factory's
-    /// `.requires_grad_()`.
+    /// (`torch.rand(1, 1, requires_grad=True)`), such a factory's
+    /// `.requires_grad_()`, or an `nn.Parameter` of a host tensor.
     fn builds_host_leaf(&self, e: &Expr) -> bool {
+        // `nn.Parameter(torch.FloatTensor(n, m))`: a parameter made of a
+        // host tensor, by a factory or a legacy CPU constructor.
+        if let Some((func, [inner], _)) = e.as_call() {
+            if self.qualified_name(func).is_some_and(|q| q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"])) {
+                let Some((f, _, _)) = inner.as_call() else { return false };
+                return self.qualified_name(f).is_some_and(|q| {
+                    crate::api::is_legacy_cpu_constructor(q.as_str())
+                        || matches!(classify(inner, Callee::Library(q.as_str())), Some(Event::Factory { device: false, .. }))
+                });
+            }
+        }
         let (call, requires) = match e.as_method_call() {
             Some((recv, "requires_grad_")) if e.as_call().is_some_and(|(_, args, _)| args.first().is_none_or(|a| !a.is_false())) => {
                 (recv, true)
