@@ -42,11 +42,8 @@ impl Context {
                 return false;
             }
             let (_, args, _) = v.as_call().unwrap_or((v, &[], &[]));
-            let parameterless = |a: &Expr| {
-                self.callee_name(a).is_some_and(|q| q.starts_with_module(nn::NN) && nn::is_parameterless_layer(q.last()))
-            };
             return args.iter().any(|a| self.is_frozen_value(a))
-                && args.iter().all(|a| self.is_frozen_value(a) || parameterless(a));
+                && args.iter().all(|a| self.is_frozen_value(a) || self.builds_parameterless_layer(a));
         }
         false
     }
