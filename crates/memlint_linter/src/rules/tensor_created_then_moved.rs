@@ -97,7 +97,8 @@ declare_rule! {
     /// one there that shows a figure each iteration (`plt.subplots(...)`,
     /// `plt.show()`: ten pictures of samples in a notebook) or that counts
     /// a few iterations as a literal (`for i in range(10):`, at most 16:
-    /// ten draws for a mean style), code under an interval or logging test
+    /// ten draws for a mean style; at module level also when it takes a
+    /// step, a module's `__main__` self-test), code under an interval or logging test
     /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
@@ -235,7 +236,10 @@ impl Rule for TensorCreatedThenMoved {
         // Step code reached only once per epoch (a helper of the validation
         // run after each epoch, step code because that run loops over
         // batches) repeats only as often as its own loops say.
-        let per_step = cx.in_step_code() && !cx.in_code_reached_once_per_epoch();
+        // Module-level code whose every loop runs a few times (`for i in
+        // range(10):`, a module's `__main__` self-test) runs as many
+        // steps as it counts, once per program.
+        let per_step = cx.in_step_code() && !cx.in_code_reached_once_per_epoch() && (cx.function_name().is_some() || cx.in_long_loop());
         let repeated = (per_step || hot_loop) && !cx.in_epoch_loop_only();
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
         // Under an option of the class that is off by default (`if
