@@ -264,10 +264,8 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
                     continue;
                 }
             }
-            let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
-            if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
-                let v = (major, minor + 1);
-                best = lower(best, Some(v));
+            if let Some((major, minor)) = major_minor(&version) {
+                best = lower(best, Some((major, minor + 1)));
             }
         }
     }
@@ -284,12 +282,16 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
     for (pos, _) in unlinked.match_indices("torch before ") {
         let rest = &unlinked[pos + "torch before ".len()..];
         let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
-        let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
-        if let (Some(major), Some(minor)) = (parts.next(), parts.next()) {
-            best = lower(best, Some((major, minor)));
-        }
+        best = lower(best, major_minor(&version));
     }
     best
+}
+
+/// The (major, minor) of a version number (`(1, 7)` of `1.7.1`), when it
+/// names both.
+fn major_minor(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split('.').filter_map(|p| p.parse::<u32>().ok());
+    Some((parts.next()?, parts.next()?))
 }
 
 /// The torch versions a requirements text declares ([`TorchVersions`]):

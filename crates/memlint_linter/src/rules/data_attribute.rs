@@ -252,11 +252,14 @@ impl Rule for DataAttribute {
     }
 
     fn check_stmt(&self, stmt: &Stmt, checker: &mut Checker<'_>) {
-        if !checker.cx.torch_imported() || !matches!(stmt.kind, StmtKind::Assign { .. }) || checker.written_for_volatile_torch() {
+        if !checker.cx.torch_imported() {
             return;
         }
         // `p.data = ...`: when the swap changes dtype, device or class, say so.
         let StmtKind::Assign { targets, .. } = &stmt.kind else { return };
+        if checker.written_for_volatile_torch() {
+            return;
+        }
         for t in targets {
             let ExprKind::Attribute { value, attr, attr_span } = &t.kind else { continue };
             if attr != nn::DATA || !matches!(data_use(checker, value), Some(DataUse::Live)) {

@@ -287,22 +287,17 @@ fn feeds_itself(expr: &Expr, checker: &Checker<'_>) -> bool {
 /// flag says training.
 fn in_training_arm(expr: &Expr, flag: &str, true_says_eval: bool, checker: &Checker<'_>) -> bool {
     let module = checker.module();
-    let Some(mut child) = module.tree.owner(expr.id) else { return false };
-    while let Some(id) = module.tree.parent(child) {
-        if let Some(StmtKind::If { test, body, .. }) = module.stmt(id).map(|s| &s.kind) {
-            let value_in_body = match &test.kind {
-                ExprKind::Name(n) if n.as_str() == flag => Some(true),
-                ExprKind::Unary { op: memlint_semantic::ir::UnaryOp::Not, operand } if operand.as_name() == Some(flag) => Some(false),
-                _ => None,
-            };
-            if let Some(v) = value_in_body {
-                let in_body = body.iter().any(|s| s.id == child);
-                return (if in_body { v } else { !v }) != true_says_eval;
-            }
-        }
-        child = id;
-    }
-    false
+    let Some(id) = module.tree.owner(expr.id) else { return false };
+    let found = module.tree.guards(id).find_map(|(guard, arm)| {
+        let StmtKind::If { test, .. } = &module.stmt(guard)?.kind else { return None };
+        let value_in_body = match &test.kind {
+            ExprKind::Name(n) if n.as_str() == flag => true,
+            ExprKind::Unary { op: memlint_semantic::ir::UnaryOp::Not, operand } if operand.as_name() == Some(flag) => false,
+            _ => return None,
+        };
+        Some((if arm == memlint_semantic::ir::Arm::Body { value_in_body } else { !value_in_body }) != true_says_eval)
+    });
+    found.unwrap_or(false)
 }
 
 fn under_phase_test(expr: &Expr, lp: memlint_semantic::ir::StmtId, var: &str, checker: &Checker<'_>) -> bool {

@@ -382,10 +382,12 @@ fn reads_name(e: &Expr, name: &str) -> bool {
 fn backward_follows(value: &Expr, root: &str, checker: &Checker<'_>) -> bool {
     let module = checker.module();
     let Some(stmt) = module.tree.owner(value.id) else { return false };
-    let block = match module.tree.parent(stmt).and_then(|p| module.stmt(p)).map(|s| &s.kind) {
-        Some(StmtKind::For { body, .. } | StmtKind::While { body, .. }) => body,
+    let body = match module.tree.parent(stmt).and_then(|p| module.stmt(p)).map(|s| &s.kind) {
+        Some(StmtKind::For { body, .. } | StmtKind::While { body, .. }) => body.as_slice(),
         _ => return false,
     };
-    let Some(at) = block.iter().position(|s| s.id == stmt) else { return false };
-    memlint_semantic::facts::surely_backpropagates(&block[at + 1..], root)
+    match module.block_of(stmt) {
+        Some((block, at)) if std::ptr::eq(block, body) => memlint_semantic::facts::surely_backpropagates(&block[at + 1..], root),
+        _ => false,
+    }
 }

@@ -130,15 +130,14 @@ impl Rule for MissingZeroGrad {
         // `opt.zero_grad()` of a module-level optimizer in a function that
         // steps the `optimizer` it is given: the caller may well pass that
         // same `opt` (a notebook's `train_model(model, opt, ...)`).
-        let bound_here = |n: &str| {
-            function.is_some_and(|f| f.params.iter().any(|p| p.name == n) || f.locals.binary_search_by(|x| x.as_str().cmp(n)).is_ok())
-        };
+        let is_param = |n: &str| function.is_some_and(|f| f.params.iter().any(|p| p.name == n));
+        let bound_here = |n: &str| is_param(n) || function.is_some_and(|f| f.locals.binary_search_by(|x| x.as_str().cmp(n)).is_ok());
         let zeroes_a_global = function.is_some() && zeroed.iter().any(|z| !z.contains('.') && !bound_here(z));
         for e in events.iter().filter(|e| e.is_direct()) {
             let what = match e.kind {
                 StepKind::OptimizerStep { closure: false } | StepKind::ScalerStep => match &e.receiver {
                     Some(r) if zeroed.contains(&r.as_str()) => continue,
-                    Some(r) if zeroes_a_global && function.is_some_and(|f| f.params.iter().any(|p| p.name == *r)) => continue,
+                    Some(r) if zeroes_a_global && is_param(r) => continue,
                     Some(r) => format!("`{r}`"),
                     None if !zeroed.is_empty() => continue,
                     None => "the optimizer".to_string(),

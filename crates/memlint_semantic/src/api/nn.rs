@@ -56,6 +56,9 @@ pub const PARAMETER_SHARING_WRAPPERS: &[&str] = &[
     "torch.compile",
 ];
 
+/// `nn.Parameter` under its two names: a leaf that requires grad.
+pub const PARAMETER_CLASSES: &[&str] = &["torch.nn.Parameter", "torch.nn.parameter.Parameter"];
+
 /// `copy.deepcopy`: a module's copy (an EMA model, a target network), whose
 /// parameters keep the original's `requires_grad`.
 pub const COPY_DEEPCOPY: &str = "copy.deepcopy";

@@ -487,7 +487,7 @@ impl Context {
     pub(super) fn kind_of_call(&self, func: &Expr) -> Option<ValueKind> {
         if let Some(q) = self.qualified_name(func) {
             let s = q.as_str();
-            if q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"]) {
+            if q.is_any(crate::api::nn::PARAMETER_CLASSES) {
                 return Some(ValueKind::Parameter);
             }
             if q.starts_with_module("torch.utils.data") && q.last() == "DataLoader" {

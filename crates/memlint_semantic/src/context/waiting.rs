@@ -666,7 +666,7 @@ impl Context {
         // `nn.Parameter(torch.FloatTensor(n, m))`: a parameter made of a
         // host tensor, by a factory or a legacy CPU constructor.
         if let Some((func, [inner], _)) = e.as_call() {
-            if self.qualified_name(func).is_some_and(|q| q.is_any(&["torch.nn.Parameter", "torch.nn.parameter.Parameter"])) {
+            if self.qualified_name(func).is_some_and(|q| q.is_any(crate::api::nn::PARAMETER_CLASSES)) {
                 let Some((f, _, _)) = inner.as_call() else { return false };
                 return self.qualified_name(f).is_some_and(|q| {
                     crate::api::is_legacy_cpu_constructor(q.as_str())

@@ -105,14 +105,20 @@ impl Module {
         find(&self.body, offset)
     }
 
-    /// The statement just before `id` in its block (`None` for the first
-    /// of a block, and for statements in a block expression).
-    pub fn previous_sibling(&self, id: StmtId) -> Option<&Stmt> {
+    /// The block that holds statement `id`, and its position there
+    /// (`None` for statements in a block expression).
+    pub fn block_of(&self, id: StmtId) -> Option<(&[Stmt], usize)> {
         let block: &[Stmt] = match self.tree.parent(id) {
             None => &self.body,
             Some(p) => self.stmt(p)?.all_blocks().find(|b| b.iter().any(|s| s.id == id))?,
         };
-        let at = block.iter().position(|s| s.id == id)?;
+        Some((block, block.iter().position(|s| s.id == id)?))
+    }
+
+    /// The statement just before `id` in its block (`None` for the first
+    /// of a block, and for statements in a block expression).
+    pub fn previous_sibling(&self, id: StmtId) -> Option<&Stmt> {
+        let (block, at) = self.block_of(id)?;
         block.get(at.checked_sub(1)?)
     }
 
