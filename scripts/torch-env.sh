@@ -6,10 +6,12 @@
 # torch from PyPI when torch is missing, and exports what tch's build script
 # needs to link against that torch (LIBTORCH_USE_PYTORCH=1, VIRTUAL_ENV, PATH).
 # Idempotent: a second source with torch present does no network work.
-# The install is about 4.6 GB (torch pulls the CUDA runtime wheels, which
+# The install is about 4 GB (torch pulls the CUDA runtime wheels, which
 # libtorch_cpu.so needs even on a CPU-only machine) and takes a minute or two.
 # pip keeps no copy of the downloaded wheels (--no-cache-dir): that would be
-# gigabytes more on the same disk.
+# gigabytes more on the same disk. triton (about 0.6 GB), torch's compiler
+# for GPU kernels, is removed again: nothing here compiles with torch
+# (memprobe runs eager steps through libtorch; the fixtures run eagerly).
 
 _memprobe_torch_env() {
     local here repo venv want
@@ -26,10 +28,11 @@ _memprobe_torch_env() {
     local have
     have="$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)"
     if [ "$have" != "$want" ]; then
-        echo "torch-env: installing torch==$want into $venv (about 4.6 GB, a few minutes)" >&2
+        echo "torch-env: installing torch==$want into $venv (about 4 GB, a few minutes)" >&2
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 || return 1
         "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off --no-cache-dir "torch==$want" >&2 \
             || { echo "torch-env: pip install torch==$want failed" >&2; return 1; }
+        "$venv/bin/python" -m pip uninstall --quiet --disable-pip-version-check --yes triton >&2 2>/dev/null || true
         echo "torch-env: torch $want installed" >&2
     fi
     export VIRTUAL_ENV="$venv"
