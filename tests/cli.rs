@@ -134,6 +134,32 @@ fn a_project_declaring_torch_before_0_4() {
 }
 
 #[test]
+fn superseded_copies_keep_their_deprecated_calls() {
+    let apex = "import torch\nfrom apex import amp\n\n\ndef train(model, optimizer, loader):\n    model, optimizer = amp.initialize(model, optimizer, opt_level=\"O1\")\n    for x, y in loader:\n        loss = model(x, y)\n        with amp.scale_loss(loss, optimizer) as scaled:\n            scaled.backward()\n        optimizer.step()\n";
+    let cuda_amp = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n";
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["", "old/fp16/", "Legacy/", "archive/", "olden/"] {
+        write(dir.path(), &format!("{d}train.py"), apex);
+        write(dir.path(), &format!("{d}amp.py"), cuda_amp);
+    }
+    let run = |args: &[&str]| {
+        let mut argv = vec!["check", "--format", "concise", "--quiet", "--select", "ML4"];
+        argv.extend_from_slice(args);
+        stdout(&memlint(dir.path(), &argv))
+    };
+    let out = run(&["."]);
+    let mut files: Vec<&str> = out.lines().filter_map(|l| l.split(':').next()).collect();
+    files.dedup();
+    // A directory named `olden` holds no superseded copy.
+    assert_eq!(files, ["./amp.py", "./olden/amp.py", "./olden/train.py", "./train.py"], "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("./train.py:")).count(), 2, "{out}");
+    // Only the directories below the one walked count, and a file named on
+    // the command line is checked wherever it lies.
+    assert_eq!(run(&["old"]).lines().count(), 3, "{}", run(&["old"]));
+    assert_eq!(run(&["archive/amp.py"]).lines().count(), 1);
+}
+
+#[test]
 fn findings_rest_on_facts_from_other_files() {
     let dir = tempfile::tempdir().unwrap();
     // A project decorator defined in one module and used in another.

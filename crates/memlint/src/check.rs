@@ -75,10 +75,13 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
             .entry(key)
             .or_insert_with(|| selection(config.as_deref(), cli_select.as_deref(), &cli_extend, &cli_ignore))
             .clone();
-        let rules = match &config {
+        let mut rules = match &config {
             Some(cfg) => base.without(&cfg.ignores_for(&abs)),
             None => base,
         };
+        if c.superseded {
+            rules = rules.without(&[Selector::parse(memlint_linter::OBSOLETE_API_RULES).expect("ML4 names rules")]);
+        }
         let mut module = facts.module_of(&abs);
         // Nothing imports a notebook: a name no Python module can have
         // keeps `train.ipynb` from taking `train.py`'s place.

@@ -14,6 +14,9 @@ pub struct Candidate {
     pub path: PathBuf,
     /// The file was named on the command line (never excluded).
     pub explicit: bool,
+    /// The file lies in a superseded copy of the code below the directory
+    /// it was found in ([`memlint_linter::is_superseded_path`]).
+    pub superseded: bool,
     /// Why the path could not be walked (an unreadable directory): it is
     /// reported as `ML000` with this message instead of being checked.
     pub error: Option<String>,
@@ -88,15 +91,15 @@ pub fn collect(paths: &[PathBuf], stdin_name: Option<&Path>, limit: u64) -> Resu
                 Ok(_) => None,
             };
             let path = stdin_name.map_or_else(|| PathBuf::from("-"), Path::to_path_buf);
-            files.push(Candidate { path, explicit: true, error, stdin: Some(std::sync::Arc::new(text)) });
+            files.push(Candidate { path, explicit: true, superseded: false, error, stdin: Some(std::sync::Arc::new(text)) });
             continue;
         }
         match std::fs::metadata(p) {
             Ok(m) if m.is_dir() => dirs.push(p.clone()),
-            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None, stdin: None }),
+            Ok(_) => files.push(Candidate { path: p.clone(), explicit: true, superseded: false, error: None, stdin: None }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!("path `{}` does not exist", p.display()),
             // Unreadable but present: reported per file as ML000.
-            Err(_) => files.push(Candidate { path: p.clone(), explicit: true, error: None, stdin: None }),
+            Err(_) => files.push(Candidate { path: p.clone(), explicit: true, superseded: false, error: None, stdin: None }),
         }
     }
     if let Some((first, rest)) = dirs.split_first() {
@@ -107,11 +110,16 @@ pub fn collect(paths: &[PathBuf], stdin_name: Option<&Path>, limit: u64) -> Resu
         builder.hidden(true).git_ignore(true).git_exclude(true).require_git(false).filter_entry(|e| !skip_dir(e));
         let found = Mutex::new(Vec::new());
         builder.build_parallel().run(|| {
-            let found = &found;
+            let (found, dirs) = (&found, &dirs);
             Box::new(move |entry| {
                 let candidate = match entry {
                     Ok(entry) if entry.file_type().is_some_and(|t| t.is_file()) && is_checked_file(entry.path()) => {
-                        Some(Candidate { path: entry.into_path(), explicit: false, error: None, stdin: None })
+                        let path = entry.into_path();
+                        let superseded = dirs
+                            .iter()
+                            .find_map(|d| path.strip_prefix(d).ok())
+                            .is_some_and(memlint_linter::is_superseded_path);
+                        Some(Candidate { path, explicit: false, superseded, error: None, stdin: None })
                     }
                     Ok(_) => None,
                     // A directory that cannot be listed is reported (its
@@ -119,6 +127,7 @@ pub fn collect(paths: &[PathBuf], stdin_name: Option<&Path>, limit: u64) -> Resu
                     Err(e) => error_path(&e).map(|(path, err)| Candidate {
                         path: path.to_path_buf(),
                         explicit: false,
+                        superseded: false,
                         error: Some(format!("cannot read directory: {}", io_message(err))),
                         stdin: None,
                     }),

@@ -106,6 +106,24 @@ pub fn is_frozen_code(module: &ModuleInfo, source: &str) -> bool {
     packages.any(|p| p == "deprecated") || is_generated(source)
 }
 
+/// Whether a file is a superseded copy its project keeps beside the
+/// current code, by its path below the directory the run walked: under a
+/// directory named `old`, `legacy`, `archive`, `archived`, `obsolete` or
+/// `outdated` (BiSeNet's `old/fp16/train.py`). Its calls of obsolete APIs
+/// are history, not something a maintainer migrates: the rules of
+/// [`OBSOLETE_API_RULES`] leave it. A file named on the command line is
+/// checked whatever its directory.
+pub fn is_superseded_path(below_root: &std::path::Path) -> bool {
+    const SUPERSEDED: [&str; 6] = ["old", "legacy", "archive", "archived", "obsolete", "outdated"];
+    let Some(dirs) = below_root.parent() else { return false };
+    dirs.components().any(|c| c.as_os_str().to_str().is_some_and(|d| SUPERSEDED.iter().any(|s| d.eq_ignore_ascii_case(s))))
+}
+
+/// The selector of the rules for obsolete APIs (ML4xx: `torch.cuda.amp`,
+/// apex amp), which superseded copies of the code are not checked by
+/// ([`is_superseded_path`]).
+pub const OBSOLETE_API_RULES: &str = "ML4";
+
 /// Whether the comments that open `source` (the first 20 lines, up to its
 /// first line of code) say it is generated and must not be edited.
 fn is_generated(source: &str) -> bool {

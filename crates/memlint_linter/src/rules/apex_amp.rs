@@ -60,7 +60,11 @@ declare_rule! {
     /// path of a project whose native path is in another file is reported.
     /// The import alone is not
     /// reported, nor apex's other modules (`apex.optimizers`,
-    /// `apex.normalization`, `apex.parallel`). Test modules are not checked.
+    /// `apex.normalization`, `apex.parallel`). Test modules are not checked,
+    /// nor superseded copies of the code kept beside it: files under a
+    /// directory named `old`, `legacy`, `archive(d)`, `obsolete` or
+    /// `outdated` below the one checked (a file named on the command line is
+    /// checked wherever it lies).
     /// No fix is offered: the replacement moves code (the scaler, the
     /// autocast region) and is done by hand.
     ///

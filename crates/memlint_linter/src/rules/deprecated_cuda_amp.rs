@@ -53,7 +53,10 @@ declare_rule! {
     /// (as a fallback) from `torch.cuda.amp`, and `isinstance` checks. Its
     /// fix would break the old-torch path those projects still support. A
     /// guard whose name says nothing of versions (`if legacy:`) is not
-    /// recognised. Only these exact qualified names are matched. Positional
+    /// recognised. Superseded copies of the code kept beside it are not
+    /// checked: files under a directory named `old`, `legacy`, `archive(d)`,
+    /// `obsolete` or `outdated` below the one checked (a file named on the
+    /// command line is checked wherever it lies). Only these exact qualified names are matched. Positional
     /// arguments to `torch.cuda.amp.autocast` (`autocast(True)`) get no fix,
     /// because `torch.amp.autocast`'s second positional parameter is `dtype`.
     /// A project that runs only on a torch older than 2.4 is not reported:
