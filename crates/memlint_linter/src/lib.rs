@@ -264,7 +264,9 @@ pub fn lint_parsed(source: &str, parsed: &frontend::Parsed, options: &LintOption
         .collect();
     // Every rule is about PyTorch: a file that never imports it has nothing
     // to walk (the rules would all return at their `torch_imported` check).
-    let torch = memlint_semantic::imports_any(&parsed.module, frontend.torch_roots()) || file.index.star_imports_torch(&file.module.path);
+    let torch = memlint_semantic::imports_any(&parsed.module, frontend.torch_roots())
+        || memlint_semantic::takes_torch_from_a_star_import(&parsed.module)
+        || file.index.star_imports_torch(&file.module.path);
     if !rules.is_empty() && torch {
         let mut visitor = checker::RuleVisitor::new(&rules, source, &parsed.module, &mut diagnostics);
         let cx_options = ContextOptions {

@@ -30,6 +30,18 @@ fn in_place_under_no_grad_is_not_reported() {
 }
 
 #[test]
+fn torch_from_a_library_star_import_is_torch() {
+    // fastai's notebooks take torch from `from fastai.text import *`.
+    let eval = "def evaluate(model, loader):\n    model.eval()\n    for x in loader:\n        out = model(x)\n    return torch.zeros(1)\n";
+    assert_eq!(lines(&format!("from fastai.text import *\n{eval}"), "ML201"), [5]);
+    // No star import: `torch` is bound by nothing the file shows.
+    assert!(lines(eval, "ML201").is_empty());
+    // `torch` only as an attribute is not the module.
+    let attr = eval.replace("torch.zeros(1)", "cfg.torch");
+    assert!(lines(&format!("from utils import *\n{attr}"), "ML201").is_empty());
+}
+
+#[test]
 fn the_optimizer_name_does_not_decide_ml106_when_it_is_optimizer() {
     let src = "import torch\n\ndef train(model, loader):\n    scaler = torch.amp.GradScaler(\"cuda\")\n    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n    for x in loader:\n        scaler.scale(model(x).sum()).backward()\n        optimizer.step()\n        optimizer.zero_grad()\n";
     assert_eq!(lines(src, "ML106"), [8], "optimizer.step() bypasses the scaler");

@@ -426,7 +426,9 @@ fn lower_expr(e: &ast::Expr) -> Expr {
             ExprKind::Name(Ident::from(n.id.as_str()))
         }
         ast::Expr::Attribute(a) => {
-            mention(&a.attr.id);
+            if a.attr.id.as_str() != "torch" {
+                mention(&a.attr.id);
+            }
             ExprKind::Attribute { value: boxed(&a.value), attr: Ident::from(a.attr.id.as_str()), attr_span: span(a.attr.range) }
         }
         ast::Expr::Call(c) => ExprKind::Call {

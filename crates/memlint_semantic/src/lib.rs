@@ -56,9 +56,23 @@ pub use summary::{summarize, summarize_with_facts};
 /// an import needs no walk at all.
 pub fn imports_torch(module: &ir::Module) -> bool {
     match module.language {
-        ir::Language::Python => imports_any(module, &["torch"]),
+        ir::Language::Python => imports_any(module, &["torch"]) || takes_torch_from_a_star_import(module),
         ir::Language::Rust => imports_any(module, &["tch"]),
     }
+}
+
+/// Whether a Python module uses the name `torch` without importing it,
+/// beside a star import (`from fastai.text import *`, whose library
+/// re-exports torch): only that import can bind the name.
+pub fn takes_torch_from_a_star_import(module: &ir::Module) -> bool {
+    fn star(body: &[ir::Stmt]) -> bool {
+        body.iter().any(|s| match &s.kind {
+            ir::StmtKind::Import(bindings) => bindings.iter().any(|b| b.local.as_str() == "*"),
+            ir::StmtKind::Function(_) | ir::StmtKind::Class(_) => false,
+            _ => s.child_blocks().any(star),
+        })
+    }
+    module.language == ir::Language::Python && module.words.contains(ir::Words::TORCH) && star(&module.body)
 }
 
 /// Whether the module imports one of `roots` (or a module below one),

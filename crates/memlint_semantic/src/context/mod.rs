@@ -546,8 +546,12 @@ impl Context {
             None => cx.prescan_module(&module.body),
         }
         cx.star_imports = cx.facts.import_targets(name_hash("*"), "*").is_some();
-        // `from module import *` of a module of the run that imports torch.
-        cx.torch_imported |= cx.star_imports && cx.index.star_imports_torch(&cx.module.path);
+        // `from module import *` of a module of the run that imports torch,
+        // or of a library the file takes `torch` from (`from fastai.text
+        // import *` and `torch.zeros(...)` with no import of torch): only a
+        // star import can bind it there.
+        cx.torch_imported |= cx.star_imports
+            && (crate::takes_torch_from_a_star_import(module) || cx.index.star_imports_torch(&cx.module.path));
         let summary_only = cx.options.summary_only;
         let backward = module.words.contains(Words::BACKWARD);
         if let Some(f) = cx.frames.last_mut() {

@@ -36,6 +36,8 @@ impl Words {
     pub const CUDA: Words = Words(1 << 8);
     /// `grad` (`p.grad`): a gradient is read.
     pub const GRAD: Words = Words(1 << 9);
+    /// `torch` as a name (`torch.zeros(...)`), not as an attribute.
+    pub const TORCH: Words = Words(1 << 10);
     /// Every word.
     pub const ALL: Words = Words(u32::MAX);
 
@@ -51,6 +53,7 @@ impl Words {
             "append" | "extend" | "insert" | "add" | "setdefault" | "put" | "push" => Words::STORE,
             "cuda" | "cuda_if_available" | "Cuda" | "cudnn" => Words::CUDA,
             "grad" => Words::GRAD,
+            "torch" => Words::TORCH,
             _ => Words::NONE,
         }
     }
