@@ -116,6 +116,25 @@ impl<'c> Checker<'c> {
         self.volatile_use() == memlint_semantic::facts::Volatile::OldTorch || self.cx.torch_below().is_some_and(|b| b <= (0, 4))
     }
 
+    /// Whether `e` sits in an arm of an `if` on the module's train mode
+    /// that runs only in eval mode (the `else` of `if self.training:`, the
+    /// body of `if not self.training:`): no `backward()` reads what it
+    /// computes.
+    pub fn in_eval_mode_arm(&self, e: &Expr) -> bool {
+        use memlint_semantic::ir::{Arm, ExprKind, UnaryOp};
+        let module = self.module;
+        let Some(id) = module.tree.owner(e.id) else { return false };
+        let training = |t: &Expr| t.dotted().is_some_and(|d| d == "self.training");
+        module.tree.guards(id).any(|(guard, arm)| {
+            let Some(StmtKind::If { test, .. }) = module.stmt(guard).map(|s| &s.kind) else { return false };
+            match &test.kind {
+                ExprKind::Unary { op: UnaryOp::Not, operand } if training(operand) => arm == Arm::Body,
+                _ if training(test) => arm == Arm::Else,
+                _ => false,
+            }
+        })
+    }
+
     /// Whether some expression of the statement that holds `e` (its own
     /// expressions, not those of nested blocks) satisfies `pred`: how `e`
     /// is used where it stands (`w.data.size()`, `m.cpu().parameters()`).

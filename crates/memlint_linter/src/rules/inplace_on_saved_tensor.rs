@@ -58,7 +58,9 @@ declare_rule! {
     /// not known and not checked. The `backward()` is any later one in the
     /// same function or module: one whose loss does not depend on the
     /// saving op is not told apart, and a `backward()` in a caller is not
-    /// seen. Layers are known by their `torch.nn` class where the class
+    /// seen. A write in a forward's eval-mode arm (the `else` of `if
+    /// self.training:`, the body of `if not self.training:`) is not
+    /// reported: no backward runs through it. Layers are known by their `torch.nn` class where the class
     /// assigns them to `self`; a layer passed in, held in a list or built
     /// by a project class is not (`x += self.block(x)` with a project
     /// block is not reported). Test modules are not checked.
@@ -94,6 +96,11 @@ impl InplaceOnSavedTensor {
         let Some(saved_at) = saved_at else { return };
         // Leaves are ML101's; without a later backward nothing reads the saved value.
         if cx.is_requires_grad_leaf(&d) || cx.is_parameter_path(&d) || !cx.backward_follows() {
+            return;
+        }
+        // A forward's eval-mode arm (`else` of `if self.training:`): no
+        // backward runs through it.
+        if checker.in_eval_mode_arm(on) {
             return;
         }
         // `out=` into a tensor that requires grad raises in the op itself.

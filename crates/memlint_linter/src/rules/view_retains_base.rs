@@ -72,7 +72,8 @@ declare_rule! {
     /// be advanced indexing, which copies), for an element of the tuple
     /// `torch.autograd.grad` returns (`grads[1]`, a tensor of its own),
     /// for slices that only drop a
-    /// margin (`x[1:]`, `x[:-1]`), for a single index into a model's output
+    /// margin (`x[1:]`, `x[:-1]`) or cut the base to a multiple of a size
+    /// (`x[:n * bs]`, `x.narrow(0, 0, n * bs)`: a batchify), for a single index into a model's output
     /// (`outputs[0]` may pick a tuple element), and in test modules. Nor when the function
     /// stores other views of the same base on `self` (`self.lo = ar[:, 0];
     /// self.hi = ar[:, 1]`): the base is kept in parts, all of them used.
@@ -80,7 +81,7 @@ declare_rule! {
     /// tensors. Nor is `out[0]` where `out` is computed in the function from
     /// a tensor given a leading dimension of size 1 there
     /// (`x.unsqueeze(0)`, `x[None]`: a batch of one, whose `[0]` is all of
-    /// it). Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
+    /// it; `[0, 0]` likewise, of `x[None, None]`). Dropping a dimension of size 1 (`x[:, :, 0]` of a `[b, d, 1]`
     /// tensor) is reported although it pins nothing extra. `reshape` of a
     /// non-contiguous tensor copies, but is still treated as a view.
     ///
@@ -181,13 +182,19 @@ impl ViewRetainsBase {
         found
     }
 
-    /// Whether `value` is `base[0]` and `base` is computed in the function
+    /// Whether `value` is `base[0]` (or `base[0, 0]`) and `base` is computed in the function
     /// from a tensor given a leading dimension of size 1 there
     /// (`ct = torch.tensor(chunk).unsqueeze(0)`, then `out =
     /// F.grid_sample(ct, grid)`, then `return out[0]`).
     fn drops_a_batch_of_one(checker: &Checker<'_>, value: &Expr, base: &str) -> bool {
         let ExprKind::Subscript { index, .. } = &value.kind else { return false };
-        if !matches!(index.kind, ExprKind::Literal(Literal::Int(0))) {
+        // `[0]`, or `[0, 0]` of a tensor given two such dimensions.
+        let zero = |e: &Expr| matches!(e.kind, ExprKind::Literal(Literal::Int(0)));
+        let zeros = match &index.kind {
+            ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(zero),
+            _ => zero(index),
+        };
+        if !zeros {
             return false;
         }
         let module = checker.module();

@@ -33,6 +33,8 @@ fn index_part(e: &Expr) -> Part {
         // `x[k:]` and `x[:-k]` drop a margin and keep most of the base.
         ExprKind::Slice { lower: Some(_), upper: None, .. } => Part::Whole,
         ExprKind::Slice { upper: Some(u), .. } if matches!(u.kind, ExprKind::Unary { operand: _, .. }) => Part::Whole,
+        // `x[:n * bs]`: all of it cut to a multiple of a size (a batchify).
+        ExprKind::Slice { lower: None, upper: Some(u), .. } if is_truncation(u) => Part::Whole,
         ExprKind::Slice { lower: None, upper: None, .. } => Part::Whole,
         ExprKind::Slice { .. } => Part::Slice,
         ExprKind::Literal(Literal::None | Literal::Other) => Part::Whole,
@@ -42,6 +44,14 @@ fn index_part(e: &Expr) -> Part {
         ExprKind::Range { .. } => Part::Slice,
         _ => Part::Piece,
     }
+}
+
+/// Whether a slice's end is a product of sizes, no literal among them
+/// (`n_batch * bs`, `len(x) // bs * bs`): the base cut to a multiple of a
+/// size, less than one multiple dropped.
+fn is_truncation(end: &Expr) -> bool {
+    let size = |e: &Expr| !matches!(e.kind, ExprKind::Literal(_));
+    matches!(&end.kind, ExprKind::BinOp { left, op: crate::ir::BinOp::Mult, right } if size(left) && size(right))
 }
 
 /// Whether indexing `e` is unambiguously tensor indexing: a model's output may
@@ -89,7 +99,10 @@ pub(crate) fn view_chain(e: &Expr) -> Option<(&Expr, Part)> {
                 return None;
             }
             if m == "narrow" || m == TCH_SLICE {
-                Some(base_of(recv, Part::Slice))
+                // `data.narrow(0, 0, nbatch * bsz)`: a batchify's truncation.
+                let cut = m == "narrow"
+                    && matches!(args, [_, start, end] if matches!(start.kind, ExprKind::Literal(Literal::Int(0))) && is_truncation(end));
+                Some(base_of(recv, if cut { Part::Whole } else { Part::Slice }))
             } else if PART_VIEWS.contains(&m) {
                 Some(base_of(recv, Part::Piece))
             } else if SHAPE_VIEWS.contains(&m) {
