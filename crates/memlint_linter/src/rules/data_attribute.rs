@@ -100,8 +100,13 @@ declare_rule! {
     /// nor in a branch that runs once per object (`if not self.initialized:
     /// ...; self.initialized = True`, a data-dependent initialisation in
     /// `forward`), nor for reads of what a tensor is rather than what it
-    /// holds (`w.data.new(n, 1)`, `w.data.shape`, `w.data.size()`),
-    /// nor on a module built in the same function, nor for a swap-and-restore
+    /// holds (`w.data.new(n, 1)`, `w.data.shape`, `w.data.size()`, also
+    /// through a function of the file that reads only that of its
+    /// argument: `dropout_mask(w.data, size, p)` with `x.new(*sz)`),
+    /// nor on a module built in the same function, nor for a write to a
+    /// plain tensor the class keeps (`self.backup.data = ...` of an
+    /// attribute only ever assigned `torch.zeros(n)`: its state, no
+    /// parameter), nor for a swap-and-restore
     /// (`saved = p.data` ... `p.data = saved`). Not reported in
     /// construction, initialisation, conversion or loading
     /// code where no graph is live (`__init__`, `reset_parameters`,
@@ -228,6 +233,22 @@ impl DataAttribute {
             || checker.cx.kind_of(value) == Some(ValueKind::Parameter)
     }
 
+    /// Whether `data` (a `.data` read) is an argument of a call to a
+    /// function of the file that reads only what it is
+    /// ([`memlint_semantic::facts::data_reads::passed_as_template`]).
+    fn passed_as_template(checker: &Checker<'_>, data: &Expr) -> bool {
+        let body = &checker.module().body;
+        let mut template = false;
+        checker.statement_has(data, &mut |x| {
+            let passes = x.as_call().is_some_and(|(_, args, kws)| {
+                args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id)
+            });
+            template = template || (passes && memlint_semantic::facts::data_reads::passed_as_template(body, x, data.id));
+            template
+        });
+        template
+    }
+
     pub(crate) fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
         if checker.cx.qualified_name(value).is_some() {
             return false;
@@ -266,6 +287,12 @@ impl Rule for DataAttribute {
                 continue;
             }
             if value.dotted().is_some_and(|d| checker.cx.is_fresh_module(&d)) {
+                continue;
+            }
+            // `self.backup.data = ...` of a plain tensor the class keeps
+            // (only ever `torch.zeros(n)`, no parameter): its state, which no
+            // step's graph trains or, in practice, saves.
+            if value.dotted().is_some_and(|d| d.starts_with("self.") && checker.cx.kind_of_binding(&d) == Some(ValueKind::Tensor)) {
                 continue;
             }
             let name = checker.text(value.span).to_string();
@@ -333,6 +360,11 @@ impl Rule for DataAttribute {
         // emb.weight.data.T)`; `idx = torch.argmin(d, 1)`): an index takes no
         // gradient, so the read trains nothing it would have trained.
         if !write && checker.cx.reads_into_an_index() {
+            return;
+        }
+        // `dropout_mask(w.data, size, p)` to a function of the file that only
+        // reads what its argument is (`x.new(*sz)`): a template, no values.
+        if !write && Self::passed_as_template(checker, expr) {
             return;
         }
         let name = checker.text(value.span).to_string();

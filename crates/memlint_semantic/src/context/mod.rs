@@ -469,7 +469,7 @@ const ACTION_VERBS: &[&str] = &[
 const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
 /// Methods whose result shares nothing with the receiver that a later
 /// in-place change could corrupt: copies and reductions.
-const COPYING_METHODS: &[&str] = &[
+pub(crate) const COPYING_METHODS: &[&str] = &[
     "detach", "clone", "item", "tolist", "numpy", "norm", "min", "max", "sum", "mean", "std", "var", "amax", "amin",
     "argmax", "argmin", "abs", "numel", "size", "dim", "float", "double", "half", "cpu", "allclose", "equal", "isnan",
     "isinf", "any", "all", "nonzero", "count_nonzero",
@@ -480,7 +480,7 @@ const COPYING_METHODS: &[&str] = &[
 ];
 /// Attributes that say what a tensor is, not what it holds
 /// (`w.data.shape`, `w.data.device`).
-const METADATA_ATTRIBUTES: &[&str] = &["shape", "device", "dtype", "is_cuda", "ndim", "layout", "is_sparse"];
+pub(crate) const METADATA_ATTRIBUTES: &[&str] = &["shape", "device", "dtype", "is_cuda", "ndim", "layout", "is_sparse"];
 
 
 impl Context {

@@ -3,7 +3,8 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
-use crate::ir::{for_each_stmt_in_function, Expr, ExprKind, Stmt, StmtKind};
+use crate::context::{COPYING_METHODS, METADATA_ATTRIBUTES};
+use crate::ir::{for_each_stmt_in_function, Expr, ExprId, ExprKind, Function, Stmt, StmtKind};
 
 /// Locals assigned a `.data` read (`saved = p.data`) and later assigned
 /// back through `.data =` (`p.data = saved`).
@@ -92,4 +93,64 @@ pub(crate) fn index_only_locals(body: &[Stmt]) -> HashSet<String> {
         _ => s.for_each_expr(|e| uses(e, false, &mut indexed, &mut other)),
     });
     assigned.into_iter().filter(|n| indexed.contains(n) && !other.contains(n)).map(str::to_string).collect()
+}
+
+/// Whether `call` passes its argument `arg` to a function defined at the
+/// top of `body` (the module's) whose parameter for it is only read for
+/// what a tensor is: a template (`dropout_mask(w.data, size, p)` with
+/// `return x.new(*sz).bernoulli_(1 - p)`, or `x.size()`, `x.dtype`).
+pub fn passed_as_template(body: &[Stmt], call: &Expr, arg: ExprId) -> bool {
+    let Some((func, args, keywords)) = call.as_call() else { return false };
+    let Some(name) = func.as_name() else { return false };
+    let Some(f) = body.iter().rev().find_map(|s| match &s.kind {
+        StmtKind::Function(f) if f.name == name => Some(f),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let param = match args.iter().position(|a| a.id == arg) {
+        Some(i) if i < f.positional as usize => f.params.get(i).map(|p| p.name.as_str()),
+        Some(_) => None,
+        None => keywords.iter().find(|k| k.value.id == arg).and_then(|k| k.name.as_ref()).map(|n| n.as_str()),
+    };
+    param.is_some_and(|p| only_describes(f, p))
+}
+
+/// Whether every use of `param` in `f` reads what the tensor is (the
+/// receiver of `new`, `size`, `detach`..., or `.shape`, `.dtype`...) and
+/// the body never binds the name again.
+fn only_describes(f: &Function, param: &str) -> bool {
+    fn uses(e: &Expr, param: &str, ok: &mut bool, seen: &mut bool) {
+        if !*ok {
+            return;
+        }
+        let described = match (e.as_method_call(), &e.kind) {
+            (Some((recv, m)), _) if COPYING_METHODS.contains(&m) => Some(recv),
+            (None, ExprKind::Attribute { value, attr, .. }) if METADATA_ATTRIBUTES.contains(&attr.as_str()) => Some(&**value),
+            _ => None,
+        };
+        if described.is_some_and(|r| r.as_name() == Some(param)) {
+            *seen = true;
+            // The call's arguments may still use it otherwise.
+            if let Some((_, args, keywords)) = e.as_call() {
+                args.iter().chain(keywords.iter().map(|k| &k.value)).for_each(|a| uses(a, param, ok, seen));
+            }
+            return;
+        }
+        if e.as_name() == Some(param) {
+            *ok = false;
+            return;
+        }
+        e.for_each_child(|c| uses(c, param, ok, seen));
+    }
+    let (mut ok, mut seen) = (true, false);
+    for_each_stmt_in_function(&f.body, &mut |s| {
+        if let StmtKind::Assign { targets, .. } = &s.kind {
+            if targets.iter().any(|t| t.binds(param)) {
+                ok = false;
+            }
+        }
+        s.for_each_expr(|e| uses(e, param, &mut ok, &mut seen));
+    });
+    ok && seen
 }

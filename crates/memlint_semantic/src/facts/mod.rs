@@ -2,7 +2,7 @@
 //! expressions and the pre-walk scans of bodies.
 
 pub(crate) mod backward;
-pub(crate) mod data_reads;
+pub mod data_reads;
 pub mod datasets;
 pub mod pipeline;
 pub(crate) mod guards;
