@@ -95,7 +95,9 @@ declare_rule! {
     /// not reported: backward freed the saved activations and only the
     /// autograd nodes of one window stay alive. The same sum never reset is
     /// reported, and so is one added before a `backward()` that runs on some
-    /// iterations only. Nor is a list of
+    /// iterations only. Nor is a sum whose own `backward()` follows in the
+    /// same block (`loss += term; loss.backward()`, without
+    /// `retain_graph`): it is the loss being trained. Nor is a list of
     /// micro-batch values rebuilt by an outer loop every step (`outputs =
     /// []`) when a `backward()` follows the append in the inner loop's
     /// iteration: it frees what each graph saved, and the list lives one
@@ -169,6 +171,12 @@ impl LossAccumulatedWithGraph {
         // (`finish_episode()` doing `del policy.saved_log_probs[:]`): its
         // graphs are kept on purpose, for the update to backpropagate.
         if cx.loop_empties(checker.module(), std::slice::from_ref(&acc_name.to_string())) {
+            return;
+        }
+        // `loss += term` with `loss.backward()` after it in the same block
+        // (without `retain_graph`): the sum is the loss being trained, and
+        // its own backward frees each graph it holds.
+        if sum_backpropagated(value, &acc_name, checker) {
             return;
         }
         // `running_loss += loss` after `loss.backward()`, the sum reset at
@@ -375,6 +383,20 @@ fn reads_name(e: &Expr, name: &str) -> bool {
         ExprKind::Unary { operand: x, .. } => reads_name(x, name),
         _ => false,
     }
+}
+
+/// Whether a later statement of the block that holds `value`'s statement
+/// calls `backward()` on the sum `acc` itself, unconditionally and
+/// without keeping the graph (`retain_graph`).
+fn sum_backpropagated(value: &Expr, acc: &str, checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let Some((block, at)) = module.tree.owner(value.id).and_then(|stmt| module.block_of(stmt)) else { return false };
+    let rest = &block[at + 1..];
+    let mut retains = false;
+    for s in rest {
+        s.for_each_expr(|e| retains = retains || e.any(&mut |x| x.keyword("retain_graph").is_some()));
+    }
+    !retains && memlint_semantic::facts::surely_backpropagates(rest, acc)
 }
 
 /// Whether a later statement of the loop body that holds `value`'s
