@@ -18,7 +18,8 @@ declare_rule! {
     /// `self.sum += val`). A training loop is one whose body reaches
     /// `backward()`, itself or through a per-batch helper of the project (a
     /// gradient taken with `create_graph=True`, as an IRM or gradient
-    /// penalty does, builds graph for a later backward and makes no loop a
+    /// penalty does, or with `create_graph` set by a flag, as MAML's inner
+    /// loop does, builds graph for a later backward and makes no loop a
     /// training loop); the
     /// accumulator must outlive the iteration: it is not re-created on every
     /// path through the loop body (`if i % 100 == 0: total = 0` is not a

@@ -192,14 +192,16 @@ pub(crate) fn is_backward_call(e: &Expr) -> bool {
 
 /// Whether the body runs a backward pass that consumes a graph:
 /// `.backward()`, `torch.autograd.backward(...)`, or `torch.autograd.grad(...)`
-/// without `create_graph=True`. A gradient taken with `create_graph=True`
-/// (a gradient penalty, an IRM penalty, a Hessian-vector product) is part
-/// of a forward: it builds more graph for a later backward, and a loop
-/// that calls it is not a training loop.
+/// without `create_graph`. A gradient taken with `create_graph=True`
+/// (a gradient penalty, an IRM penalty, a Hessian-vector product), or with
+/// `create_graph` set by a flag (MAML's inner loop, `create_graph=
+/// use_second_order`: written for the second-order case), is part of a
+/// forward: it builds more graph for a later backward, and a loop that
+/// calls it is not a training loop.
 pub(crate) fn calls_backward(body: &[Stmt]) -> bool {
     let mut found = false;
     for_each_expr_in_function(body, &mut |e| {
-        found |= is_backward_call(e) && !e.keyword("create_graph").is_some_and(Expr::is_true);
+        found |= is_backward_call(e) && e.keyword("create_graph").is_none_or(Expr::is_false);
     });
     found
 }
