@@ -135,6 +135,37 @@ impl<'c> Checker<'c> {
         })
     }
 
+    /// Whether `e` runs on a loop's first iteration only: the body of an
+    /// `if` testing the loop's counter against 0 (`if i == 0:` in `for i,
+    /// (x, y) in enumerate(loader):` or `for i in range(n):`), typically
+    /// an accumulator set up on the first batch.
+    pub fn in_first_iteration_arm(&self, e: &Expr) -> bool {
+        use memlint_semantic::ir::{Arm, CmpOp, ExprKind, Literal};
+        let module = self.module;
+        let Some(id) = module.tree.owner(e.id) else { return false };
+        let zero = |x: &Expr| matches!(x.kind, ExprKind::Literal(Literal::Int(0)));
+        let counter_of = |lp: memlint_semantic::ir::StmtId| -> Option<&str> {
+            let StmtKind::For { target, iter, .. } = &module.stmt(lp)?.kind else { return None };
+            let (func, args, _) = iter.as_call()?;
+            match (func.as_name()?, &target.kind) {
+                ("range", _) => target.as_name(),
+                ("enumerate", ExprKind::Sequence(items)) if args.len() == 1 || args.get(1).is_some_and(zero) => items.first()?.as_name(),
+                _ => None,
+            }
+        };
+        module.tree.guards(id).any(|(guard, arm)| {
+            let Some(StmtKind::If { test, .. }) = module.stmt(guard).map(|s| &s.kind) else { return false };
+            let ExprKind::Compare { left, ops, comparators } = &test.kind else { return false };
+            let ([CmpOp::Eq], [right]) = (&ops[..], &comparators[..]) else { return false };
+            let name = match (left.as_name(), right.as_name()) {
+                (Some(n), None) if zero(right) => n,
+                (None, Some(n)) if zero(left) => n,
+                _ => return false,
+            };
+            arm == Arm::Body && module.tree.ancestors(guard).any(|a| counter_of(a) == Some(name))
+        })
+    }
+
     /// Whether some expression of the statement that holds `e` (its own
     /// expressions, not those of nested blocks) satisfies `pred`: how `e`
     /// is used where it stands (`w.data.size()`, `m.cpu().parameters()`).

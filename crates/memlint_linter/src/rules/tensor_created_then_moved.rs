@@ -99,7 +99,9 @@ declare_rule! {
     /// a few iterations as a literal (`for i in range(10):`, at most 16:
     /// ten draws for a mean style; at module level also when it takes a
     /// step, a module's `__main__` self-test), code under an interval or logging test
-    /// (`if step % 1000 == 0:`), code that runs once per epoch (in the
+    /// (`if step % 1000 == 0:`), code on a loop's first iteration only (`if
+    /// i == 0:` on the counter of `enumerate(loader)` or `range(n)`: an
+    /// accumulator set up on the first batch), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
     /// self.cache is None:`) or rebuilt when a longer input than any before
@@ -244,7 +246,10 @@ impl Rule for TensorCreatedThenMoved {
         // Under `if step % 1000 == 0:` or a logging test: a sample now and then.
         // Under an option of the class that is off by default (`if
         // self.individual:`): a variant that runs only when asked for.
-        let now_and_then = cx.guarded_by_interval() || cx.guarded_by_logging_condition() || cx.in_rarely_taken_branch();
+        let now_and_then = cx.guarded_by_interval()
+            || cx.guarded_by_logging_condition()
+            || cx.in_rarely_taken_branch()
+            || checker.in_first_iteration_arm(expr);
         if !repeated || now_and_then || matches!(cx.function_role(), Role::Test | Role::Setup) || under_a_first_time_guard(expr, checker) {
             return;
         }
