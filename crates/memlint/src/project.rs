@@ -137,6 +137,10 @@ impl ProjectFacts {
         }
         let mut found: TorchVersions = (None, None);
         let mut is_root = false;
+        // Whether the main manifests require torch at all (pinned or not):
+        // then they decide, and a side file's pin (`requirements_onnx.txt`
+        // with `torch==1.13.1` for an export tool) is not the project's.
+        let mut main_requires_torch = false;
         let add = |text: &str, found: &mut TorchVersions| {
             let (min, below) = declared_torch(text);
             found.0 = lower(found.0, min);
@@ -152,6 +156,7 @@ impl ProjectFacts {
                     continue;
                 }
                 is_root = true;
+                main_requires_torch |= names_torch(&text);
                 add(&text, &mut found);
             }
         }
@@ -180,7 +185,9 @@ impl ProjectFacts {
         for p in txts {
             if let Ok(text) = crate::fsutil::read_text(&p, crate::fsutil::CONFIG_LIMIT) {
                 is_root = true;
-                add(&text, &mut found);
+                if !main_requires_torch {
+                    add(&text, &mut found);
+                }
             }
         }
         // A research repository with no packaging names its environment
@@ -319,6 +326,18 @@ pub fn declared_torch(text: &str) -> TorchVersions {
     (min, below)
 }
 
+/// Whether a manifest names `torch` as a whole word (`torch`, `torch>=2.1`,
+/// `"torch",`; not `torchvision` or `pytorch-lightning`).
+fn names_torch(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    text.match_indices("torch").any(|(start, _)| {
+        let end = start + 5;
+        let before_ok = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'-' | b'_' | b'.'));
+        let after_ok = bytes.get(end).is_none_or(|&c| !(c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        before_ok && after_ok
+    })
+}
+
 /// Calls `f(operator, (major, minor), components)` for each specifier of
 /// `torch` in a requirements text (`torch >= 2.1.0, <3` gives `>=` 2.1
 /// with 3 components and `<` 3.0 with 1).
@@ -383,6 +402,28 @@ mod tests {
         let facts = ProjectFacts::default();
         assert_eq!(facts.torch_versions(&sub), (Some((2, 4)), Some((2, 6))));
         assert_eq!(facts.torch_versions(dir.path()), (Some((2, 4)), None));
+    }
+
+    #[test]
+    fn a_side_requirements_file_does_not_pin_a_project_that_names_torch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("requirements_onnx_encoder.txt"), "torch==1.13.1
+onnx
+").expect("write");
+        std::fs::write(dir.path().join("requirements.txt"), "torchvision
+torch
+").expect("write");
+        assert_eq!(ProjectFacts::default().torch_versions(dir.path()), (None, None));
+        // With no torch in the main manifest, the side file is all there is.
+        std::fs::write(dir.path().join("requirements.txt"), "torchvision
+numpy
+").expect("write");
+        assert_eq!(ProjectFacts::default().torch_versions(dir.path()), (Some((1, 13)), Some((1, 14))));
+        assert!(!names_torch("pytorch-lightning
+torchaudio
+torch_geometric
+"));
+        assert!(names_torch("dependencies = [\"torch>=2.1\"]"));
     }
 
     #[test]
