@@ -343,7 +343,14 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
         return Some(recv);
     }
     // Sizes, not data: `torch.FloatTensor(b, n)`, not `torch.LongTensor([1, 2])`.
-    let sizes = || args.iter().all(|a| matches!(a.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Literal(Literal::Int(_)) | ExprKind::BinOp { .. }));
+    // Two or more arguments are sizes also when read from a shape
+    // (`torch.Tensor(f0.shape[0], 1)`); one item of a list may be data.
+    let sizes = || {
+        args.iter().all(|a| {
+            matches!(a.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Literal(Literal::Int(_)) | ExprKind::BinOp { .. })
+                || (args.len() >= 2 && matches!(a.kind, ExprKind::Subscript { .. }))
+        })
+    };
     if filled && is_legacy_cpu_constructor(q.as_str()) && !args.is_empty() && sizes() {
         return Some(recv);
     }
