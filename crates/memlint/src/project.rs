@@ -190,6 +190,14 @@ impl ProjectFacts {
                 }
             }
         }
+        // A conda environment file pins the environment the code ran in
+        // (`- pytorch=1.9.0`, or `- torch==1.9.0` under `pip:`).
+        for name in ["environment.yml", "environment.yaml"] {
+            if let Ok(text) = crate::fsutil::read_text(&dir.join(name), crate::fsutil::CONFIG_LIMIT) {
+                is_root = true;
+                found.1 = lower(found.1, readme_torch_pin(&text));
+            }
+        }
         // A research repository with no packaging names its environment
         // in its README.
         for name in ["README.md", "README.rst", "README.txt", "README"] {
@@ -424,6 +432,16 @@ torchaudio
 torch_geometric
 "));
         assert!(names_torch("dependencies = [\"torch>=2.1\"]"));
+    }
+
+    #[test]
+    fn a_conda_environment_pins_torch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("requirements.txt"), "torch\n").expect("write");
+        std::fs::write(dir.path().join("environment.yml"), "dependencies:\n  - python=3.7\n  - pip:\n    - torch==1.9.0\n").expect("write");
+        assert_eq!(ProjectFacts::default().torch_versions(dir.path()), (None, Some((1, 10))));
+        std::fs::write(dir.path().join("environment.yml"), "dependencies:\n  - pytorch=1.12.1\n  - torchvision\n").expect("write");
+        assert_eq!(ProjectFacts::default().torch_versions(dir.path()), (None, Some((1, 13))));
     }
 
     #[test]

@@ -47,7 +47,9 @@ declare_rule! {
     /// Compatibility code is not reported: a branch guarded by a torch
     /// version or API check (`if TORCH_2_4: ... else: ...`,
     /// `if version.parse(torch.__version__) >= ...`, `hasattr(torch, "amp")`,
-    /// and conditional expressions on such checks), an `except` handler (a
+    /// and conditional expressions on such checks, also through a name
+    /// bound to one: `AMP_AVAILABLE = hasattr(torch.cuda.amp, "autocast")`
+    /// then `if AMP_AVAILABLE:`), an `except` handler (a
     /// fallback, typically after the new API failed; any handler counts), a
     /// name imported both from `torch.amp` and
     /// (as a fallback) from `torch.cuda.amp`, and `isinstance` checks. Its
@@ -62,11 +64,15 @@ declare_rule! {
     /// A project that runs only on a torch older than 2.4 is not reported:
     /// one that pins or caps torch below it (`torch==1.7.1`, `torch<2.0`,
     /// the compatible release `torch~=2.1.0`
-    /// in its requirements, or a pin in its README's install commands,
+    /// in its requirements, a pin in a conda `environment.yml`, or a pin in
+    /// its README's install commands,
     /// `pip install torch==1.8.1`, "PyTorch version 1.7.1"), or whose code
     /// imports a module torch removed before (`from torch._six import
     /// inf`, gone in 2.0, at the top of a file of the run, not under `try:`).
-    /// There the old API is the one its torch has.
+    /// There the old API is the one its torch has. A pin in a side
+    /// requirements file (`requirements-*.txt`, `requirements/*.txt`) counts
+    /// only when the main manifests name no torch: an export tool's
+    /// `requirements_onnx.txt` does not pin the project.
     /// The fix is safe only when the project declares a torch minimum that
     /// has the new API (`torch>=2.4` in pyproject.toml, setup.cfg, setup.py or
     /// a requirements file; `GradScaler("cuda")` needs 2.3); otherwise it is

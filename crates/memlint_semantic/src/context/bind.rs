@@ -320,6 +320,9 @@ impl Context {
                 if let Some(ExprKind::Literal(crate::ir::Literal::Int(k))) = value.map(|v| &v.kind) {
                     self.frame_mut().counts.insert(d.to_string(), *k);
                 }
+                if value.is_some_and(|v| !d.contains('.') && self.is_version_guard(v)) {
+                    self.frame_mut().version_flags.insert(d.to_string());
+                }
                 if let Some(c) = instance {
                     self.frame_mut().instances.insert(d.to_string(), c);
                 }

@@ -253,6 +253,11 @@ struct Frame {
     /// Names bound to a literal list or tuple of a few items (`ws =
     /// [0.0, 0.5, 2.0]`): a loop over one runs its body a few times.
     few_items: HashSet<String>,
+    /// Names bound to a check of the installed torch's version or API
+    /// (`AMP_AVAILABLE = hasattr(torch.cuda.amp, "autocast")`): a test of
+    /// one is compatibility code. Not cleared by a rebinding (the fallback
+    /// `AMP_AVAILABLE = False` of the `except ImportError:` arm).
+    version_flags: HashSet<String>,
     /// Names bound to an integer literal (`grad_steps = 10`): a `range`
     /// over one runs a count known from the code.
     counts: HashMap<String, i64>,

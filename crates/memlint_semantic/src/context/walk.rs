@@ -315,9 +315,9 @@ impl Context {
     /// `hasattr(torch, "amp")`): its branches are compatibility code.
     pub fn is_version_guard(&self, test: &Expr) -> bool {
         test.any(&mut |e| match &e.kind {
+            ExprKind::Name(n) if self.is_version_flag(n) => true,
             ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
-                // Case-insensitive, without lowering a copy of every name
-                // of every test.
+                // Case-insensitive, without lowering a copy of every name of every test.
                 let has = |w: &str| n.as_bytes().windows(w.len()).any(|s| s.eq_ignore_ascii_case(w.as_bytes()));
                 has("version")
                     || ((has("torch") || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("pt_")) || has("_pt_"))
