@@ -171,10 +171,15 @@ impl Context {
             return;
         }
         let Some((f, args, _)) = value.as_call() else { return };
-        if f.as_name() != Some("next") {
-            return;
-        }
-        let Some(arg) = args.first() else { return };
+        // `next(it)`, or Python 2's `it.next()` that old notebooks keep.
+        let arg = match value.as_method_call() {
+            Some((recv, "next")) if args.is_empty() => recv,
+            _ if f.as_name() == Some("next") => match args.first() {
+                Some(a) => a,
+                None => return,
+            },
+            _ => return,
+        };
         // `next(loader)` of a name for a loader: a `DataLoader` itself is no
         // iterator, so the name holds one over it (`loader =
         // sample_data(loader)`, a generator that yields its batches).
