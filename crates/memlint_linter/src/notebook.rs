@@ -728,11 +728,14 @@ fn has_placeholder(line: &str) -> bool {
 
 /// A comment that tells the student to write the code there.
 fn marks_a_blank(line: &str) -> bool {
-    let Some((_, comment)) = line.split_once('#') else { return false };
+    let Some((code, comment)) = line.split_once('#') else { return false };
     let comment = comment.to_ascii_lowercase();
     // `# COMPLETE HERE`, `# complete the loop`, `# code here`.
     ["your code", "todo", "fill in", "fill this", "complete here", "to complete", "code here"].iter().any(|m| comment.contains(m))
         || comment.trim_start().starts_with("complete")
+        // A question where the operand should be: `lr = lr_0 / ((i + 1) **
+        // # What should the power be? )`.
+        || (comment.contains('?') && code.trim_end().ends_with(['(', '[', '=', '+', '-', '*', '/', '%', '@']))
 }
 
 /// Whether a cell whose first line is indented parses once that
@@ -1309,6 +1312,9 @@ mod tests {
         // An unclosed call right below the comment that marks it.
         assert!(blank("def mlp(d):\n    return nn.Sequential(\n        # YOUR CODE: Linear + GELU\n        nn.Linear(..\n    )\n"));
         assert!(!blank("def mlp(d):\n    return nn.Sequential(\n        # two layers\n        nn.Linear(..\n    )\n"));
+        // A question where the operand should be.
+        assert!(blank("for i in range(10):\n    lr = lr_0 / ((i + 1) ** # What should the power be? )\n    w -= lr * w\n"));
+        assert!(!blank("x = f(1,  # why?\ny = 2\n"));
     }
 
     #[test]
