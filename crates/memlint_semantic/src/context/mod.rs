@@ -474,7 +474,7 @@ const ACTION_VERBS: &[&str] = &[
 const LOSS_NAMES: &[&str] = &["criterion", "loss_fn", "lossfn", "loss_func", "loss_function", "loss_module"];
 /// Methods whose result shares nothing with the receiver that a later
 /// in-place change could corrupt: copies and reductions.
-pub(crate) const COPYING_METHODS: &[&str] = &[
+const COPYING_METHODS: &[&str] = &[
     "detach", "clone", "item", "tolist", "numpy", "norm", "min", "max", "sum", "mean", "std", "var", "amax", "amin",
     "argmax", "argmin", "abs", "numel", "size", "dim", "float", "double", "half", "cpu", "allclose", "equal", "isnan",
     "isinf", "any", "all", "nonzero", "count_nonzero",

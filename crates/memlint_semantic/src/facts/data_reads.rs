@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashSet as HashSet;
 
-use crate::context::{COPYING_METHODS, METADATA_ATTRIBUTES};
+use crate::context::METADATA_ATTRIBUTES;
 use crate::ir::{for_each_stmt_in_function, Expr, ExprId, ExprKind, Function, Stmt, StmtKind};
 
 /// Locals assigned a `.data` read (`saved = p.data`) and later assigned
@@ -116,16 +116,23 @@ pub fn passed_as_template(body: &[Stmt], call: &Expr, arg: ExprId) -> bool {
     param.is_some_and(|p| only_describes(f, p))
 }
 
+/// Methods that read what their receiver is, not its values: a new
+/// tensor of its type and device, its size or layout.
+const DESCRIBING_METHODS: &[&str] = &[
+    "new", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "size", "dim", "numel", "nelement",
+    "element_size", "get_device", "stride", "is_contiguous",
+];
+
 /// Whether every use of `param` in `f` reads what the tensor is (the
-/// receiver of `new`, `size`, `detach`..., or `.shape`, `.dtype`...) and
-/// the body never binds the name again.
+/// receiver of `new`, `size`..., or `.shape`, `.dtype`...; not a copy of
+/// its values such as `clone`) and the body never binds the name again.
 fn only_describes(f: &Function, param: &str) -> bool {
     fn uses(e: &Expr, param: &str, ok: &mut bool, seen: &mut bool) {
         if !*ok {
             return;
         }
         let described = match (e.as_method_call(), &e.kind) {
-            (Some((recv, m)), _) if COPYING_METHODS.contains(&m) => Some(recv),
+            (Some((recv, m)), _) if DESCRIBING_METHODS.contains(&m) => Some(recv),
             (None, ExprKind::Attribute { value, attr, .. }) if METADATA_ATTRIBUTES.contains(&attr.as_str()) => Some(&**value),
             _ => None,
         };
