@@ -143,6 +143,9 @@ declare_rule! {
     /// ```
     ///
     /// ## Known false positives
+    /// Code written for PyTorch before 0.4 (`Variable(x, volatile=True)`,
+    /// `loss.data[0]`, or a project whose README declares such a PyTorch)
+    /// is not checked: it does not run on a current torch as written.
     /// A test that compares a validation value with the best so far (`if
     /// val_loss < best_loss:`: keeping the best model, early stopping) is
     /// not reported, even where each iteration is one full-batch step: the
@@ -287,6 +290,11 @@ fn report_read(span: memlint_diagnostics::Span, sync: &str, condition: bool, che
     // range(grad_steps):` with `grad_steps = 30`, a demo optimizing a
     // latent) waits at most that many times.
     if cx.in_benchmark_code() || cx.counted_training_steps().is_some_and(|(_, k)| k <= memlint_semantic::facts::DEMO_STEPS) {
+        return;
+    }
+    // Code for torch 0.3 (`volatile=True`, `loss.data[0]`) reads every
+    // loss back each step and does not run on a current torch.
+    if checker.written_for_volatile_torch() {
         return;
     }
     // A GPU program: the file says `cuda` (Rust: unless it names only
