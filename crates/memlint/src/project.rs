@@ -337,12 +337,17 @@ pub fn declared_torch(text: &str) -> TorchVersions {
 /// Whether a manifest names `torch` as a whole word (`torch`, `torch>=2.1`,
 /// `"torch",`; not `torchvision` or `pytorch-lightning`).
 fn names_torch(text: &str) -> bool {
+    torch_words(text).next().is_some()
+}
+
+/// What follows each `torch` of `text` that is a whole word: not
+/// `pytorch-lightning`, `torchvision`, `torch_geometric`.
+fn torch_words(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
-    text.match_indices("torch").any(|(start, _)| {
-        let end = start + 5;
+    text.match_indices("torch").filter_map(move |(start, _)| {
         let before_ok = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'-' | b'_' | b'.'));
-        let after_ok = bytes.get(end).is_none_or(|&c| !(c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
-        before_ok && after_ok
+        let after = &text[start + 5..];
+        (before_ok && !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_')).then_some(after)
     })
 }
 
@@ -350,17 +355,7 @@ fn names_torch(text: &str) -> bool {
 /// `torch` in a requirements text (`torch >= 2.1.0, <3` gives `>=` 2.1
 /// with 3 components and `<` 3.0 with 1).
 fn for_each_torch_specifier(text: &str, mut f: impl FnMut(&str, (u32, u32), usize)) {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while let Some(pos) = text[i..].find("torch") {
-        let start = i + pos;
-        i = start + 5;
-        // A whole word: not `pytorch-lightning`, `torchvision`.
-        let before_ok = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || matches!(bytes[start - 1], b'-' | b'_' | b'.'));
-        let after = &text[i..];
-        if !before_ok || after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            continue;
-        }
+    for after in torch_words(text) {
         let spec = after.trim_start_matches([' ', '\t']);
         let mut spec = spec.strip_prefix('[').map(|s| s.split_once(']').map(|(_, r)| r).unwrap_or("")).unwrap_or(spec).trim_start();
         // Comma-separated clauses: `>= 2.1.0, <3`.

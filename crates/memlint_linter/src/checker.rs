@@ -116,23 +116,31 @@ impl<'c> Checker<'c> {
         self.volatile_use() == memlint_semantic::facts::Volatile::OldTorch || self.cx.torch_below().is_some_and(|b| b <= (0, 4))
     }
 
+    /// The value a flag has where `e` runs, by the innermost `if` that
+    /// tests it (`if flag:` or `if not flag:`, `is_flag` telling the
+    /// flag): `Some(true)` in the body of `if flag:` or the `else` of `if
+    /// not flag:`, `None` outside any such `if`.
+    pub fn flag_value_where(&self, e: &Expr, is_flag: impl Fn(&Expr) -> bool) -> Option<bool> {
+        use memlint_semantic::ir::{Arm, ExprKind, UnaryOp};
+        let module = self.module;
+        let id = module.tree.owner(e.id)?;
+        module.tree.guards(id).find_map(|(guard, arm)| {
+            let StmtKind::If { test, .. } = &module.stmt(guard)?.kind else { return None };
+            let value_in_body = match &test.kind {
+                ExprKind::Unary { op: UnaryOp::Not, operand } if is_flag(operand) => false,
+                _ if is_flag(test) => true,
+                _ => return None,
+            };
+            Some(if arm == Arm::Body { value_in_body } else { !value_in_body })
+        })
+    }
+
     /// Whether `e` sits in an arm of an `if` on the module's train mode
     /// that runs only in eval mode (the `else` of `if self.training:`, the
     /// body of `if not self.training:`): no `backward()` reads what it
     /// computes.
     pub fn in_eval_mode_arm(&self, e: &Expr) -> bool {
-        use memlint_semantic::ir::{Arm, ExprKind, UnaryOp};
-        let module = self.module;
-        let Some(id) = module.tree.owner(e.id) else { return false };
-        let training = |t: &Expr| t.dotted().is_some_and(|d| d == "self.training");
-        module.tree.guards(id).any(|(guard, arm)| {
-            let Some(StmtKind::If { test, .. }) = module.stmt(guard).map(|s| &s.kind) else { return false };
-            match &test.kind {
-                ExprKind::Unary { op: UnaryOp::Not, operand } if training(operand) => arm == Arm::Body,
-                _ if training(test) => arm == Arm::Else,
-                _ => false,
-            }
-        })
+        self.flag_value_where(e, |t| t.dotted().is_some_and(|d| d == "self.training")) == Some(false)
     }
 
     /// Whether `e` runs on a loop's first iteration only: the body of an

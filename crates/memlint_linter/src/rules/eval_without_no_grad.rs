@@ -286,18 +286,7 @@ fn feeds_itself(expr: &Expr, checker: &Checker<'_>) -> bool {
 /// (`if flag:`, `if not flag:`, or their `else`) that runs only when the
 /// flag says training.
 fn in_training_arm(expr: &Expr, flag: &str, true_says_eval: bool, checker: &Checker<'_>) -> bool {
-    let module = checker.module();
-    let Some(id) = module.tree.owner(expr.id) else { return false };
-    let found = module.tree.guards(id).find_map(|(guard, arm)| {
-        let StmtKind::If { test, .. } = &module.stmt(guard)?.kind else { return None };
-        let value_in_body = match &test.kind {
-            ExprKind::Name(n) if n.as_str() == flag => true,
-            ExprKind::Unary { op: memlint_semantic::ir::UnaryOp::Not, operand } if operand.as_name() == Some(flag) => false,
-            _ => return None,
-        };
-        Some((if arm == memlint_semantic::ir::Arm::Body { value_in_body } else { !value_in_body }) != true_says_eval)
-    });
-    found.unwrap_or(false)
+    checker.flag_value_where(expr, |t| t.as_name() == Some(flag)).is_some_and(|value| value != true_says_eval)
 }
 
 fn under_phase_test(expr: &Expr, lp: memlint_semantic::ir::StmtId, var: &str, checker: &Checker<'_>) -> bool {
