@@ -493,6 +493,36 @@ fn in_memory_dataset_classes_of_other_files() {
     assert!(stdout(&o).contains("train.py:13:12: ML302"), "{}", stdout(&o));
 }
 
+/// ML302 knows a dataset class of another module that keeps its samples
+/// and applies a transform given at construction: in memory when the
+/// construction gives none or one that only converts, not when it gives
+/// an augmentation. Scripts in a package's directory reach the modules
+/// beside them by their bare names.
+#[test]
+fn in_memory_dataset_classes_of_other_files_with_a_transform() {
+    // Also as scripts in a package's directory (`src/__init__.py`), run
+    // from there: `from omniglot import Glyphs` names `src/omniglot.py`.
+    for sub in ["", "src/"] {
+        let dir = tempfile::tempdir().unwrap();
+        if !sub.is_empty() {
+            write(dir.path(), "src/__init__.py", "");
+        }
+        write(
+            dir.path(),
+            &format!("{sub}omniglot.py"),
+            "import torch\nfrom torch.utils.data import Dataset\n\n\nclass Glyphs(Dataset):\n    def __init__(self, images, transform=None):\n        self.x = [torch.load(p) for p in images]\n        self.transform = transform\n\n    def __getitem__(self, idx):\n        x = self.x[idx]\n        if self.transform:\n            x = self.transform(x)\n        return x\n\n    def __len__(self):\n        return len(self.x)\n",
+        );
+        write(
+            dir.path(),
+            &format!("{sub}train.py"),
+            "import torch\nfrom torchvision import transforms\nfrom omniglot import Glyphs\n\n\ndef train(model, opt, paths):\n    plain = torch.utils.data.DataLoader(Glyphs(paths), batch_size=60)\n    converted = torch.utils.data.DataLoader(Glyphs(paths, transform=transforms.Normalize((0.5,), (0.5,))), batch_size=60)\n    augmented = torch.utils.data.DataLoader(Glyphs(paths, transform=transforms.RandomRotation(15)), batch_size=60)\n    for loader in (plain, converted, augmented):\n        for x in loader:\n            opt.zero_grad()\n            model(x.cuda()).sum().backward()\n            opt.step()\n",
+        );
+        let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML302"]);
+        let out = stdout(&o);
+        assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), [format!("./{sub}train.py:9:17")], "{out}");
+    }
+}
+
 /// Two experiments side by side, each with its own `helpers.py` (and a
 /// package copied into both): each script's import reaches the module
 /// of its own directory, as Python's search path starting at the script's

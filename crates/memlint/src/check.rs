@@ -165,6 +165,8 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
             j.module.nearby = abs.ancestors().skip(1).filter_map(|d| roots.get(d).cloned()).collect();
         }
     }
+    let seen = count(&jobs);
+    beside_in_packages(&mut jobs, &seen, cwd);
 
     let fail_on = match args.fail_on {
         Some(FailOn::Error) => Severity::Error,
@@ -178,6 +180,43 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
         }
     };
     Ok(Plan { jobs, fail_on })
+}
+
+/// A script in a package's directory (`src/train.py` beside
+/// `src/__init__.py`), run as `python train.py`, imports the modules beside
+/// it by their bare names (`from model import Net` for `src/model.py`,
+/// module `src.model`): `sys.path` starts at its directory. Each module of
+/// a package reaches its siblings so, after the collided names of
+/// [`plan`], when no module of the run has the bare name itself.
+fn beside_in_packages(jobs: &mut [Job], seen: &HashMap<String, usize>, cwd: &Path) {
+    let mut beside: HashMap<PathBuf, Vec<(String, String)>> = HashMap::new();
+    for j in jobs.iter() {
+        if j.module.crate_root.is_some() || j.module.renamed_from.is_some() || is_notebook_path(&j.candidate.path) {
+            continue;
+        }
+        let Some((_, name)) = j.module.path.rsplit_once('.') else { continue };
+        if seen.contains_key(name) {
+            continue;
+        }
+        // A package's `__init__.py` is its directory, beside the others
+        // of the directory above.
+        let abs = cwd.join(&j.candidate.path);
+        let Some(dir) = abs.ancestors().nth(1 + usize::from(j.module.is_package)) else { continue };
+        beside.entry(dir.to_path_buf()).or_default().push((name.to_string(), j.module.path.clone()));
+    }
+    if beside.is_empty() {
+        return;
+    }
+    let beside: HashMap<PathBuf, Arc<[(String, String)]>> = beside.into_iter().map(|(d, list)| (d, list.into())).collect();
+    for j in jobs.iter_mut() {
+        if j.module.crate_root.is_some() || j.module.is_package || !j.module.path.contains('.') {
+            continue;
+        }
+        let abs = cwd.join(&j.candidate.path);
+        if let Some(list) = abs.parent().and_then(|d| beside.get(d)) {
+            j.module.nearby.push(list.clone());
+        }
+    }
 }
 
 /// Where the rendered output goes.

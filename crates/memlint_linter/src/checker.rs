@@ -200,7 +200,7 @@ impl<'c> Checker<'c> {
             .get_or("loader-sites", "", || {
                 let cx = self.cx;
                 let in_memory_class =
-                    |f: &memlint_semantic::ir::Expr| cx.qualified_name(f).is_some_and(|q| cx.index().is_in_memory_dataset(q.as_str()));
+                    |f: &memlint_semantic::ir::Expr| cx.qualified_name(f).and_then(|q| cx.index().dataset_items(q.as_str()));
                 Some(cx.pipeline().loaders(self.module, &in_memory_class))
             })
             .unwrap_or_default()

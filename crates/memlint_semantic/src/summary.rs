@@ -296,7 +296,7 @@ impl SummaryVisitor {
             bases: resolved,
             parameter_attrs,
             disables_grad,
-            in_memory_dataset: crate::facts::datasets::indexes_only(body),
+            dataset_items: crate::facts::datasets::dataset_items(body),
             parameter_free,
             self_frozen: crate::facts::scan::freezes_itself(body),
             init_param_attrs: init_param_attrs(body),

@@ -83,8 +83,9 @@ declare_rule! {
     /// helper's `dataset` parameter gets one from every call in the file)
     /// needs no workers and is not reported (also its parts,
     /// `random_split(ds, [n, m])` or `Subset(ds, idx)`; also a class of another
-    /// module of the run, one whose `__getitem__` binds the items to names
-    /// first, or what a function of the file returns); neither is a
+    /// module of the run, with or without such a transform, one whose
+    /// `__getitem__` binds the items to names first, or what a function of
+    /// the file returns); neither is a
     /// loader named for evaluation, or held by a dict or list so named
     /// (`test_loaders = {res: DataLoader(...)}`), or built in a method named so
     /// (`val_loader`, `test_dataloader`, Lightning's `def

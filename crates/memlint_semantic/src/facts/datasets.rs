@@ -227,7 +227,7 @@ fn transform_size<'a>(t: &'a Expr, values: &dyn Fn(&'a Expr) -> Vec<&'a Expr>, l
 /// make_data()`, `ds, model, opt = load_train_objs()`), or, for a
 /// parameter of a loader helper (`def get_loader(dataset, ...)`), passed
 /// as such by every call of the helper in the file.
-pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> bool {
+pub fn dataset_in_memory(call: &Expr, module: &Module, in_memory_class: &dyn Fn(&Expr) -> Option<Items>) -> bool {
     let Some((_, args, _)) = call.as_call() else { return false };
     let Some(dataset) = args.first().or_else(|| call.keyword("dataset")) else { return false };
     let values = InMemory { module: &module.body, in_memory_class, depth: std::cell::Cell::new(0) };
@@ -269,7 +269,7 @@ const TENSOR_FROM_DATA: &[&str] = &["torch.from_numpy", "torch.tensor", "torch.a
 /// The reader of in-memory datasets of one module ([`dataset_in_memory`]).
 struct InMemory<'m> {
     module: &'m [Stmt],
-    in_memory_class: &'m dyn Fn(&Expr) -> bool,
+    in_memory_class: &'m dyn Fn(&Expr) -> Option<Items>,
     /// How many splits deep [`InMemory::value`] follows (`a = Subset(b)`,
     /// `b = Subset(a)` must not recurse for ever).
     depth: std::cell::Cell<u8>,
@@ -307,7 +307,7 @@ impl InMemory<'_> {
                             let transform = e.keyword("transform").or_else(|| args.iter().skip(1).find(|a| composed(a) || is_transform(a, scope, self.module)));
                             transform.is_none_or(|t| t.is_none() || light_transform(t, scope, self.module))
                         })
-                }) || (self.in_memory_class)(f)
+                }) || (self.in_memory_class)(f).is_some_and(|items| items_at(items, e, scope, self.module))
             })
     }
 
@@ -445,7 +445,7 @@ fn module_function<'m>(module: &'m [Stmt], name: &str) -> Option<&'m crate::ir::
 /// in-memory dataset made there (`return datasets.MNIST(..., transform=t)`
 /// with `t` converting only): a module that imports it binds one.
 pub fn returns_in_memory_dataset(module: &Module, f: &crate::ir::Function) -> bool {
-    let none = |_: &Expr| false;
+    let none = |_: &Expr| None;
     InMemory { module: &module.body, in_memory_class: &none, depth: std::cell::Cell::new(0) }.returns_made(f, None)
 }
 
@@ -477,22 +477,30 @@ fn indexing_only_dataset(module: &[Stmt], name: &str, made: &Expr, scope: &[Stmt
     crate::ir::for_each_stmt_in_module(module, &mut |s| {
         if let StmtKind::Class(c) = &s.kind {
             if c.name.as_str() == name {
-                found |= match dataset_items(&c.body) {
-                    Items::InMemory => true,
-                    Items::Transformed => {
-                        // The transform: a keyword naming one, or a positional
-                        // argument that is one (`SimDataset(n, trans)`).
-                        let Some((_, args, kws)) = made.as_call() else { return };
-                        let named = kws.iter().filter(|k| k.name.as_deref().is_some_and(|n| n.contains("transform")));
-                        named.map(|k| &k.value).all(|t| t.is_none() || light_transform(t, scope, module))
-                            && args.iter().filter(|a| is_transform(a, scope, module)).all(|t| light_transform(t, scope, module))
-                    }
-                    Items::Computed => false,
-                };
+                found |= items_at(dataset_items(&c.body), made, scope, module);
             }
         }
     });
     found
+}
+
+/// Whether a dataset class whose `__getitem__` does `items` per sample,
+/// built by the call `made`, keeps its samples in memory: one that applies
+/// a transform given at construction is when the call gives none, or one
+/// that only converts ([`light_transform`]).
+fn items_at(items: Items, made: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
+    match items {
+        Items::InMemory => true,
+        Items::Transformed => {
+            // The transform: a keyword naming one, or a positional
+            // argument that is one (`SimDataset(n, trans)`).
+            let Some((_, args, kws)) = made.as_call() else { return false };
+            let named = kws.iter().filter(|k| k.name.as_deref().is_some_and(|n| n.contains("transform")));
+            named.map(|k| &k.value).all(|t| t.is_none() || light_transform(t, scope, module))
+                && args.iter().filter(|a| is_transform(a, scope, module)).all(|t| light_transform(t, scope, module))
+        }
+        Items::Computed => false,
+    }
 }
 
 /// Transforms that only convert or normalise a sample: no per-sample
@@ -548,33 +556,28 @@ fn is_transform(a: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
     made(a) || a.as_name().is_some_and(|n| bound_values(n, scope, module).iter().any(|v| made(v)))
 }
 
-/// Whether a class body defines a `__getitem__` that does no work per
-/// sample: its body is a `return` of items (or a tuple of items) of its
-/// attributes, `self.data[i]`, maybe bound to names first (`x =
-/// self.x[i]; y = self.y[i]; return x, y`), maybe made tensors
-/// (`torch.tensor(self.labels[i])`), or a dict of them (the tokenized-text
-/// pattern: `item = {k: torch.tensor(v[i]) for k, v in
-/// self.encodings.items()}; item["labels"] = torch.tensor(self.labels[i]);
-/// return item`). Such a dataset holds its samples in memory.
-pub fn indexes_only(class_body: &[Stmt]) -> bool {
-    dataset_items(class_body) == Items::InMemory
-}
-
 /// What a dataset class's `__getitem__` does per sample ([`dataset_items`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Items {
-    /// Returns items of its attributes ([`indexes_only`]).
+    /// `__getitem__` does no work per sample: its body is a `return` of items (or a tuple of items) of its
+    /// attributes, `self.data[i]`, maybe bound to names first (`x =
+    /// self.x[i]; y = self.y[i]; return x, y`), maybe made tensors
+    /// (`torch.tensor(self.labels[i])`), or a dict of them (the tokenized-text
+    /// pattern: `item = {k: torch.tensor(v[i]) for k, v in
+    /// self.encodings.items()}; item["labels"] = torch.tensor(self.labels[i]);
+    /// return item`). Such a dataset holds its samples in memory.
     InMemory,
     /// The same, after applying a transform kept from `__init__` (`if
     /// self.transform: image = self.transform(image)`): in memory when
     /// that transform only converts.
     Transformed,
     /// Anything else: reads, decodes or computes.
+    #[default]
     Computed,
 }
 
 /// What a class body's `__getitem__` does per sample: returns items of its
-/// attributes ([`indexes_only`]), maybe after applying a transform of
+/// attributes ([`Items::InMemory`]), maybe after applying a transform of
 /// `self` to them, or something else.
 pub fn dataset_items(class_body: &[Stmt]) -> Items {
     // `image = self.transform(image)`, maybe under `if self.transform:` or

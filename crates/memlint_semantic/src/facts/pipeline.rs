@@ -226,7 +226,7 @@ impl Pipeline {
     /// their options and where they go.
     /// `in_memory_class` answers for a dataset class of another module
     /// ([`dataset_in_memory`]).
-    pub fn loaders(&self, module: &Module, in_memory_class: &dyn Fn(&Expr) -> bool) -> Vec<LoaderSite> {
+    pub fn loaders(&self, module: &Module, in_memory_class: &dyn Fn(&Expr) -> Option<crate::facts::datasets::Items>) -> Vec<LoaderSite> {
         let mut sites = self
             .loader_calls
             .iter()

@@ -400,9 +400,11 @@ pub struct ClassSummary {
     pub parameter_attrs: Vec<String>,
     /// `__enter__` disables grad.
     pub disables_grad: bool,
-    /// A dataset whose `__getitem__` only returns items of its attributes
-    /// ([`crate::facts::datasets::indexes_only`]): its samples are in memory.
-    pub in_memory_dataset: bool,
+    /// What a dataset's `__getitem__` does per sample
+    /// ([`crate::facts::datasets::dataset_items`]): return items of its
+    /// attributes (its samples are in memory), maybe through a transform
+    /// given at construction, or anything else.
+    pub dataset_items: crate::facts::datasets::Items,
     /// A module that owns no parameters: its direct base is `nn.Module` and
     /// it builds no layer, parameter or submodule, only buffers and plain
     /// attributes (a mel-spectrogram front end). A forward of it records no

@@ -543,12 +543,18 @@ impl ProjectIndex {
         self.classes.get(self.canonical_str(qualified)).and_then(|c| c.self_frozen.as_ref())
     }
 
-    /// Whether a project class (through re-exports) is a dataset whose
-    /// samples are in memory ([`super::ClassSummary::in_memory_dataset`]), or a
-    /// function that returns one ([`super::FunctionSummary::returns_in_memory_dataset`]).
-    pub fn is_in_memory_dataset(&self, qualified: &str) -> bool {
+    /// What a project class (through re-exports) does per sample as a
+    /// dataset ([`super::ClassSummary::dataset_items`]): `None` for one
+    /// that computes its samples, and a function that returns an in-memory
+    /// dataset ([`super::FunctionSummary::returns_in_memory_dataset`])
+    /// gives one.
+    pub fn dataset_items(&self, qualified: &str) -> Option<crate::facts::datasets::Items> {
+        use crate::facts::datasets::Items;
         let q = self.canonical_str(qualified);
-        self.classes.get(q).is_some_and(|c| c.in_memory_dataset) || self.functions.get(q).is_some_and(|f| f.returns_in_memory_dataset)
+        if self.functions.get(q).is_some_and(|f| f.returns_in_memory_dataset) {
+            return Some(Items::InMemory);
+        }
+        self.classes.get(q).map(|c| c.dataset_items).filter(|&i| i != Items::Computed)
     }
 
     /// Whether `attr` is an `nn.Parameter` attribute of the project class
