@@ -102,7 +102,9 @@ declare_rule! {
     /// `forward`), nor for reads of what a tensor is rather than what it
     /// holds (`w.data.new(n, 1)`, `w.data.shape`, `w.data.size()`, also
     /// through a function of the file that reads only that of its
-    /// argument: `dropout_mask(w.data, size, p)` with `x.new(*sz)`),
+    /// argument: `dropout_mask(w.data, size, p)` with `x.new(*sz)`, or a
+    /// tensor method that takes the dtype, device or shape of its
+    /// argument: `scores.to(self.emb.weight.data)`),
     /// nor on a module built in the same function, nor for a write to a
     /// plain tensor the class keeps (`self.backup.data = ...` of an
     /// attribute only ever assigned `torch.zeros(n)`: its state, no
@@ -235,7 +237,9 @@ impl DataAttribute {
 
     /// Whether `data` (a `.data` read) is an argument of a call to a
     /// function of the file that reads only what it is
-    /// ([`memlint_semantic::facts::data_reads::passed_as_template`]).
+    /// ([`memlint_semantic::facts::data_reads::passed_as_template`]), or
+    /// of a tensor method that does (`x.to(w.data)`,
+    /// [`memlint_semantic::facts::data_reads::takes_as_template`]).
     fn passed_as_template(checker: &Checker<'_>, data: &Expr) -> bool {
         let body = &checker.module().body;
         let mut template = false;
@@ -243,7 +247,10 @@ impl DataAttribute {
             let passes = x.as_call().is_some_and(|(_, args, kws)| {
                 args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id)
             });
-            template = template || (passes && memlint_semantic::facts::data_reads::passed_as_template(body, x, data.id));
+            template = template
+                || (passes
+                    && (memlint_semantic::facts::data_reads::passed_as_template(body, x, data.id)
+                        || memlint_semantic::facts::data_reads::takes_as_template(x, data.id)));
             template
         });
         template
@@ -363,7 +370,8 @@ impl Rule for DataAttribute {
             return;
         }
         // `dropout_mask(w.data, size, p)` to a function of the file that only
-        // reads what its argument is (`x.new(*sz)`): a template, no values.
+        // reads what its argument is (`x.new(*sz)`), or `x.to(w.data)`: a
+        // template, no values.
         if !write && Self::passed_as_template(checker, expr) {
             return;
         }

@@ -116,6 +116,20 @@ pub fn passed_as_template(body: &[Stmt], call: &Expr, arg: ExprId) -> bool {
     param.is_some_and(|p| only_describes(f, p))
 }
 
+/// Tensor methods that read only what their one argument is, not its
+/// values: its dtype and device (`x.to(w.data)`, `x.type_as(w.data)`) or
+/// its shape (`x.view_as(w.data)`).
+const TEMPLATE_ARGUMENT_METHODS: &[&str] = &["to", "type_as", "view_as", "reshape_as", "expand_as"];
+
+/// Whether the method call `call` takes `arg`, its one positional
+/// argument, for what a tensor is ([`TEMPLATE_ARGUMENT_METHODS`]):
+/// `scores.to(self.values.weight.data)` reads no value of the weight.
+pub fn takes_as_template(call: &Expr, arg: ExprId) -> bool {
+    let Some((_, method)) = call.as_method_call() else { return false };
+    let Some((_, args, keywords)) = call.as_call() else { return false };
+    TEMPLATE_ARGUMENT_METHODS.contains(&method) && keywords.is_empty() && matches!(args, [a] if a.id == arg)
+}
+
 /// Methods that read what their receiver is, not its values: a new
 /// tensor of its type and device, its size or layout.
 const DESCRIBING_METHODS: &[&str] = &[
