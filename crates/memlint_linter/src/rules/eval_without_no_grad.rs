@@ -114,7 +114,8 @@ declare_rule! {
     /// project whose definition enters one of them (`@smart_inference_mode()`,
     /// in any file of the run), and in a function every known caller of
     /// which runs with grad off (callers in other files of the run
-    /// included). A forward of a model whose parameters were all frozen
+    /// included, and a base class's `self.evaluate_mt()` for a method only
+    /// its subclasses define). A forward of a model whose parameters were all frozen
     /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
     /// parameters) or all but a part (a head given back grad, or kept by
     /// name: `if name not in ["fc.weight", "fc.bias"]:`), or of a wrapper of one (`nn.Sequential(backbone,

@@ -70,7 +70,9 @@ impl ProjectIndex {
 
     /// Methods that override `class.method` in the project's subclasses:
     /// a call of `self.method()` in the base class may run any of them.
-    /// Keyed by the overridden method's id, in [`Names`] ids.
+    /// Keyed by the overridden method's id, in [`Names`] ids; a method the
+    /// base calls but does not define is keyed by the id of the name its
+    /// calls give (`Base.evaluate_mt`).
     pub(super) fn overrides(&self, names: &Names<'_>) -> HashMap<u32, Vec<u32>> {
         // Walked upwards from each method's class (a class has few
         // ancestors, while a base like `PreTrainedModel` has thousands of
@@ -95,8 +97,11 @@ impl ProjectIndex {
                         m.push_str(a);
                         m.push('.');
                         m.push_str(&f.name);
-                        if let Some(over) = names.function(&m) {
-                            out.push((over, id));
+                        // Also a method the base only calls (`self.evaluate_mt()`
+                        // in a base that leaves it to its subclasses): the
+                        // name its calls resolve to.
+                        if let Some(over) = names.ids.get(m.as_str()) {
+                            out.push((*over, id));
                         }
                     }
                 }
@@ -201,11 +206,8 @@ impl ProjectIndex {
         // overrides of `m` (project functions only).
         let targets = |i: usize| -> (Option<u32>, &[u32]) {
             let e = &edges[i];
-            if !is_function(e.callee) {
-                return (None, &[]);
-            }
             let over = if calls[i].via_self { overrides.get(&e.callee).unwrap_or(&no_overrides) } else { &no_overrides };
-            (Some(e.callee), over.as_slice())
+            (is_function(e.callee).then_some(e.callee), over.as_slice())
         };
         let mut site_pairs = Vec::with_capacity(edges.len());
         let mut caller_pairs = Vec::with_capacity(edges.len());
