@@ -45,8 +45,12 @@ declare_rule! {
     /// Freezing seen in the same function only: a model frozen in a helper
     /// or in its constructor, then given whole to the optimizer elsewhere, is
     /// not reported. Code that unfreezes the parts later in training
-    /// (gradual unfreezing) wants them in the optimizer and is reported;
-    /// suppress it there. Parameter groups and filtered iterables are never
+    /// (gradual unfreezing) wants them in the optimizer: a function that
+    /// gives the frozen part (or the whole model) back grad after the
+    /// optimizer is built (`for p in model.backbone.parameters():
+    /// p.requires_grad = True` under `if epoch >= freeze_epochs:`,
+    /// `model.requires_grad_(True)`) is not reported; one that unfreezes
+    /// through a helper is, so suppress it there. Parameter groups and filtered iterables are never
     /// reported. Test modules are not checked.
     ///
     /// ## References
@@ -84,7 +88,14 @@ impl Rule for FrozenParamsInOptimizer {
             return;
         }
         let opt = checker.text(func.span).to_string();
-        let message = if let Some(part) = cx.frozen_part_of(&name) {
+        let part = cx.frozen_part_of(&name);
+        // Gradual unfreezing: what is frozen now is given back grad later
+        // in the function (`if epoch >= 5:` then a loop setting
+        // `requires_grad = True`), and the optimizer must hold it.
+        if memlint_semantic::facts::unfreeze::unfrozen_after(checker.module(), expr, part.as_deref().unwrap_or(&name)) {
+            return;
+        }
+        let message = if let Some(part) = part {
             format!("`{opt}` is given all of `{name}.parameters()` though `{part}` was frozen above")
         } else if let Some(trained) = cx.frozen_except(&name) {
             format!("`{opt}` is given all of `{name}.parameters()` though `{name}` was frozen above and only parts of it made trainable again (first `{trained}`)")

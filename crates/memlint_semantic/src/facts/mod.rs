@@ -7,6 +7,7 @@ pub mod datasets;
 pub mod pipeline;
 pub(crate) mod guards;
 pub(crate) mod scan;
+pub mod unfreeze;
 pub mod views;
 
 pub use guards::tests_for_the_device;
