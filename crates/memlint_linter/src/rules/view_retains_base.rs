@@ -69,7 +69,8 @@ declare_rule! {
     /// stays quiet when the base stays alive anyway (it is itself stored,
     /// returned or an attribute), when the base's tensor type is not visible
     /// (an unannotated parameter), for indexing with a variable (`x[i]` may
-    /// be advanced indexing, which copies), for an element of the tuple
+    /// be advanced indexing, which copies) or with a list among the
+    /// dimensions (`x[:, [-2]]`, advanced indexing too), for an element of the tuple
     /// `torch.autograd.grad` returns (`grads[1]`, a tensor of its own),
     /// for slices that only drop a
     /// margin (`x[1:]`, `x[:-1]`) or cut the base to a multiple of a size

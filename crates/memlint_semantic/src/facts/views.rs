@@ -62,10 +62,19 @@ fn is_multi_dim(e: &Expr) -> bool {
 
 fn is_basic_index(e: &Expr) -> bool {
     match &e.kind {
+        // The dimensions of `x[:, 0]`; a list among them (`x[:, [-2]]`) is
+        // advanced indexing, which gathers a copy.
+        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(|i| !matches!(i.kind, ExprKind::Sequence(_)) && is_basic_index(i)),
+        _ => is_basic_item(e),
+    }
+}
+
+/// One dimension's basic index: a slice, an integer, `None`, `...`.
+fn is_basic_item(e: &Expr) -> bool {
+    match &e.kind {
         ExprKind::Slice { .. } | ExprKind::Range { .. } => true,
         ExprKind::Literal(Literal::Int(_) | Literal::None | Literal::Other) => true,
         ExprKind::Unary { operand: inner, .. } => matches!(inner.kind, ExprKind::Literal(Literal::Int(_))),
-        ExprKind::Sequence(items) => !items.is_empty() && items.iter().all(is_basic_index),
         _ => false,
     }
 }
