@@ -521,6 +521,17 @@ fn in_memory_dataset_classes_of_other_files_with_a_transform() {
         let out = stdout(&o);
         assert_eq!(out.lines().map(|l| l.split(": ").next().unwrap_or(l)).collect::<Vec<_>>(), [format!("./{sub}train.py:9:17")], "{out}");
     }
+    // A package's module named `torch` (d2l's `d2l/torch.py`) imports the
+    // library, not itself: its `torch.no_grad()` turns grad off.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "mylib/__init__.py", "");
+    write(
+        dir.path(),
+        "mylib/torch.py",
+        "import torch\n\n\ndef evaluate_accuracy(net, data_iter):\n    net.eval()\n    correct = 0\n    with torch.no_grad():\n        for X, y in data_iter:\n            correct += (net(X.cuda()).argmax(1) == y.cuda()).sum().item()\n    return correct\n",
+    );
+    let o = memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ALL"]);
+    assert_eq!(stdout(&o), "", "{}", stdout(&o));
 }
 
 /// Two experiments side by side, each with its own `helpers.py` (and a

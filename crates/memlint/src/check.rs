@@ -187,7 +187,8 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
 /// it by their bare names (`from model import Net` for `src/model.py`,
 /// module `src.model`): `sys.path` starts at its directory. Each module of
 /// a package reaches its siblings so, after the collided names of
-/// [`plan`], when no module of the run has the bare name itself.
+/// [`plan`], when no module of the run has the bare name itself and the
+/// name is not `torch`.
 fn beside_in_packages(jobs: &mut [Job], seen: &HashMap<String, usize>, cwd: &Path) {
     let mut beside: HashMap<PathBuf, Vec<(String, String)>> = HashMap::new();
     for j in jobs.iter() {
@@ -195,7 +196,9 @@ fn beside_in_packages(jobs: &mut [Job], seen: &HashMap<String, usize>, cwd: &Pat
             continue;
         }
         let Some((_, name)) = j.module.path.rsplit_once('.') else { continue };
-        if seen.contains_key(name) {
+        // `d2l/torch.py`, a package's module named after the library it
+        // wraps: its own `import torch` (and its siblings') is the library.
+        if seen.contains_key(name) || name == "torch" {
             continue;
         }
         // A package's `__init__.py` is its directory, beside the others
