@@ -54,7 +54,8 @@
 //!   `metadata.kernelspec.language`) is given and is not Python is not
 //!   checked.
 //! - A file that is not a notebook (not JSON, no `cells` list, a cell without
-//!   `source`, wrong types) is one `ML000` naming the problem.
+//!   `source`, wrong types) is one `ML000` naming the problem. An empty file
+//!   (or only white space: a placeholder) is a notebook without cells.
 
 use memlint_diagnostics::{CellMap, CellSpan, Diagnostic, SourceFile, Span};
 use serde_json::Value;
@@ -258,6 +259,9 @@ fn read_cells(root: &Value) -> Result<(Vec<RawCell>, bool), NotebookError> {
 
 /// Reads a notebook's JSON into its virtual source.
 pub fn read_notebook(json: &str) -> Result<Notebook, NotebookError> {
+    // An empty file (a placeholder for a chapter to come) holds no code:
+    // a notebook without cells, not a broken one.
+    let json = if json.trim().is_empty() { "{\"cells\": []}" } else { json };
     let root: Value = serde_json::from_str(json).map_err(|e| {
         // serde_json's message ends with " at line L column C"; say it our way.
         let full = e.to_string();
@@ -1217,6 +1221,11 @@ mod tests {
             "not a notebook: expected a JSON object with a `cells` list (line 1, column 1), found a list"
         );
         assert_eq!(err("{}"), "not a notebook: expected a JSON object with a `cells` list (line 1, column 1)");
+        // A placeholder file is a notebook without cells.
+        for empty in ["", " \n"] {
+            let nb = read_notebook(empty).expect("an empty file is a notebook");
+            assert!(nb.code_cells.is_empty() && nb.text.is_empty());
+        }
         assert_eq!(err("{\"cells\": 3}"), "not a notebook: `cells` is a number, expected a list");
         assert_eq!(err("{\"cells\": [{\"cell_type\": \"code\"}]}"), "not a notebook: cell 1 has no `source`");
         assert_eq!(err("{\"cells\": [{\"source\": \"x\"}]}"), "not a notebook: cell 1 has no `cell_type`");
