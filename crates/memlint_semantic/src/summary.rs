@@ -202,6 +202,7 @@ impl SummaryVisitor {
                 && applies_grad_off(&f.body, cx, is_contextmanager),
             returns_graph: false,
             returns_graph_at: Vec::new(),
+            returns_frozen: Vec::new(),
             accumulates_args,
             accumulates_into,
             empties: emptied(&f.body),
@@ -350,6 +351,7 @@ impl Visitor for SummaryVisitor {
                     _ => (cx.carries_graph(v), Vec::new()),
                 };
                 if let Some(f) = self.functions.get_mut(q) {
+                    f.returns_frozen.extend(cx.frozen_parts_returned(v));
                     f.returns_graph |= any;
                     for i in at {
                         if !f.returns_graph_at.contains(&i) {

@@ -118,7 +118,11 @@ declare_rule! {
     /// its subclasses define). A forward of a model whose parameters were all frozen
     /// (`model.requires_grad_(False)`, `p.requires_grad = False` over its
     /// parameters) or all but a part (a head given back grad, or kept by
-    /// name: `if name not in ["fc.weight", "fc.bias"]:`), or of a wrapper of one (`nn.Sequential(backbone,
+    /// name: `if name not in ["fc.weight", "fc.bias"]:`), or whose
+    /// pretrained backbone part was frozen (`net.features`,
+    /// `model.backbone`: only the head beside it records a graph), also
+    /// when a project function froze it and returned the model (`net =
+    /// get_net(device)`), or of a wrapper of one (`nn.Sequential(backbone,
     /// nn.Flatten())`, `nn.DataParallel(backbone)`, `backbone.to(device)`)
     /// with no layer of its own that holds parameters, is not reported, nor a call of an instance of a project
     /// class that is not an `nn.Module` (a trainer or predictor wrapping a

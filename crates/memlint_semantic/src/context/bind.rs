@@ -293,9 +293,17 @@ impl Context {
                 if value.and_then(|v| self.callee_name(v)).is_some_and(|q| q.is(crate::api::tch::NO_GRAD_GUARD)) && d.as_str() != "_" {
                     self.frame_mut().set_grad = Some(false);
                 }
+                // `net = get_net(device)` (maybe moved, `.cuda()`), a project
+                // function that returns a model frozen whole or in parts.
+                let frozen_parts = match value.and_then(|v| self.project_callee(crate::api::nn::strip_module_moves(v))) {
+                    Some(f) if !frozen => f.returns_frozen.iter().map(|p| if p.is_empty() { d.to_string() } else { format!("{d}.{p}") }).collect(),
+                    _ => Vec::new(),
+                };
                 self.forget(&d);
                 if frozen {
                     self.frame_mut().frozen.insert(d.to_string());
+                } else if !frozen_parts.is_empty() {
+                    self.frame_mut().frozen.extend(frozen_parts);
                 } else if let Some(c) = construction {
                     self.frame_mut().constructions.insert(d.to_string(), c);
                 } else if parameterless {

@@ -48,6 +48,19 @@ impl Context {
         false
     }
 
+    /// The frozen parts of the model a `return` gives, for the index
+    /// ([`crate::index::FunctionSummary::returns_frozen`]): `""` for a
+    /// model frozen whole, `"features"` for `return net` after `for p in
+    /// net.features.parameters(): p.requires_grad = False`.
+    pub(crate) fn frozen_parts_returned(&self, v: &Expr) -> Vec<String> {
+        if self.is_frozen_value(v) {
+            return vec![String::new()];
+        }
+        let Some(name) = v.as_name() else { return Vec::new() };
+        let f = self.frame();
+        f.frozen.iter().chain(f.grad_off.iter()).filter_map(|k| k.strip_prefix(name)?.strip_prefix('.')).map(str::to_string).collect()
+    }
+
     /// Whether `v` builds a torch layer that owns no parameters
     /// (`nn.Softmax(dim=-1)`, moved or not).
     pub(super) fn builds_parameterless_layer(&self, v: &Expr) -> bool {

@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Names of the part of a model that holds a pretrained backbone
+/// (`net.features`, `model.backbone`): frozen, it leaves a head to train.
+const BACKBONE_PARTS: &[&str] = &["features", "backbone", "base_model", "feature_extractor", "pretrained", "trunk"];
+
 impl Context {
     /// Resolves a callee to the qualified name of a project definition (or
     /// any imported name): a function or class of this file, an import,
@@ -242,9 +246,15 @@ impl Context {
     /// only a head's: it is frozen ([`Context::is_frozen`]), frozen but for
     /// a part given back grad ([`Context::frozen_except`]), or a part of a
     /// model frozen so (`model.classifier` after a loop froze every
-    /// parameter of `model`) other than the trainable part itself.
+    /// parameter of `model`) other than the trainable part itself, or one
+    /// whose pretrained backbone part was frozen ([`BACKBONE_PARTS`]).
     pub fn is_frozen_but_a_head(&self, dotted: &str) -> bool {
         if self.is_frozen(dotted) || self.frozen_except(dotted).is_some() {
+            return true;
+        }
+        // `net.features` frozen, a pretrained backbone, with a new head
+        // beside it: the forward records the head's graph only.
+        if self.frozen_part_of(dotted).is_some_and(|p| BACKBONE_PARTS.contains(&p.rsplit('.').next().unwrap_or_default())) {
             return true;
         }
         dotted.match_indices('.').any(|(i, _)| {

@@ -536,6 +536,7 @@ impl Context {
         let last = dotted.rsplit('.').next().unwrap_or(dotted);
         LOSS_NAMES.iter().any(|n| last.eq_ignore_ascii_case(n))
             || self.frame().losses.contains(dotted)
+            || self.module_level(dotted, |f| f.losses.contains(dotted).then_some(())).is_some()
             || self.self_attr_layer(dotted).is_some_and(|l| l.ends_with("Loss"))
     }
 

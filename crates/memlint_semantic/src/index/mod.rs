@@ -175,6 +175,10 @@ pub struct FunctionSummary {
     pub returns_graph: bool,
     /// Positions of a returned tuple that carry a graph.
     pub returns_graph_at: Vec<usize>,
+    /// The parts of a returned model frozen in the function
+    /// ([`crate::context::Context::frozen_parts_returned`]): `""` for the
+    /// whole model, `"features"` for `net.features` of `return net`.
+    pub returns_frozen: Vec<String>,
     /// Positions of arguments (after `self`) accumulated into `self.<attr>`
     /// (`self.sum += val`, `self.vals.append(val)`): a meter's `update`.
     pub accumulates_args: Vec<usize>,
