@@ -99,12 +99,18 @@ declare_rule! {
     /// `torch.argmin(d, 1)` alone: an index takes no gradient),
     /// nor in a branch that runs once per object (`if not self.initialized:
     /// ...; self.initialized = True`, a data-dependent initialisation in
-    /// `forward`), nor for reads of what a tensor is rather than what it
+    /// `forward`, or the arm of an initialisation parameter, `if init is
+    /// True:`, a weight-normalised layer's initialisation pass), nor in a
+    /// branch no call of the project takes (a flag every call leaves at its
+    /// default), nor for reads of what a tensor is rather than what it
     /// holds (`w.data.new(n, 1)`, `w.data.shape`, `w.data.size()`, also
     /// through a function of the file that reads only that of its
     /// argument: `dropout_mask(w.data, size, p)` with `x.new(*sz)`, or a
     /// tensor method that takes the dtype, device or shape of its
-    /// argument: `scores.to(self.emb.weight.data)`),
+    /// argument: `scores.to(self.emb.weight.data)`), nor for a value
+    /// copied in place into state no graph reads (`self.g_avg.copy_(self.g.data)`,
+    /// a buffer: an attribute of `self` neither a parameter nor a value
+    /// carrying a graph),
     /// nor on a module built in the same function, nor for a write to a
     /// plain tensor the class keeps (`self.backup.data = ...` of an
     /// attribute only ever assigned `torch.zeros(n)`: its state, no
@@ -188,7 +194,8 @@ fn data_use_of(checker: &Checker<'_>, value: &Expr) -> Option<DataUse> {
     }
     // A data-dependent initialisation that runs once (`if not
     // self.initialized: self.weight.data.copy_(...); self.initialized =
-    // True`, ActNorm): initialisation code, ML107's.
+    // True`, ActNorm, or an initialisation pass through `forward`, `if
+    // init:`): initialisation code, ML107's.
     if cx.in_run_once_branch() {
         return Some(DataUse::Setup);
     }
@@ -254,6 +261,27 @@ impl DataAttribute {
             template
         });
         template
+    }
+
+    /// Whether `data` (a `.data` read) is an argument of an in-place
+    /// method (`copy_`, `add_`, `lerp_`) of an attribute of `self` that is
+    /// neither a parameter nor a value carrying a graph: state such as a
+    /// buffer.
+    fn copied_into_state(checker: &Checker<'_>, data: &Expr) -> bool {
+        let mut copied = false;
+        checker.statement_has(data, &mut |x| {
+            copied = copied
+                || x.as_method_call().is_some_and(|(recv, method)| {
+                    method.ends_with('_')
+                        && x.as_call().is_some_and(|(_, args, kws)| args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id))
+                        && recv.dotted().is_some_and(|d| d.starts_with("self."))
+                        && !Self::is_leaf_like(checker, recv)
+                        && !checker.cx.carries_graph(recv)
+                        && !checker.cx.is_model(recv)
+                });
+            copied
+        });
+        copied
     }
 
     pub(crate) fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {
@@ -346,7 +374,9 @@ impl Rule for DataAttribute {
             return;
         }
         let write = checker.cx.is_written_through(expr.id);
-        if !matches!(data_use(checker, value), Some(DataUse::Live)) {
+        // A branch no step of the project takes (`if self.mask is not
+        // None:` that no call sets up, a flag every call leaves off).
+        if !matches!(data_use(checker, value), Some(DataUse::Live)) || checker.cx.in_rarely_taken_branch() {
             return;
         }
         // `self.conv.weight.data *= self.mask` in a `forward` (PixelCNN's and
@@ -373,6 +403,12 @@ impl Rule for DataAttribute {
         // reads what its argument is (`x.new(*sz)`), or `x.to(w.data)`: a
         // template, no values.
         if !write && Self::passed_as_template(checker, expr) {
+            return;
+        }
+        // `self.g_avg.copy_(self.g.data)`: the value written in place into
+        // state no graph reads (a buffer, a running average); the use
+        // wants no gradient.
+        if !write && Self::copied_into_state(checker, expr) {
             return;
         }
         let name = checker.text(value.span).to_string();

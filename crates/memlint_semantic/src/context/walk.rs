@@ -543,7 +543,7 @@ impl Context {
                 );
                 let rare_else = usize::from(never_else);
                 self.rare_branch_depth += rare;
-                let once = usize::from(!self.options.summary_only && crate::facts::guards::is_run_once_guard(test, body));
+                let once = usize::from(!self.options.summary_only && (crate::facts::guards::is_run_once_guard(test, body) || crate::facts::guards::tests_an_init_mode(test, &|n| self.is_function_param(n))));
                 self.once_depth += once;
                 self.option_depth += option;
                 self.logging_depth += logging;

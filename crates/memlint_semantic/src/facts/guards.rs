@@ -71,6 +71,25 @@ pub(crate) fn is_interval_guard(test: &Expr) -> bool {
     })
 }
 
+/// Whether an `if` selects a function's initialisation mode: the test is
+/// a parameter named for it (`if init:`, `if init is True:`,
+/// `if data_init:`), as weight-normalised layers take a data-dependent
+/// initialisation pass through their `forward` once before training.
+pub(crate) fn tests_an_init_mode(test: &Expr, is_param: &dyn Fn(&str) -> bool) -> bool {
+    let subject = match &test.kind {
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 && comparators[0].is_true() => {
+            if !matches!(ops[0], crate::ir::CmpOp::Is | crate::ir::CmpOp::Eq) {
+                return false;
+            }
+            &**left
+        }
+        _ => test,
+    };
+    subject.as_name().is_some_and(|n| {
+        is_param(n) && crate::resolve::word_slices(n).any(|w| w.eq_ignore_ascii_case("init") || w.eq_ignore_ascii_case("initialize"))
+    })
+}
+
 /// Whether an `if` runs its body once per object: the test reads a
 /// `self.<flag>` that the body sets (`if not self.initialized: ...;
 /// self.initialized = True`, or a buffer flag `self.inited.fill_(1)`).
