@@ -182,13 +182,30 @@ fn plan(args: &CheckArgs, cwd: &Path) -> Result<Plan> {
     Ok(Plan { jobs, fail_on })
 }
 
+/// Modules of Python's standard library and of the libraries training
+/// code imports most, which a package's module of the same name
+/// (`pkg/logging.py`, `d2l/torch.py`) does not replace for the modules
+/// beside it: package code imports them absolutely.
+const SHADOWED_LIBRARIES: &[&str] = &[
+    "abc", "argparse", "array", "ast", "asyncio", "base64", "bisect", "builtins", "calendar", "cmd", "code", "codecs",
+    "collections", "concurrent", "configparser", "contextlib", "copy", "csv", "ctypes", "dataclasses", "datetime", "decimal",
+    "difflib", "dis", "email", "enum", "errno", "fnmatch", "fractions", "functools", "gc", "getpass", "glob", "gzip",
+    "hashlib", "heapq", "hmac", "html", "http", "importlib", "inspect", "io", "itertools", "json", "keyword", "locale",
+    "logging", "lzma", "math", "mmap", "multiprocessing", "numbers", "operator", "os", "parser", "pathlib", "pickle",
+    "platform", "pprint", "profile", "queue", "random", "re", "resource", "secrets", "select", "shutil", "signal", "site",
+    "socket", "sqlite3", "ssl", "stat", "statistics", "string", "struct", "subprocess", "sys", "tarfile", "tempfile", "test",
+    "textwrap", "threading", "time", "timeit", "token", "tokenize", "trace", "traceback", "types", "typing", "unittest",
+    "urllib", "uuid", "warnings", "wave", "weakref", "xml", "zipfile", "zlib", "jax", "matplotlib", "mxnet", "numpy",
+    "pandas", "scipy", "sklearn", "tensorflow", "torch", "torchvision", "transformers", "wandb", "yaml",
+];
+
 /// A script in a package's directory (`src/train.py` beside
 /// `src/__init__.py`), run as `python train.py`, imports the modules beside
 /// it by their bare names (`from model import Net` for `src/model.py`,
 /// module `src.model`): `sys.path` starts at its directory. Each module of
 /// a package reaches its siblings so, after the collided names of
 /// [`plan`], when no module of the run has the bare name itself and the
-/// name is not `torch`.
+/// name is not one of [`SHADOWED_LIBRARIES`].
 fn beside_in_packages(jobs: &mut [Job], seen: &HashMap<String, usize>, cwd: &Path) {
     let mut beside: HashMap<PathBuf, Vec<(String, String)>> = HashMap::new();
     for j in jobs.iter() {
@@ -197,8 +214,9 @@ fn beside_in_packages(jobs: &mut [Job], seen: &HashMap<String, usize>, cwd: &Pat
         }
         let Some((_, name)) = j.module.path.rsplit_once('.') else { continue };
         // `d2l/torch.py`, a package's module named after the library it
-        // wraps: its own `import torch` (and its siblings') is the library.
-        if seen.contains_key(name) || name == "torch" {
+        // wraps, or `utils/logging.py`: its own `import torch` (and its
+        // siblings' `import logging`) is the library.
+        if seen.contains_key(name) || SHADOWED_LIBRARIES.contains(&name) {
             continue;
         }
         // A package's `__init__.py` is its directory, beside the others
