@@ -21,7 +21,8 @@ declare_rule! {
     /// after moves of other names: `if USE_CUDA: x = x.cuda(); outs =
     /// outs.cuda()`) and
     /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
-    /// h.to(device)`, maybe after constants written at fixed places, `h[:,
+    /// h.to(device)`, also in a tuple of moves, `X, Z = X.to(device),
+    /// Z.to(device)`, maybe after constants written at fixed places, `h[:,
     /// 0] = 4`, and cast on the way, `.to(device).to(dtype)`; `hidden = torch.zeros(...)`, `cell =
     /// torch.zeros(...)`, then `return hidden.to(device), cell.to(device)`),
     /// or returned by a project helper of a few lines that draws it
@@ -378,13 +379,23 @@ fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker
     // (`return hidden.to(device), cell.to(device)`): no host copy is left.
     let stmt = module.stmt(id)?;
     // (also cast on the way: `x = x.to(device).to(dtype)`)
-    let rebinds = binds(stmt, name).is_some_and(|mut v| {
+    let moved_here = |mut v: &Expr| {
         while v.id != expr.id {
             let Some((recv, _)) = v.as_method_call() else { return false };
             v = recv;
         }
         true
-    });
+    };
+    // (or in a tuple with other moves: `X, Z = X.to(device), Z.to(device)`)
+    let in_tuple = match &stmt.kind {
+        StmtKind::Assign { targets, value, .. } => match (&targets[..], &value.kind) {
+            ([t], ExprKind::Sequence(values)) => matches!(&t.kind, ExprKind::Sequence(names)
+                if names.len() == values.len() && names.iter().zip(values).any(|(n, v)| n.as_name() == Some(name) && moved_here(v))),
+            _ => false,
+        },
+        _ => false,
+    };
+    let rebinds = in_tuple || binds(stmt, name).is_some_and(moved_here);
     let returns = match &stmt.kind {
         StmtKind::Return(Some(v)) => v.id == expr.id || matches!(&v.kind, ExprKind::Sequence(items) if items.iter().any(|i| i.id == expr.id)),
         _ => false,
