@@ -249,18 +249,10 @@ impl DataAttribute {
     /// [`memlint_semantic::facts::data_reads::takes_as_template`]).
     fn passed_as_template(checker: &Checker<'_>, data: &Expr) -> bool {
         let body = &checker.module().body;
-        let mut template = false;
-        checker.statement_has(data, &mut |x| {
-            let passes = x.as_call().is_some_and(|(_, args, kws)| {
-                args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id)
-            });
-            template = template
-                || (passes
-                    && (memlint_semantic::facts::data_reads::passed_as_template(body, x, data.id)
-                        || memlint_semantic::facts::data_reads::takes_as_template(x, data.id)));
-            template
-        });
-        template
+        Self::passed_to(checker, data, |x| {
+            memlint_semantic::facts::data_reads::passed_as_template(body, x, data.id)
+                || memlint_semantic::facts::data_reads::takes_as_template(x, data.id)
+        })
     }
 
     /// Whether `data` (a `.data` read) is an argument of an in-place
@@ -268,20 +260,29 @@ impl DataAttribute {
     /// neither a parameter nor a value carrying a graph: state such as a
     /// buffer.
     fn copied_into_state(checker: &Checker<'_>, data: &Expr) -> bool {
-        let mut copied = false;
+        Self::passed_to(checker, data, |x| {
+            x.as_method_call().is_some_and(|(recv, method)| {
+                method.ends_with('_')
+                    && recv.dotted().is_some_and(|d| d.starts_with("self."))
+                    && !Self::is_leaf_like(checker, recv)
+                    && !checker.cx.carries_graph(recv)
+                    && !checker.cx.is_model(recv)
+            })
+        })
+    }
+
+    /// Whether a call of `data`'s statement takes `data` as an argument
+    /// (positional or keyword) and is one `call` accepts.
+    fn passed_to(checker: &Checker<'_>, data: &Expr, call: impl Fn(&Expr) -> bool) -> bool {
+        let mut found = false;
         checker.statement_has(data, &mut |x| {
-            copied = copied
-                || x.as_method_call().is_some_and(|(recv, method)| {
-                    method.ends_with('_')
-                        && x.as_call().is_some_and(|(_, args, kws)| args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id))
-                        && recv.dotted().is_some_and(|d| d.starts_with("self."))
-                        && !Self::is_leaf_like(checker, recv)
-                        && !checker.cx.carries_graph(recv)
-                        && !checker.cx.is_model(recv)
-                });
-            copied
+            found = found
+                || (x.as_call().is_some_and(|(_, args, kws)| {
+                    args.iter().any(|a| a.id == data.id) || kws.iter().any(|k| k.value.id == data.id)
+                }) && call(x));
+            found
         });
-        copied
+        found
     }
 
     pub(crate) fn is_tensor_like(checker: &Checker<'_>, value: &Expr) -> bool {

@@ -57,8 +57,7 @@ impl Context {
             return vec![String::new()];
         }
         let Some(name) = v.as_name() else { return Vec::new() };
-        let f = self.frame();
-        f.frozen.iter().chain(f.grad_off.iter()).filter_map(|k| k.strip_prefix(name)?.strip_prefix('.')).map(str::to_string).collect()
+        self.frozen_below(name).map(|k| k[name.len() + 1..].to_string()).collect()
     }
 
     /// Whether `v` builds a torch layer that owns no parameters

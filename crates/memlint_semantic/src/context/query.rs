@@ -279,19 +279,7 @@ impl Context {
             return None;
         }
         // `if init:`, `if not init:`, `if init is True:`, `if init == False:`.
-        let (subject, negated) = match &test.kind {
-            ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => (&**operand, true),
-            ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
-                let is = matches!(ops[0], crate::ir::CmpOp::Is | crate::ir::CmpOp::Eq);
-                let is_not = matches!(ops[0], crate::ir::CmpOp::IsNot | crate::ir::CmpOp::NotEq);
-                match (is || is_not, comparators[0].is_true(), comparators[0].is_false()) {
-                    (true, true, _) => (&**left, is_not),
-                    (true, _, true) => (&**left, is),
-                    _ => return None,
-                }
-            }
-            _ => (test, false),
-        };
+        let (subject, negated) = crate::facts::guards::flag_test(test)?;
         let value_of = |function: &str, param: &str| {
             let f = self.index.function(function)?;
             let i = f.flag_params.iter().position(|(_, p, _)| p == param)?;

@@ -272,10 +272,14 @@ impl Context {
     /// over `model.backbone.parameters()`) or a parameter's
     /// `requires_grad = False` (`model.fc.weight.requires_grad = False`).
     pub fn frozen_part_of(&self, dotted: &str) -> Option<String> {
+        self.frozen_below(dotted).min().map(str::to_string)
+    }
+
+    /// The parts below `dotted` frozen in this function (`model.backbone`
+    /// for `model`), in no order.
+    pub(super) fn frozen_below<'a>(&'a self, dotted: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let f = self.frame();
-        let mut parts: Vec<&String> = f.frozen.iter().chain(f.grad_off.iter()).filter(|k| is_below(k, dotted)).collect();
-        parts.sort();
-        parts.first().map(|k| k.to_string())
+        f.frozen.iter().chain(f.grad_off.iter()).map(String::as_str).filter(move |k| is_below(k, dotted))
     }
 
     /// For a model frozen whole in this function and then given a

@@ -76,18 +76,29 @@ pub(crate) fn is_interval_guard(test: &Expr) -> bool {
 /// `if data_init:`), as weight-normalised layers take a data-dependent
 /// initialisation pass through their `forward` once before training.
 pub(crate) fn tests_an_init_mode(test: &Expr, is_param: &dyn Fn(&str) -> bool) -> bool {
-    let subject = match &test.kind {
-        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 && comparators[0].is_true() => {
-            if !matches!(ops[0], crate::ir::CmpOp::Is | crate::ir::CmpOp::Eq) {
-                return false;
-            }
-            &**left
-        }
-        _ => test,
-    };
+    let Some((subject, false)) = flag_test(test) else { return false };
     subject.as_name().is_some_and(|n| {
         is_param(n) && crate::resolve::word_slices(n).any(|w| w.eq_ignore_ascii_case("init") || w.eq_ignore_ascii_case("initialize"))
     })
+}
+
+/// What an `if` test reads as a flag, and whether it holds when the flag
+/// is false: `flag`, `not flag`, `flag is True`, `flag == False`, `flag
+/// is not True`. `None` for any other comparison.
+pub(crate) fn flag_test(test: &Expr) -> Option<(&Expr, bool)> {
+    match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } => Some((&**operand, true)),
+        ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
+            let is = matches!(ops[0], crate::ir::CmpOp::Is | crate::ir::CmpOp::Eq);
+            let is_not = matches!(ops[0], crate::ir::CmpOp::IsNot | crate::ir::CmpOp::NotEq);
+            match (is || is_not, comparators[0].is_true(), comparators[0].is_false()) {
+                (true, true, _) => Some((&**left, is_not)),
+                (true, _, true) => Some((&**left, is)),
+                _ => None,
+            }
+        }
+        _ => Some((test, false)),
+    }
 }
 
 /// Whether an `if` runs its body once per object: the test reads a
