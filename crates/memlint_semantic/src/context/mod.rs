@@ -31,6 +31,7 @@ mod pipeline;
 mod sync;
 mod waiting;
 mod walk;
+mod version;
 
 pub(crate) use kinds::{class_attr_kinds, holds_no_parameters, init_param_attrs, self_calls_under_options, OptionArm};
 use kinds::class_attr_facts;

@@ -25,12 +25,6 @@ impl Context {
     /// function's locals), else the module. `None` when the function binds
     /// the root itself (its facts are the current frame's), for `self`,
     /// and at the module level.
-    /// Whether `name` was bound, in this function or at module level, to a
-    /// check of the installed torch's version or API (`Frame::version_flags`).
-    pub(super) fn is_version_flag(&self, name: &str) -> bool {
-        self.frame().version_flags.contains(name) || self.module_level(name, |f| f.version_flags.contains(name).then_some(())).is_some()
-    }
-
     pub(super) fn module_level<T>(&self, dotted: &str, get: impl Fn(&Frame) -> Option<T>) -> Option<T> {
         let n = self.frames.len();
         if n < 2 {

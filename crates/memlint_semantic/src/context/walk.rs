@@ -310,29 +310,6 @@ impl Context {
         !names.is_empty() && test.any(&mut |e| e.as_name().is_some_and(|n| names.contains(n)))
     }
 
-    /// Whether a condition checks the installed torch's version or API
-    /// (`TORCH_2_4`, `torch.__version__ >= ...`, `is_torch_greater_or_equal("2.4")`,
-    /// `hasattr(torch, "amp")`): its branches are compatibility code.
-    pub fn is_version_guard(&self, test: &Expr) -> bool {
-        test.any(&mut |e| match &e.kind {
-            ExprKind::Name(n) if self.is_version_flag(n) => true,
-            ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => {
-                // Case-insensitive, without lowering a copy of every name of every test.
-                let has = |w: &str| n.as_bytes().windows(w.len()).any(|s| s.eq_ignore_ascii_case(w.as_bytes()));
-                has("version")
-                    || ((has("torch") || n.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("pt_")) || has("_pt_"))
-                        && (n.bytes().any(|c| c.is_ascii_digit())
-                            || ["greater", "less", "newer", "older", "_ge", "_gt", "_lt", "_le", "has_", "available"]
-                                .iter()
-                                .any(|w| has(w))))
-            }
-            ExprKind::Call { func, args, .. } if matches!(func.as_name(), Some("hasattr" | "getattr")) => {
-                args.first().is_some_and(|a| self.qualified_name(a).is_some_and(|q| q.starts_with_module("torch")))
-            }
-            _ => false,
-        })
-    }
-
     pub(super) fn walk_stmt(&mut self, stmt: &Stmt, visitor: &mut dyn Visitor) {
         self.assign_targets.clear();
         self.data_swap = None;

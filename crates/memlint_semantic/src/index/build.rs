@@ -114,11 +114,13 @@ impl IndexBuilder {
             },
         );
         let mover_names = functions.values().filter(|f| f.moves_param.is_some()).map(|f| f.name.clone()).collect();
+        let star_reach = stars.keys().map(|m| (m.clone(), super::resolve::star_order(&stars, m, 4))).collect();
         let ix = ProjectIndex {
             functions,
             classes,
             aliases,
             stars,
+            star_reach,
             star_torch,
             applied,
             moves_batches,

@@ -486,6 +486,10 @@ pub struct ProjectIndex {
     /// The modules each module star-imports (`from utils import *` in
     /// `train`: `train` -> `[utils]`), in order.
     stars: HashMap<String, Vec<String>>,
+    /// Per module of [`ProjectIndex::stars`], every module its star
+    /// imports reach through up to four levels, each once, in the order a
+    /// depth-first search first meets it ([`star_order`]).
+    star_reach: HashMap<String, Box<[String]>>,
     /// The modules some module star-imports that import torch themselves.
     star_torch: HashSet<String>,
     module_classes: HashSet<String>,

@@ -88,37 +88,23 @@ impl ProjectIndex {
     /// `torch` in a file whose `from utils import *` brings the `import
     /// torch` of `utils`.
     pub fn star_imported_alias(&self, module: &str, name: &str) -> Option<&str> {
-        fn rec<'a>(index: &'a ProjectIndex, module: &str, name: &str, depth: usize) -> Option<&'a str> {
-            if depth == 0 {
-                return None;
-            }
-            for target in index.stars.get(module)? {
-                if let Some(alias) = index.aliases.get(&format!("{target}.{name}")) {
-                    return Some(alias.as_str());
-                }
-                if let Some(deeper) = rec(index, target, name, depth - 1) {
-                    return Some(deeper);
-                }
-            }
-            None
-        }
-        if self.stars.is_empty() {
-            return None;
-        }
-        rec(self, module, name, 4)
+        let reach = self.star_reach.get(module)?;
+        let mut key = String::new();
+        reach.iter().find_map(|target| {
+            key.clear();
+            key.push_str(target);
+            key.push('.');
+            key.push_str(name);
+            self.aliases.get(&key).map(String::as_str)
+        })
     }
 
     /// Whether `module` star-imports (through up to four levels) a module
     /// of the run that imports torch: `from module import *` brings its
     /// `import torch as t`.
     pub fn star_imports_torch(&self, module: &str) -> bool {
-        fn rec(index: &ProjectIndex, module: &str, depth: usize) -> bool {
-            depth > 0
-                && index.stars.get(module).is_some_and(|targets| {
-                    targets.iter().any(|t| index.star_torch.contains(t.as_str()) || rec(index, t, depth - 1))
-                })
-        }
-        !self.star_torch.is_empty() && rec(self, module, 4)
+        !self.star_torch.is_empty()
+            && self.star_reach.get(module).is_some_and(|reach| reach.iter().any(|t| self.star_torch.contains(t.as_str())))
     }
 
     /// Follows import aliases (re-exports) from `name` while no function or
@@ -219,4 +205,38 @@ impl ProjectIndex {
     pub(super) fn ancestors<'a>(&'a self, class: &'a str) -> Vec<&'a str> {
         self.class_and_bases(class).skip(1).filter(|c| self.classes.contains_key(*c)).collect()
     }
+}
+
+/// The modules `module`'s star imports reach through up to `depth`
+/// levels, each once, in the order a depth-first search of
+/// `from m import *` edges first meets them. A module met again is
+/// expanded again only when it is met with more levels left than a
+/// finished expansion of it had: a package `__init__` that star-imports
+/// hundreds of modules which star-import the same helpers is not searched
+/// once per path, and the first module of that order that binds a name is
+/// the one the search by paths finds first.
+pub(super) fn star_order(stars: &HashMap<String, Vec<String>>, module: &str, depth: usize) -> Box<[String]> {
+    fn rec<'a>(
+        stars: &'a HashMap<String, Vec<String>>,
+        module: &str,
+        depth: usize,
+        out: &mut Vec<String>,
+        seen: &mut HashSet<&'a str>,
+        done: &mut HashMap<&'a str, usize>,
+    ) {
+        let Some(targets) = stars.get(module) else { return };
+        for t in targets {
+            if seen.insert(t.as_str()) {
+                out.push(t.clone());
+            }
+            if depth > 1 && done.get(t.as_str()).is_none_or(|&d| d < depth - 1) {
+                rec(stars, t, depth - 1, out, seen, done);
+                let d = done.entry(t.as_str()).or_insert(0);
+                *d = (*d).max(depth - 1);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    rec(stars, module, depth, &mut out, &mut HashSet::default(), &mut HashMap::default());
+    out.into_boxed_slice()
 }
