@@ -249,7 +249,7 @@ impl SummaryVisitor {
                 ))
             }),
             // A helper that moves its argument is a few lines long.
-            moves_param: if f.body.len() <= 8 { moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
+            moves_param: if f.body.len() <= 8 { crate::facts::moves::moved_param(&f.body, &params[offset.min(params.len())..], cx) } else { None },
             // A helper that draws a tensor is a few lines long.
             returns_host_factory: f.body.len() <= 8 && returns_host_factory(&f.body, cx),
             runs_model_once: false,
@@ -597,59 +597,6 @@ fn returns_host_factory(body: &[Stmt], cx: &Context) -> bool {
             }
             None => factory(r),
         })
-}
-
-fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Option<usize> {
-    /// The name under the value's wrappers: `x`, `Variable(x)`, `x.cuda().float()`,
-    /// and `xs` of `[x.cuda() for x in xs]`.
-    fn root(e: &Expr) -> Option<&str> {
-        match &e.kind {
-            ExprKind::Name(n) => Some(n),
-            ExprKind::Comprehension(c) if c.key.is_none() && c.generators.len() == 1 => {
-                let g = &c.generators[0];
-                (g.target.as_name().is_some() && root(&c.elt) == g.target.as_name()).then(|| g.iter.as_name()).flatten()
-            }
-            ExprKind::Call { func, args, .. } => match &func.kind {
-                ExprKind::Attribute { value, .. } => root(value),
-                ExprKind::Name(n) if n == "Variable" => args.first().and_then(root),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-    let mut returns: Vec<&Expr> = Vec::new();
-    let mut bare_return = false;
-    let mut moved: Vec<String> = Vec::new();
-    for_each_stmt_in_function(body, &mut |s| {
-        match &s.kind {
-            StmtKind::Return(Some(v)) => returns.push(v),
-            StmtKind::Return(None) => bare_return = true,
-            _ => {}
-        }
-        if matches!(s.kind, StmtKind::Function(_) | StmtKind::Class(_)) {
-            return;
-        }
-        s.for_each_expr(|e| {
-            e.any(&mut |x| {
-                if let Some(r) = cx.accelerator_move(x).and_then(|(recv, _)| root(recv)) {
-                    if !moved.iter().any(|m| m == r) {
-                        moved.push(r.to_string());
-                    }
-                }
-                false
-            });
-        });
-    });
-    if returns.is_empty() || bare_return {
-        return None;
-    }
-    // The elements of a list moved one by one (`[x.cuda() for x in xs]`)
-    // move the list.
-    let moved_all = |p: &str| {
-        moved.iter().any(|m| m == p)
-            || returns.iter().any(|r| matches!(&r.kind, ExprKind::Comprehension(c) if c.generators[0].target.as_name().is_some_and(|t| moved.iter().any(|m| m == t))))
-    };
-    params.iter().position(|p| moved_all(p) && returns.iter().all(|r| root(r) == Some(p.as_str())))
 }
 
 /// Positions of `params` (after `self`) accumulated into `self.<attr>`.

@@ -43,9 +43,13 @@ declare_rule! {
     /// the loop draws (also its parts: `batch.text`, `xs =
     /// batch.narrow(...)`, `{k: v.to(device) for k, v in batch.items()}`,
     /// `map(lambda t: t.to(device), batch)`),
+    /// of a value computed from it on the host (`(label - 1).to(device)`,
+    /// `transform(tokenize(text)).to(device)`),
     /// of `next(it)`, of host data the loop's indices pick
     /// (`feats[batch[0]].to(device)`), of a list of them a helper moves item
-    /// by item (`utils.cuda([imgs, z])`) or of a tensor built on the host; in
+    /// by item (`utils.cuda([imgs, z])`; a helper that moves a batch's items
+    /// in place and returns it, `batch[k] = batch[k].to(device)`) or of a
+    /// tensor built on the host; in
     /// tch, a batch iterator moved with `.to_device(device)`), that makes
     /// host data a device tensor (`torch.tensor(obs, device=device)`,
     /// `x.new_tensor(obs)`), that steps AMP's `GradScaler`

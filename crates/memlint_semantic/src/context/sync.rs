@@ -582,7 +582,31 @@ impl Context {
         if let ExprKind::Sequence(items) = &recv.kind {
             return items.iter().any(|i| self.batch_base(i).is_some() || self.host_built(i) || is_drawn(i, drawn));
         }
-        is_drawn(recv, drawn)
+        is_drawn(recv, drawn) || (!drawn.is_empty() && self.built_from_drawn(recv, drawn))
+    }
+
+    /// Whether `e` computes a new host value from what the loop draws:
+    /// arithmetic on it with constants or other drawn data (`(label -
+    /// 1)`), or a call of a function that is not a model on it
+    /// (`transform(tokenize(text))`, a collate step). Moving the result
+    /// copies host data as moving the batch does.
+    fn built_from_drawn(&self, e: &Expr, drawn: &[String]) -> bool {
+        let part = |x: &Expr| is_drawn(x, drawn) || self.built_from_drawn(x, drawn);
+        match &e.kind {
+            ExprKind::BinOp { left, right, .. } => {
+                let constant = |x: &Expr| matches!(x.kind, ExprKind::Literal(_));
+                (part(left) && (constant(right) || part(right))) || (constant(left) && part(right))
+            }
+            ExprKind::Call { func, args, .. } => {
+                matches!(func.kind, ExprKind::Name(_))
+                    && !args.is_empty()
+                    && args.iter().all(|a| part(a) || matches!(a.kind, ExprKind::Literal(_)))
+                    && !self.is_model(func)
+                    && !self.is_loss_module(func)
+                    && self.project_callee(e).is_none_or(|f| !f.returns_graph)
+            }
+            _ => false,
+        }
     }
 
     /// Whether the call `e` makes the host wait for the device without
