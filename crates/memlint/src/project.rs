@@ -262,9 +262,30 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
             let rest = &folded[i..];
             let rest = rest.strip_prefix('=').unwrap_or(rest);
             let Some(rest) = seps.iter().find_map(|s| rest.strip_prefix(s)) else { continue };
-            let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            let mut version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
             let after = rest[version.len()..].chars().next();
             if after == Some('+') || version.is_empty() {
+                continue;
+            }
+            // `Pytorch 0.3.0/0.4.0/1.0.0`: the versions it was tested on,
+            // the newest of them the last.
+            let mut tail = &rest[version.len()..];
+            while let Some(next) = tail.strip_prefix('/') {
+                let v: String = next.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+                if v.is_empty() {
+                    break;
+                }
+                tail = &next[v.len()..];
+                version = v;
+            }
+            // "developed for PyTorch version 1.8.1 ..., but should work
+            // with other versions": the version of the authors' machine,
+            // not a requirement.
+            let sentence_end = tail.find(". ").or_else(|| tail.find('\n')).unwrap_or(tail.len());
+            if ["should work", "other versions", "newer versions", "later versions", "any version"]
+                .iter()
+                .any(|w| tail[..sentence_end].contains(w))
+            {
                 continue;
             }
             // `PyTorch 1.9.0`: a release named in full, and not as a
@@ -299,7 +320,34 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
         let version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
         best = lower(best, major_minor(&version));
     }
-    best
+    // A README that also names a newer torch ("You need to update your
+    // pytorch to 2.0", "PyTorch 2.1 is supported") was updated after the
+    // pin was written: the pin is history, not the code's environment.
+    let newest = newest_torch_mentioned(&unlinked);
+    best.filter(|pin| newest.is_none_or(|n| n < *pin))
+}
+
+/// The newest (major, minor) a text names right after "torch" or
+/// "pytorch", within a few characters (`pytorch to 2.0`, `PyTorch >=
+/// 1.10`, `torch 2.1+`, `PyTorch version 1.7.1`).
+fn newest_torch_mentioned(folded: &str) -> Option<(u32, u32)> {
+    let mut newest = None;
+    for (pos, _) in folded.match_indices("torch") {
+        let rest = &folded[pos + "torch".len()..];
+        // Not `torchvision 0.9.1`.
+        if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            continue;
+        }
+        let near: String = rest.chars().take(16).collect();
+        let Some(start) = near.find(|c: char| c.is_ascii_digit()) else { continue };
+        let skipped = &near[..start];
+        if !skipped.chars().all(|c| " =<>~:,v(".contains(c)) && !["version", " to ", " is "].iter().any(|w| skipped.contains(w)) {
+            continue;
+        }
+        let version: String = rest[start..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+        newest = newest.max(major_minor(&version));
+    }
+    newest
 }
 
 /// The (major, minor) of a version number (`(1, 7)` of `1.7.1`), when it
@@ -471,6 +519,12 @@ torch_geometric
         assert_eq!(readme_torch_pin("Needs PyTorch 2.1.0 or higher"), None);
         assert_eq!(readme_torch_pin("A PyTorch 2 port of the model"), None);
         assert_eq!(readme_torch_pin("PyTorch 1.12 is supported"), None);
+        let reid = "You need to update your pytorch to 2.0.\n\nOur code is tested based on Pytorch 0.3.0/0.4.0/0.5.0/1.0.0 and Torchvision 0.2.0/0.2.1 .";
+        assert_eq!(readme_torch_pin(reid), None);
+        assert_eq!(readme_torch_pin("Tested on Pytorch 0.3.0/0.4.0/1.0.0 and Torchvision 0.2.1."), Some((1, 1)));
+        let vicreg = "The code has been developed for PyTorch version 1.8.1 and torchvision version 0.9.1, but should work with other versions just as well. Set the path.";
+        assert_eq!(readme_torch_pin(vicreg), None);
+        assert_eq!(readme_torch_pin("pip install torch==1.8.1\nSee torchvision 0.20.0 for the models."), Some((1, 9)));
     }
 
     #[test]

@@ -70,7 +70,9 @@ declare_rule! {
     /// dataset class of the file whose `__getitem__` only returns items of
     /// its attributes, maybe made tensors, sliced, cast (`chunk[:-1].long(),
     /// chunk[1:].long()`, a language model's input and target,
-    /// `np.float32(self.train[i:i + w])`), maybe at an index computed from
+    /// `np.float32(self.train[i:i + w])`, or read from a slice bound
+    /// first and converted, `rows = self.frame.iloc[i:i + n]` then
+    /// `torch.FloatTensor(rows.values)`), maybe at an index computed from
     /// the index and in one arm per split (`if self.mode == "train":`), passed
     /// through a transform given at construction that only converts
     /// (`if self.transform: image = self.transform(image)` with

@@ -66,7 +66,11 @@ declare_rule! {
     /// the compatible release `torch~=2.1.0`
     /// in its requirements, a pin in a conda `environment.yml`, or a pin in
     /// its README's install commands,
-    /// `pip install torch==1.8.1`, "PyTorch version 1.7.1"), or whose code
+    /// `pip install torch==1.8.1`, "PyTorch version 1.7.1", the newest of
+    /// a list of tested versions, "tested on Pytorch 0.4.0/1.0.0"; not
+    /// one the README says other versions work beside, "should work with
+    /// other versions", nor one it names a newer torch after, "update your
+    /// pytorch to 2.0"), or whose code
     /// imports a module torch removed before (`from torch._six import
     /// inf`, gone in 2.0, at the top of a file of the run, not under `try:`).
     /// There the old API is the one its torch has. A pin in a side

@@ -98,7 +98,9 @@ declare_rule! {
     /// forward, its graph dropped every step), nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`),
     /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`, also moved:
-    /// `nn.MSELoss(reduction="sum").cuda()`), which has no parameters, nor a
+    /// `nn.MSELoss(reduction="sum").cuda()`, or a module class of the
+    /// project named as one, `CircleLoss(m=0.25, gamma=32)`), which
+    /// computes a loss value, not a model's forward, nor a
     /// project module that owns none (its only base `nn.Module`, its
     /// `__init__` registers buffers or keeps plain settings and builds no
     /// layer: a mel-spectrogram front end, a PSNR or an edge-accuracy

@@ -417,6 +417,12 @@ impl Context {
             v = inner;
         }
         self.callee_name(v).is_some_and(|q| q.starts_with_module("torch.nn") && q.last().ends_with("Loss"))
+            // A loss module of the project (`CircleLoss(m=0.25, gamma=32)`):
+            // called for a loss value, not a model's forward.
+            || v.as_call().is_some_and(|(func, _, _)| {
+                func.dotted().is_some_and(|d| d.ends_with("Loss"))
+                    && self.project_class_of_call(func).is_some_and(|q| q.ends_with("Loss"))
+            })
     }
 
     /// A name that `backward()` is later called on in this training loop holds

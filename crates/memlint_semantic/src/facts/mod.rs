@@ -4,6 +4,7 @@
 pub(crate) mod backward;
 pub mod data_reads;
 pub mod datasets;
+mod items;
 pub(crate) mod moves;
 pub mod pipeline;
 pub(crate) mod guards;
