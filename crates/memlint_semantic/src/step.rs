@@ -116,7 +116,14 @@ fn last_word(e: &Expr) -> Option<String> {
 /// says so (`optimizer`, `self.opt_g`, `optimizers[i]`), and not a
 /// scheduler or a scaler.
 pub fn is_optimizer(e: &Expr, cx: &Context) -> bool {
-    cx.kind_of(e) == Some(ValueKind::Optimizer) || last_word(e).is_some_and(|w| optimizer_word(&w))
+    match cx.kind_of(e) {
+        Some(ValueKind::Optimizer) => true,
+        // An instance of a project class that is neither a module nor an
+        // optimizer (`ema_optimizer = WeightEMA(model, ema_model)`, whose
+        // `step()` averages weights): its name does not make it one.
+        Some(ValueKind::Object) => false,
+        _ => last_word(e).is_some_and(|w| optimizer_word(&w)),
+    }
 }
 
 /// [`is_optimizer`] for a dotted name (`self.opt_d`).
@@ -127,6 +134,11 @@ pub fn is_optimizer_name(dotted: &str, cx: &Context) -> bool {
 
 fn optimizer_word(w: &str) -> bool {
     if w.contains("sched") || w.contains("scaler") || w.contains("lr") && !w.contains("optim") {
+        return false;
+    }
+    // `ema_optimizer`, `optimizer_ema`: a weight average stepped beside
+    // the optimizer, which has no gradients to clear.
+    if w.split('_').any(|p| p == "ema" || p == "swa") {
         return false;
     }
     w.contains("optim")

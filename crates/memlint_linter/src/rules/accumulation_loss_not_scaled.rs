@@ -23,7 +23,7 @@ declare_rule! {
     /// the project's loss helper that returns it. Not reported when every
     /// optimizer the run builds is invariant to a constant scale of the
     /// gradients (`torch.optim.Adam`, `RMSprop` or `Adagrad` without
-    /// `weight_decay`, or `AdamW`: `m / sqrt(v)` is the same for the sum as
+    /// `weight_decay`, or `AdamW`, torch's or `transformers.AdamW`: `m / sqrt(v)` is the same for the sum as
     /// for the mean) and the function does not clip gradients; an optimizer
     /// of another kind, a weight decay that is not a literal 0, or one
     /// chosen at run time keeps it reported.

@@ -95,7 +95,8 @@ declare_rule! {
     /// steps; a validation loop under the guard is still reported); nor a loop that steps an environment (`env.step(action)`,
     /// or an agent's own `next_state, reward, done = self.step(action)`:
     /// reinforcement learning's interaction loop, one observation per
-    /// forward, its graph dropped every step), nor a call of a CamelCase
+    /// forward, its graph dropped every step), nor a Hugging Face
+    /// `pipeline(...)`, which runs its model under `no_grad` itself, nor a call of a CamelCase
     /// name (a class constructed, even a parameter annotated `nn.Module`),
     /// nor a loss module (`self.loss = nn.CrossEntropyLoss()`, also moved:
     /// `nn.MSELoss(reduction="sum").cuda()`, or a module class of the

@@ -13,7 +13,10 @@ declare_rule! {
     /// accumulation loop. `backward()` and `step()` in per-batch helpers
     /// count. Each optimizer is checked on its own: in a GAN loop that
     /// zeroes only the generator's optimizer, the discriminator's
-    /// `opt_d.step()` is reported.
+    /// `opt_d.step()` is reported. A weight average stepped beside the
+    /// optimizer is none (`ema_optimizer.step()`, `swa_optimizer`, or an
+    /// instance of a project class that is not a torch optimizer): it has
+    /// no gradients to clear.
     ///
     /// ## Why is this bad?
     /// `backward()` adds into `.grad`; it never overwrites it. Without a

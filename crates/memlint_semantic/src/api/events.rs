@@ -221,7 +221,12 @@ pub fn optimizer_scale_invariance(call: &Expr, qualified: &dyn Fn(&Expr) -> Opti
     if !named {
         return None;
     }
-    let torch = qualified(func).and_then(|q| q.strip_prefix("torch.optim.").map(str::to_string));
+    // Hugging Face's own AdamW (deprecated, removed in transformers 4.46)
+    // decouples its weight decay as torch's does.
+    let torch = qualified(func).and_then(|q| match q.as_str() {
+        "transformers.AdamW" | "transformers.optimization.AdamW" => Some("AdamW".to_string()),
+        _ => q.strip_prefix("torch.optim.").map(str::to_string),
+    });
     let no_decay = || call.keyword("weight_decay").is_none_or(|w| matches!(w.kind, ExprKind::Literal(crate::ir::Literal::Int(0))) || matches!(&w.kind, ExprKind::Literal(crate::ir::Literal::Float(f)) if *f == 0.0));
     Some(match torch.as_deref() {
         Some("AdamW") => true,

@@ -534,8 +534,14 @@ impl Context {
             if s == "argparse.ArgumentParser" {
                 return Some(ValueKind::NonTensor);
             }
+            // A Hugging Face pipeline runs its model under `no_grad` itself:
+            // calling it is no forward with autograd on.
+            if matches!(s, "transformers.pipeline" | "transformers.pipelines.pipeline") {
+                return Some(ValueKind::Object);
+            }
             return match self.index.class_is_module(s) {
                 Some(true) => Some(ValueKind::Module),
+                Some(false) if self.index.class_is_optimizer(s) => Some(ValueKind::Optimizer),
                 Some(false) => Some(ValueKind::Object),
                 None => None,
             };
@@ -546,6 +552,7 @@ impl Context {
                 let class = self.project_class_of_call(func)?;
                 match self.index.class_is_module(&class) {
                     Some(true) => Some(ValueKind::Module),
+                    _ if self.index.class_is_optimizer(&class) => Some(ValueKind::Optimizer),
                     _ => Some(ValueKind::Object),
                 }
             }

@@ -533,6 +533,12 @@ impl ProjectIndex {
         self.classes.contains_key(&c).then(|| self.module_classes.contains(&c))
     }
 
+    /// Whether a project class (through re-exports) is an optimizer: a
+    /// torch optimizer's subclass, directly or through project bases.
+    pub fn class_is_optimizer(&self, qualified: &str) -> bool {
+        self.optimizer_classes.contains(self.canonical_str(qualified))
+    }
+
     /// Whether a project class (through re-exports) is a module that owns
     /// no parameters ([`super::ClassSummary::parameter_free`]).
     pub fn is_parameter_free(&self, qualified: &str) -> bool {
