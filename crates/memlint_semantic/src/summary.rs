@@ -42,9 +42,14 @@ pub fn summarize_with_facts(module: &Module, options: ContextOptions) -> (FileSu
         dynamic: Default::default(),
         volatile: Default::default(),
         option_arms: HashMap::default(),
+        class_refs: Default::default(),
     };
     Context::walk(module, options, &mut v);
-    let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], volatile, .. } = v;
+    let SummaryVisitor { mut summary, mut functions, order, facts, dynamic: [on, off], volatile, class_refs, .. } = v;
+    summary.class_refs = class_refs.into_iter().collect();
+    summary.class_refs.sort_unstable();
+    summary.builder_refs.sort_unstable();
+    summary.builder_refs.dedup();
     for q in &volatile {
         if let Some(f) = functions.get_mut(q) {
             f.runs_model_once = false;
@@ -78,6 +83,8 @@ struct SummaryVisitor {
     /// classes: the configuration test arm each `self.<attr>(...)` call
     /// is under, by the call's start.
     option_arms: HashMap<u32, OptionArm>,
+    /// Hashes of the class-like names the file mentions ([`FileSummary::class_refs`]).
+    class_refs: rustc_hash::FxHashSet<u64>,
 }
 
 impl SummaryVisitor {
@@ -365,7 +372,19 @@ impl Visitor for SummaryVisitor {
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
+        let own = cx.enclosing_class_name();
+        if let Some(h) = crate::index::class_ref(expr, own) {
+            self.class_refs.insert(h);
+            // Outside every class: code that builds a model, not a model
+            // building its parts.
+            if own.is_none() && !cx.in_class_body() {
+                self.summary.builder_refs.push(h);
+            }
+        }
         let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };
+        if !self.summary.constructs_by_name && constructs_by_name(func, args, cx) {
+            self.summary.constructs_by_name = true;
+        }
         match crate::api::optimizer_scale_invariance(expr, &|f| cx.qualified_name(f).map(|q| q.as_str().to_string())) {
             Some(true) => self.summary.optimizers.0 = true,
             Some(false) => self.summary.optimizers.1 = true,
@@ -742,4 +761,29 @@ fn mutates(body: &[Stmt], name: &str, cx: &Context) -> bool {
         });
     });
     found
+}
+
+/// Whether a call picks a class or function by a name computed at run
+/// time ([`crate::index::FileSummary::constructs_by_name`]): `eval(...)`,
+/// `importlib.import_module(...)`, `getattr(module, name)` on an imported
+/// module with a name that is not a literal, Hydra's `instantiate` or
+/// `get_class`, `pydoc.locate`.
+fn constructs_by_name(func: &Expr, args: &[Expr], cx: &Context) -> bool {
+    match func.as_name() {
+        Some("eval") if cx.lookup_import("eval").is_none() => return true,
+        Some("getattr") => {
+            return args.len() >= 2
+                && !matches!(args[1].kind, ExprKind::Literal(_))
+                && args[0].dotted_root().is_some_and(|(root, _)| cx.lookup_import(root).is_some());
+        }
+        _ => {}
+    }
+    let last = match &func.kind {
+        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => n.as_str(),
+        _ => return false,
+    };
+    matches!(last, "import_module" | "instantiate" | "get_class" | "locate" | "get_obj_from_str")
+        && cx.qualified_name(func).is_some_and(|q| {
+            q.is_any(&["importlib.import_module", "hydra.utils.instantiate", "hydra.utils.get_class", "pydoc.locate"])
+        })
 }

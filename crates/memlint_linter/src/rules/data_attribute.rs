@@ -20,6 +20,12 @@ declare_rule! {
     /// `running_var`, `num_batches_tracked`): they never require grad; nor
     /// on a gradient (`p.grad.data.zero_()` before `backward()`), which is
     /// no input of the graph being built (ML107 covers the idiom).
+    /// Not reported in the methods of a module class nothing of the run
+    /// builds (its name appears nowhere outside its own body, not even as
+    /// a base or in a string) when the run holds code that builds other
+    /// module classes outside any class and picks none by a computed name
+    /// (`eval`, `importlib`, `getattr(models, name)`, Hydra): a class left
+    /// over from an experiment never runs.
     ///
     /// ## Why is this bad?
     /// `.data` returns the tensor's storage without autograd's version
@@ -354,6 +360,10 @@ impl Rule for DataAttribute {
         }
         let ExprKind::Attribute { value, attr, attr_span } = &expr.kind else { return };
         if attr != nn::DATA || checker.cx.is_assign_target(expr.id) {
+            return;
+        }
+        // A module class nothing of the run builds: its code never runs.
+        if checker.cx.in_unreferenced_module() {
             return;
         }
         // Code for PyTorch before 0.4: `.data` was how a `Variable` gave its

@@ -39,6 +39,12 @@ declare_rule! {
     /// options, then `.to_device(d)` or `.to(d)` with `d` a `device`-named
     /// value, `Device::Cuda(i)`, `Device::cuda_if_available()` or
     /// `vs.device()`.
+    /// Not reported in the methods of a module class nothing of the run
+    /// builds (its name appears nowhere outside its own body, not even as
+    /// a base or in a string) when the run holds code that builds other
+    /// module classes outside any class and picks none by a computed name
+    /// (`eval`, `importlib`, `getattr(models, name)`, Hydra): a class left
+    /// over from an experiment never runs.
     ///
     /// ## Why is this bad?
     /// The tensor is allocated and filled on the host, then copied: two
@@ -197,6 +203,10 @@ impl Rule for TensorCreatedThenMoved {
             None => None,
         };
         let Some((recv, by_helper)) = moved.or_else(|| cx.moved_argument(expr).map(|a| (a, true))) else { return };
+        // A module class nothing of the run builds: its code never runs.
+        if cx.in_unreferenced_module() {
+            return;
+        }
         // `x.to(DEVICE)` with `DEVICE = torch.device("cpu")`: nothing moves.
         if !by_helper && expr.as_call().and_then(|(_, args, _)| args.first().or_else(|| expr.keyword("device"))).is_some_and(|d| cx.names_the_cpu(d)) {
             return;

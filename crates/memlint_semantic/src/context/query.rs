@@ -92,6 +92,25 @@ impl Context {
         self.frames.len() > 1 && !f.params.contains(root) && f.kinds.get(root) == Some(&ValueKind::Module)
     }
 
+    /// The simple name of the class whose method (or a function nested
+    /// in one) is being walked.
+    pub fn enclosing_class_name(&self) -> Option<&str> {
+        self.frames.iter().rev().find_map(|f| f.class.as_deref())
+    }
+
+    /// Whether the walk is in a method of a module class of the run that
+    /// nothing of the run mentions ([`crate::ProjectIndex::is_unreferenced_module`]):
+    /// its code does not run.
+    pub fn in_unreferenced_module(&self) -> bool {
+        // tch code builds its modules with struct literals and `new`
+        // functions the summary does not read as mentions.
+        if self.language() != Language::Python {
+            return false;
+        }
+        let Some(q) = self.frames.iter().rev().find_map(|f| f.class_qualname.as_deref()) else { return false };
+        self.index.is_unreferenced_module(q)
+    }
+
     /// Whether the current function is model code: a method of an
     /// `nn.Module` class (of this file or the run), or step code reached
     /// from a `forward`/training step.

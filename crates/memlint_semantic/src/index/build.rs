@@ -42,6 +42,11 @@ impl IndexBuilder {
             }
         }
         let torch_below = files.iter().filter_map(|f| f.torch_below).min();
+        let constructs_by_name = files.iter().any(|f| f.constructs_by_name);
+        let builder_refs: HashSet<u64> = files.iter().flat_map(|f| f.builder_refs.iter().copied()).collect();
+        let mut class_refs: HashSet<u64> = files.iter().flat_map(|f| f.class_refs.iter().copied()).collect();
+        // A class named as another's base is built with it.
+        class_refs.extend(files.iter().flat_map(|f| &f.classes).flat_map(|c| &c.bases).map(|b| last_segment_hash(b)));
         // Each imported name's prefixes, and their dotted suffixes (a
         // namespace package's `src.data` is the run's module `data`), that
         // are modules of the run.
@@ -131,6 +136,10 @@ impl IndexBuilder {
             dynamic_on,
             dynamic_off,
             factories,
+            class_refs,
+            builder_refs,
+            // Decided in `finish`, once the module classes are known.
+            builds_modules: !constructs_by_name,
             ..ProjectIndex::default()
         };
         IndexBuilder { ix, calls, constructions }
@@ -163,6 +172,8 @@ impl IndexBuilder {
         };
         ix.module_classes = module_classes;
         ix.optimizer_classes = optimizer_classes;
+        ix.builds_modules = ix.builds_modules && ix.module_classes.iter().any(|c| ix.builder_refs.contains(&last_segment_hash(c)));
+        ix.builder_refs = HashSet::default();
         ix.grad_disabling = grad_disabling;
         ix.applied = ix.applied.iter().map(|a| ix.resolve_function(a).unwrap_or_else(|| a.clone())).collect();
         // Calls of module instances inform `forward`'s optional arguments only.

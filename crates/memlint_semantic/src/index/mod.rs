@@ -474,6 +474,18 @@ pub struct FileSummary {
     /// ([`crate::api::amp::removed_in`]) at its top level, unguarded: it
     /// runs only on a torch below this release.
     pub torch_below: Option<(u32, u32)>,
+    /// Hashes of the names the file mentions outside the class of that
+    /// name: as a name, an attribute or a string (`MODELS = {"PRM":
+    /// PRM}`, `"BertModel"` in a mapping), sorted ([`class_ref`]): what
+    /// tells a module class nothing builds.
+    pub class_refs: Vec<u64>,
+    /// Those of [`FileSummary::class_refs`] made outside every class (a
+    /// script's `model = Net()`, a `build_model()` function).
+    pub builder_refs: Vec<u64>,
+    /// The file picks classes by a name it computes: `eval(...)`,
+    /// `importlib.import_module(...)`, `getattr(models, config["arch"])`
+    /// on an imported module, Hydra's `instantiate`.
+    pub constructs_by_name: bool,
 }
 
 /// The joined facts of all files of a run.
@@ -552,6 +564,15 @@ pub struct ProjectIndex {
     constructed_attrs: HashMap<String, Vec<(String, String)>>,
     /// [`FileSummary::factories`] of every file, by qualified name.
     factories: HashMap<String, Box<[String]>>,
+    /// [`FileSummary::class_refs`] of every file, and every class's bases.
+    class_refs: HashSet<u64>,
+    /// [`FileSummary::builder_refs`] of every file, until `finish`.
+    builder_refs: HashSet<u64>,
+    /// Some file of the run mentions a module class of the run outside
+    /// every class, and none picks classes by a computed name
+    /// ([`FileSummary::constructs_by_name`]): the run holds the code that
+    /// builds its models, and it names what it builds.
+    builds_modules: bool,
     /// Hashes of the last segment of every name the index defines or
     /// aliases (`f` of `utils.f`): a name whose last segment is not among
     /// them (most calls of torch and the standard library) is no alias of
@@ -565,6 +586,8 @@ pub struct ProjectIndex {
 type MethodCache = std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, Option<String>)>>;
 
 mod build;
+mod refs;
+pub(crate) use refs::class_ref;
 pub(crate) mod calls;
 mod project;
 mod resolve;

@@ -533,6 +533,17 @@ impl ProjectIndex {
         self.classes.contains_key(&c).then(|| self.module_classes.contains(&c))
     }
 
+    /// Whether `qualified` is a module class of the run that no file
+    /// mentions outside its own body (no construction, no reference, no
+    /// subclass, not named in a string), in a run that mentions some of
+    /// its module classes: code nothing runs. A run of the class's file
+    /// alone, which builds none, says nothing of it.
+    pub fn is_unreferenced_module(&self, qualified: &str) -> bool {
+        self.builds_modules
+            && self.module_classes.contains(qualified)
+            && !self.class_refs.contains(&build::last_segment_hash(qualified))
+    }
+
     /// Whether a project class (through re-exports) is an optimizer: a
     /// torch optimizer's subclass, directly or through project bases.
     pub fn class_is_optimizer(&self, qualified: &str) -> bool {
