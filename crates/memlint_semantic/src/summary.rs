@@ -83,7 +83,7 @@ struct SummaryVisitor {
     /// classes: the configuration test arm each `self.<attr>(...)` call
     /// is under, by the call's start.
     option_arms: HashMap<u32, OptionArm>,
-    /// Hashes of the class-like names the file mentions ([`FileSummary::class_refs`]).
+    /// Hashes of the names the file mentions ([`FileSummary::class_refs`]).
     class_refs: rustc_hash::FxHashSet<u64>,
 }
 
@@ -372,13 +372,21 @@ impl Visitor for SummaryVisitor {
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        let own = cx.enclosing_class_name();
-        if let Some(h) = crate::index::class_ref(expr, own) {
-            self.class_refs.insert(h);
-            // Outside every class: code that builds a model, not a model
-            // building its parts.
-            if own.is_none() && !cx.in_class_body() {
-                self.summary.builder_refs.push(h);
+        // `self` is the most frequent name and never a class.
+        let named = match &expr.kind {
+            ExprKind::Name(n) => n != "self",
+            ExprKind::Attribute { .. } | ExprKind::Literal(crate::ir::Literal::Str(_)) => true,
+            _ => false,
+        };
+        if named {
+            let own = cx.enclosing_class_name();
+            if let Some(h) = crate::index::class_ref(expr, own) {
+                self.class_refs.insert(h);
+                // Outside every class: code that builds a model, not a
+                // model building its parts.
+                if own.is_none() && !cx.in_class_body() {
+                    self.summary.builder_refs.push(h);
+                }
             }
         }
         let ExprKind::Call { func, args, keywords, .. } = &expr.kind else { return };

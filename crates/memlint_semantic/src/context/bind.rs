@@ -420,7 +420,7 @@ impl Context {
             // A loss module of the project (`CircleLoss(m=0.25, gamma=32)`):
             // called for a loss value, not a model's forward.
             || v.as_call().is_some_and(|(func, _, _)| {
-                func.dotted().is_some_and(|d| d.ends_with("Loss"))
+                matches!(&func.kind, ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } if n.ends_with("Loss"))
                     && self.project_class_of_call(func).is_some_and(|q| q.ends_with("Loss"))
             })
     }

@@ -42,7 +42,7 @@ pub(crate) fn moved_param(body: &[Stmt], params: &[String], cx: &Context) -> Opt
         // `batch[k] = batch[k].to(device)` (in a loop over the batch's
         // keys): the container's items moved in place.
         if let StmtKind::Assign { targets, value, .. } = &s.kind {
-            if let [ExprKind::Subscript { value: container, .. }] = targets.iter().map(|t| &t.kind).collect::<Vec<_>>()[..] {
+            if let [Expr { kind: ExprKind::Subscript { value: container, .. }, .. }] = &targets[..] {
                 if let (Some(c), true) = (container.as_name(), cx.accelerator_move(value).is_some()) {
                     if !moved.iter().any(|m| m == c) {
                         moved.push(c.to_string());
