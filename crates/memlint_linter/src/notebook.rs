@@ -735,7 +735,8 @@ fn marks_a_blank(line: &str) -> bool {
     let Some((code, comment)) = line.split_once('#') else { return false };
     let comment = comment.to_ascii_lowercase();
     // `# COMPLETE HERE`, `# complete the loop`, `# code here`.
-    ["your code", "todo", "fill in", "fill this", "complete here", "to complete", "code here"].iter().any(|m| comment.contains(m))
+    // `# To Do`, `####To Do! Create a Loop`.
+    ["your code", "todo", "to do", "fill in", "fill this", "complete here", "to complete", "code here"].iter().any(|m| comment.contains(m))
         || comment.trim_start().starts_with("complete")
         // A question where the operand should be: `lr = lr_0 / ((i + 1) **
         // # What should the power be? )`.
@@ -1290,6 +1291,9 @@ mod tests {
         assert!(blank("if # COMPLETE HERE\n    x = 1\n"));
         assert!(blank("print( # complete here )\n"));
         assert!(blank("def f(x):\n    x = x.view(# COMPLETE HERE)\n    x = # COMPLETE HERE\n    return x\n"));
+        // Written "To Do", in a call or standing for a block's header.
+        assert!(blank("loss_log.append(# To Do)\n"));
+        assert!(blank("w = ####To Do!\n####To Do! Create a Loop\n    c = ####To Do!\n    if ####To Do! Check it\n        w += ####To Do!\n"));
         // A real error beside an ordinary comment is no blank.
         assert!(!blank("x = f(1,\ny = 2  # the training is completed\n"));
         assert!(!blank("y = (1,\n"));
