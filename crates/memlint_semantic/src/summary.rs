@@ -372,15 +372,12 @@ impl Visitor for SummaryVisitor {
     }
 
     fn visit_expr(&mut self, expr: &Expr, cx: &Context) {
-        // `self` is the most frequent name and never a class.
-        let named = match &expr.kind {
-            ExprKind::Name(n) => n != "self",
-            ExprKind::Attribute { .. } | ExprKind::Literal(crate::ir::Literal::Str(_)) => true,
-            _ => false,
-        };
-        if named {
+        // Not a class's mentions of itself (`super(PRM, self)` inside
+        // `PRM` builds nothing).
+        if let Some(name) = crate::index::mentioned_name(expr) {
             let own = cx.enclosing_class_name();
-            if let Some(h) = crate::index::class_ref(expr, own) {
+            if own != Some(name) {
+                let h = crate::index::mention_hash(name);
                 self.class_refs.insert(h);
                 // Outside every class: code that builds a model, not a
                 // model building its parts.

@@ -484,6 +484,17 @@ impl Context {
         }
     }
 
+    /// What an instance of the project class `q` is: a module, an
+    /// optimizer, or another object; `None` when the run defines no such
+    /// class.
+    fn class_kind(&self, q: &str) -> Option<ValueKind> {
+        Some(match self.index.class_is_module(q)? {
+            true => ValueKind::Module,
+            false if self.index.class_is_optimizer(q) => ValueKind::Optimizer,
+            false => ValueKind::Object,
+        })
+    }
+
     pub(super) fn kind_of_call(&self, func: &Expr) -> Option<ValueKind> {
         if let Some(q) = self.qualified_name(func) {
             let s = q.as_str();
@@ -539,22 +550,13 @@ impl Context {
             if matches!(s, "transformers.pipeline" | "transformers.pipelines.pipeline") {
                 return Some(ValueKind::Object);
             }
-            return match self.index.class_is_module(s) {
-                Some(true) => Some(ValueKind::Module),
-                Some(false) if self.index.class_is_optimizer(s) => Some(ValueKind::Optimizer),
-                Some(false) => Some(ValueKind::Object),
-                None => None,
-            };
+            return self.class_kind(s);
         }
         match &func.kind {
             ExprKind::Name(n) if self.module_classes.contains(n.as_str()) && !self.is_shadowed_locally(n) => Some(ValueKind::Module),
             ExprKind::Name(_) | ExprKind::Attribute { .. } if self.project_class_of_call(func).is_some() => {
                 let class = self.project_class_of_call(func)?;
-                match self.index.class_is_module(&class) {
-                    Some(true) => Some(ValueKind::Module),
-                    _ if self.index.class_is_optimizer(&class) => Some(ValueKind::Optimizer),
-                    _ => Some(ValueKind::Object),
-                }
+                self.class_kind(&class)
             }
             ExprKind::Name(n) if SCALAR_BUILTINS.contains(&n.as_str()) => Some(ValueKind::NonTensor),
             ExprKind::Attribute { value, attr, .. } => {

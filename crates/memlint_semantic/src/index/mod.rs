@@ -476,7 +476,7 @@ pub struct FileSummary {
     pub torch_below: Option<(u32, u32)>,
     /// Hashes of the names the file mentions outside the class of that
     /// name: as a name, an attribute or a string (`MODELS = {"PRM":
-    /// PRM}`, `"BertModel"` in a mapping), sorted ([`class_ref`]): what
+    /// PRM}`, `"BertModel"` in a mapping), sorted ([`mentioned_name`]): what
     /// tells a module class nothing builds.
     pub class_refs: Vec<u64>,
     /// Those of [`FileSummary::class_refs`] made outside every class (a
@@ -587,7 +587,7 @@ type MethodCache = std::sync::RwLock<hashbrown::HashTable<(Box<str>, Box<str>, O
 
 mod build;
 mod refs;
-pub(crate) use refs::class_ref;
+pub(crate) use refs::{mention_hash, mentioned_name};
 pub(crate) mod calls;
 mod project;
 mod resolve;

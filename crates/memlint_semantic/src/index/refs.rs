@@ -3,24 +3,28 @@
 
 use super::build;
 
-/// The hash [`super::FileSummary::class_refs`] keeps of `e` when it mentions a
-/// name (a name, an attribute, or a string that is an identifier) other
-/// than `own` (the class whose method mentions it: `super(PRM, self)`
-/// inside `PRM` builds nothing). Class names are any case (`mixprop`,
-/// `RNN`).
-pub(crate) fn class_ref(e: &crate::ir::Expr, own: Option<&str>) -> Option<u64> {
+/// The name `e` mentions, for [`super::FileSummary::class_refs`]: a
+/// name (not `self`, the most frequent and never a class), an attribute,
+/// or the last segment of a string that is a dotted identifier
+/// (`"CLHead"`, `class_name="training.contrastive_head.CLHead"`). Class
+/// names are any case (`mixprop`, `RNN`).
+pub(crate) fn mentioned_name(e: &crate::ir::Expr) -> Option<&str> {
     use crate::ir::ExprKind;
-    let name = match &e.kind {
-        ExprKind::Name(n) | ExprKind::Attribute { attr: n, .. } => n.as_str(),
-        // `"CLHead"`, `class_name="training.contrastive_head.CLHead"`.
+    match &e.kind {
+        ExprKind::Name(n) if n != "self" => Some(n.as_str()),
+        ExprKind::Attribute { attr: n, .. } => Some(n.as_str()),
         ExprKind::Literal(crate::ir::Literal::Str(s))
             if s.len() <= 128
                 && s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
                 && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.') =>
         {
-            s.rsplit('.').next().unwrap_or(s)
+            s.rsplit('.').next()
         }
-        _ => return None,
-    };
-    (own != Some(name)).then(|| build::last_segment_hash(name))
+        _ => None,
+    }
+}
+
+/// The hash [`super::FileSummary::class_refs`] keeps of a mentioned name.
+pub(crate) fn mention_hash(name: &str) -> u64 {
+    build::last_segment_hash(name)
 }
