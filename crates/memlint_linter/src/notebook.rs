@@ -601,16 +601,6 @@ pub(crate) fn exercise_blanks_in_module(source: &str, errors: &[crate::frontend:
 
 /// The errors as `(message, offset)`.
 fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_empty_block: bool) -> bool {
-    fn blank_after_equals(code: &str) -> bool {
-        let bytes = code.as_bytes();
-        bytes.iter().enumerate().any(|(i, &b)| {
-            if b != b'=' || bytes.get(i + 1) == Some(&b'=') || (i > 0 && matches!(bytes[i - 1], b'=' | b'!' | b'<' | b'>')) {
-                return false;
-            }
-            let rest = code[i + 1..].trim_start();
-            rest.is_empty() || rest.starts_with(',') || rest.starts_with(')') || rest == "pass" || rest.starts_with("pass ")
-        })
-    }
     // `x = x.view(# COMPLETE HERE)`, `print( # complete here )`: the
     // blank's comment holds the closing bracket, so everything after that
     // line is read inside the call (errors there, up to the end of the
@@ -634,6 +624,9 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
         offset += line.len();
     }
     let mut errors = errors.peekable();
+    // Where the lines that hold a blank start: the block under `if ?:` is
+    // indented where the parser saw no header.
+    let mut blank_lines: Vec<usize> = Vec::new();
     errors.peek().is_some()
         && errors.all(|(message, start)| {
             let at = (start as usize).min(source.len());
@@ -642,39 +635,79 @@ fn blanks<'e>(source: &str, errors: impl Iterator<Item = (&'e str, u32)>, any_em
             }
             let Some(before) = source.get(..at) else { return false };
             let line_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
-            if message.starts_with("Expected an indented block") {
-                // The comments that stand for the block: after the header
-                // (where the parser reports the error) or before the line
-                // that ends it.
-                let only_comments = |l: &&str| l.trim().is_empty() || l.trim_start().starts_with('#');
-                let after = source[at..].lines().skip(1).take_while(only_comments);
-                let above = before[..line_start].lines().rev().take_while(only_comments);
-                return any_empty_block || after.chain(above).any(marks_a_blank);
+            if message.starts_with("Unexpected indentation") {
+                let above = before[..line_start].trim_end_matches(['\n', '\r']);
+                let above_start = above.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+                if blank_lines.contains(&above_start) {
+                    return true;
+                }
             }
-            let prefix = &before[line_start..];
-            let line = if prefix.trim().is_empty() {
-                // The error opens a line: the blank is on the line before.
-                before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
-            } else {
-                let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
-                &source[line_start..end]
-            };
-            let code = line.split('#').next().unwrap_or("");
-            // In a module, only a marked blank counts: `loss = ` alone may
-            // be a line left half-written.
-            if any_empty_block && blank_after_equals(code) {
-                return true;
+            let is_blank = blank_at(source, message, at, before, line_start, any_empty_block);
+            if is_blank {
+                blank_lines.push(line_start);
             }
-            // A placeholder (`a = <YOUR CODE: sample an action>`, a line
-            // `<YOUR CODE: stack layers>`) or a comment that marks the
-            // blank (`# your code`, `# TODO`), on the error's line or the
-            // line before.
-            let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
-            let here = &source[line_start..end];
-            let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
-                || any_empty_block && (has_question_blank(code) || has_empty_argument(code))
+            is_blank
         })
+}
+
+/// Whether the error `message` at `at` (on the line starting at
+/// `line_start`; `before` is the source before it) comes from a blank.
+fn blank_at(source: &str, message: &str, at: usize, before: &str, line_start: usize, any_empty_block: bool) -> bool {
+    if message.starts_with("Expected an indented block") {
+        // The comments that stand for the block: after the header
+        // (where the parser reports the error) or before the line
+        // that ends it.
+        let only_comments = |l: &&str| l.trim().is_empty() || l.trim_start().starts_with('#');
+        let after = source[at..].lines().skip(1).take_while(only_comments);
+        let above = before[..line_start].lines().rev().take_while(only_comments);
+        return any_empty_block || after.chain(above).any(marks_a_blank);
+    }
+    let prefix = &before[line_start..];
+    let line = if prefix.trim().is_empty() {
+        // The error opens a line: the blank is on the line before.
+        before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+    } else {
+        let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
+        &source[line_start..end]
+    };
+    let code = line.split('#').next().unwrap_or("");
+    // In a module, only a marked blank counts: `loss = ` alone may
+    // be a line left half-written.
+    if any_empty_block && blank_after_equals(code) {
+        return true;
+    }
+    // A placeholder (`a = <YOUR CODE: sample an action>`, a line
+    // `<YOUR CODE: stack layers>`) or a comment that marks the
+    // blank (`# your code`, `# TODO`), on the error's line or the
+    // line before.
+    let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
+    let here = &source[line_start..end];
+    let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
+        || any_empty_block && (has_question_blank(code) || has_empty_argument(code) || has_dots_blank(code))
+}
+
+/// Four dots or more where a value starts (`emb = ....`, `f(x, ....)`):
+/// a value the student fills in (three are `Ellipsis`, which parses).
+fn has_dots_blank(code: &str) -> bool {
+    code.match_indices("....").any(|(i, _)| {
+        let before = code[..i].trim_end().chars().last();
+        let after = code[i..].trim_start_matches('.').trim_start().chars().next();
+        matches!(before, Some('(' | ',' | '=' | '[' | ':'))
+            && matches!(after, None | Some(',' | ')' | ']'))
+    })
+}
+
+/// `loss = `, `f(x=)`, `x = pass`: a value left out after `=`.
+fn blank_after_equals(code: &str) -> bool {
+    let bytes = code.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| {
+        if b != b'=' || bytes.get(i + 1) == Some(&b'=') || (i > 0 && matches!(bytes[i - 1], b'=' | b'!' | b'<' | b'>')) {
+            return false;
+        }
+        let rest = code[i + 1..].trim_start();
+        rest.is_empty() || rest.starts_with(',') || rest.starts_with(')') || rest == "pass" || rest.starts_with("pass ")
+    })
 }
 
 /// A `?` standing for an argument or a value the student fills in:
@@ -685,8 +718,13 @@ fn has_question_blank(code: &str) -> bool {
         let before = code[..i].trim_end().chars().last();
         // `MAX_LEN = ?!`, `??`: the marks of a blank.
         let after = code[i + 1..].trim_start_matches(['?', '!']).trim_start().chars().next();
-        matches!(before, Some('(' | ',' | '=' | '[' | ':'))
-            && matches!(after, None | Some(',' | ')' | ']'))
+        // `if ?:`, `while ?:`: a condition left out.
+        let head = code[..i].trim_end();
+        let condition = ["if", "elif", "while"].iter().any(|k| {
+            head.strip_suffix(k).is_some_and(|h| h.is_empty() || h.ends_with(char::is_whitespace))
+        }) && after == Some(':');
+        condition
+            || matches!(before, Some('(' | ',' | '=' | '[' | ':')) && matches!(after, None | Some(',' | ')' | ']'))
     })
 }
 
@@ -1294,6 +1332,15 @@ mod tests {
         // Written "To Do", in a call or standing for a block's header.
         assert!(blank("loss_log.append(# To Do)\n"));
         assert!(blank("w = ####To Do!\n####To Do! Create a Loop\n    c = ####To Do!\n    if ####To Do! Check it\n        w += ####To Do!\n"));
+        // A condition left out (the block under it is indented where the
+        // parser saw no header), and four dots for a value.
+        assert!(blank("for i in range(9):\n    # TODO: stop once satisfied\n    if ?:\n        break\n"));
+        assert!(blank("while ?:\n    x = 1\n"));
+        assert!(blank("# L2-normalize embeddings\nemb_norm = ....\n"));
+        assert!(blank("y = f(x, ....)\n"));
+        assert!(!blank("y = ....real +\n"));
+        assert!(!blank("notify ?:\n"));
+        assert!(!in_module("emb_norm = ....\n"));
         // A real error beside an ordinary comment is no blank.
         assert!(!blank("x = f(1,\ny = 2  # the training is completed\n"));
         assert!(!blank("y = (1,\n"));

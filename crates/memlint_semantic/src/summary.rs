@@ -411,7 +411,7 @@ impl Visitor for SummaryVisitor {
                 ExprKind::Attribute { value, attr, .. } if crate::api::nn::is_forward_method(attr) => value,
                 _ => func,
             };
-            if last(callee) && !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() {
+            if last(callee) && !cx.in_loop() && cx.grad_enabled() && !cx.in_model_code() && !cx.in_train_mode_arm() {
                 if let Some(f) = self.functions.get_mut(q).filter(|f| !f.runs_model_once) {
                     f.runs_model_once = cx.is_model(callee);
                 }
@@ -470,7 +470,7 @@ impl Visitor for SummaryVisitor {
             contexts: cx.with_contexts(),
             in_step_loop: cx.in_step_iteration(),
             in_loop: cx.in_loop(),
-            logged: cx.guarded_by_interval() || cx.guarded_by_debug_condition(),
+            logged: cx.guarded_by_interval() || cx.guarded_by_debug_condition() || cx.in_exception_handler(),
             per_epoch: cx.in_epoch_loop_only(),
             false_positions,
             false_keywords,

@@ -14,7 +14,8 @@ declare_rule! {
     /// in range(outputs.shape[0]):` in a loss helper). An epoch loop around the step loop is not
     /// a step: once per epoch is harmless. Not when it only runs in
     /// an out-of-memory handler (`except torch.cuda.OutOfMemoryError:`,
-    /// `except RuntimeError:`), under an interval guard
+    /// `except RuntimeError:`) or in a helper the step calls only from an
+    /// `except` handler (a cleanup after a failed step), under an interval guard
     /// (`if step % 1000 == 0:`), or under a user option
     /// (`if args.empty_unused_memory_level >= 1:`): a deliberate choice the
     /// user turns on. Nor in an inference script's loop over files found on

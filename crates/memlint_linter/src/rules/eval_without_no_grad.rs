@@ -8,7 +8,8 @@ declare_rule! {
     /// Flags forward passes (`model(x)`, `model.forward(x)`, or a call of
     /// a project helper that runs the model once per call and trains
     /// nothing: `self._process_one_batch(x, y)`, shared with the training
-    /// loop) with autograd enabled in evaluation over data: in a loop over a loader, a dataset or
+    /// loop; not one that runs it with grad only under `if
+    /// model.training:`) with autograd enabled in evaluation over data: in a loop over a loader, a dataset or
     /// batches, or a comprehension over one, or in a decoding loop that
     /// feeds a model's output back into it (`h = self.decoder(enc, h)` in
     /// `for t in range(steps):`, a graph that grows with every step), in

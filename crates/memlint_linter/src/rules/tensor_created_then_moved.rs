@@ -1,4 +1,6 @@
-use memlint_semantic::api::{classify, computed_from, is_filling_method, is_legacy_cpu_constructor, nn, Callee, Event, Receiver};
+use memlint_semantic::api::{
+    classify, computed_from, is_filling_method, is_inplace_method, is_legacy_cpu_constructor, nn, Callee, Event, Receiver,
+};
 use memlint_semantic::ir::{Arm, BoolOpKind, CmpOp, Expr, ExprKind, Literal, Stmt, StmtKind, UnaryOp};
 use memlint_semantic::Role;
 
@@ -111,7 +113,8 @@ declare_rule! {
     /// accumulator set up on the first batch), code that runs once per epoch (in the
     /// epoch loop, outside the loop over batches), a cache built when it is
     /// missing (after `if self.cache is not None: return`, or under `if
-    /// self.cache is None:`) or rebuilt when a longer input than any before
+    /// self.cache is None:`, also `if not self.cache or self.norm == None:`
+    /// with an option of the object that keeps it) or rebuilt when a longer input than any before
     /// outgrows it (`if seq_len > self.max_position_embeddings:` around code
     /// that stores to `self` or calls `self.register_buffer`), unit tests and helpers named for drawing or
     /// showing results (`visualize_results`, `plot_samples`: once per
@@ -142,6 +145,8 @@ declare_rule! {
     /// around a `backward()` of its own (a GAN's generator step under `if
     /// step % n_critic == 0:`), is a training cadence, not a logging
     /// interval: what it builds runs every training step. Nor is a branch a step
+    /// never takes: the `else` of `if flag:` where the function sets the
+    /// local `flag = 1` (or `True`) where it starts and never again. Nor is a branch a step
     /// rarely takes: under an option of the class that is off by default
     /// (`if self.individual:`, where `__init__` keeps `individual=False` as
     /// `self.individual`, or sets `self.stratified = False` itself, and
@@ -360,6 +365,9 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
         args.iter().all(|a| {
             matches!(a.kind, ExprKind::Name(_) | ExprKind::Attribute { .. } | ExprKind::Literal(Literal::Int(_)) | ExprKind::BinOp { .. })
                 || (args.len() >= 2 && matches!(a.kind, ExprKind::Subscript { .. }))
+                // `torch.BoolTensor(x.size())`, `torch.FloatTensor(x.size(0),
+                // 10)`: read from the shape of another tensor.
+                || (a.as_method_call().is_some_and(|(_, m)| m == "size") && a.as_call().is_some_and(|(_, a, _)| a.len() <= 1))
         })
     };
     if filled && is_legacy_cpu_constructor(q.as_str()) && !args.is_empty() && sizes() {
@@ -371,12 +379,30 @@ fn host_factory<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e Expr> {
     found.all(|f| f.is_some()).then_some(first)
 }
 
+/// The name a move reads the host tensor of: `x` in `x.to(device)`, also
+/// through in-place ops on the way (`onehot.scatter_(1, label,
+/// 1).to(device)`) and the old `Variable(z).to(device)`.
+fn host_name<'e>(recv: &'e Expr, checker: &Checker<'_>) -> Option<&'e str> {
+    if let Some(n) = recv.as_name() {
+        return Some(n);
+    }
+    if let Some((inner, m)) = recv.as_method_call() {
+        return if is_inplace_method(m) { host_name(inner, checker) } else { None };
+    }
+    let (func, _, _) = recv.as_call()?;
+    let q = checker.cx.qualified_name(func)?;
+    match computed_from(recv, q.as_str())?.as_slice() {
+        [only] => host_name(only, checker),
+        _ => None,
+    }
+}
+
 /// For `x = x.to(device)` (the move `expr` of the name `recv`, rebinding
 /// it), the host factory the statement just before bound `x` to (`x =
 /// torch.zeros(n)`): nothing used the host tensor in between, and nothing
 /// can after.
 fn factory_of_previous_statement<'e>(expr: &Expr, recv: &Expr, checker: &Checker<'e>) -> Option<&'e Expr> {
-    let name = recv.as_name()?;
+    let name = host_name(recv, checker)?;
     let module = checker.module();
     fn binds<'s>(s: &'s Stmt, name: &str) -> Option<&'s Expr> {
         match &s.kind {
@@ -699,10 +725,17 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
         ExprKind::Unary { op: UnaryOp::Not, operand } => is_state(operand),
         // `if rank == 0 and features is None:`
         ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_missing_state(v, checker)),
+        // `if not self.cache or self.in_norm == None:`: built once unless
+        // an option of the object turns the cache off.
+        ExprKind::BoolOp { op: BoolOpKind::Or, values } => {
+            let cache_off = |v: &Expr| matches!(&v.kind, ExprKind::Unary { op: UnaryOp::Not, operand } if is_state(operand));
+            values.iter().any(|v| tests_for_missing_state(v, checker))
+                && values.iter().all(|v| cache_off(v) || tests_for_missing_state(v, checker))
+        }
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
             let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));
-            let none = ops[0] == CmpOp::Is && comparators[0].is_none();
+            let none = matches!(ops[0], CmpOp::Is | CmpOp::Eq) && comparators[0].is_none();
             (ops[0] == CmpOp::Eq && zero && len_of)
                 || (none && is_state(left))
                 // A local bound to `None` before a loop fills it once

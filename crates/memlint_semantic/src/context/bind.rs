@@ -75,7 +75,7 @@ impl Context {
             }
         }
         if !summary_only {
-            frame.unset_locals = crate::facts::guards::unset_locals(&func.body, &func.params);
+            (frame.unset_locals, frame.set_locals) = crate::facts::guards::fixed_locals(&func.body, &func.params);
         }
         // A model every caller passes frozen (`def embed(model, loader)`
         // after `freeze_model(model)` at each call) is frozen here.

@@ -188,6 +188,9 @@ struct Frame {
     /// How many `if` arms and `try` statements of this function are around
     /// the current point: 0 where a statement runs on every call.
     cond_depth: u32,
+    /// How many `if` arms around the current point run only in train mode
+    /// (`if model.training:`, the `else` of `if not self.training:`).
+    train_mode_depth: u32,
     name: Option<String>,
     /// Fully qualified name of the function (`module.Class.method`).
     qualname: Option<String>,
@@ -239,6 +242,9 @@ struct Frame {
     /// Locals the function binds only to `None` (rules' walk only): a
     /// branch that tests one for being set never runs.
     unset_locals: Vec<String>,
+    /// Locals the function binds only to `True` or a non-zero integer
+    /// (rules' walk only): the `else` of a test of one never runs.
+    set_locals: Vec<String>,
     /// Every name the function binds anywhere in its body (Python makes
     /// them local for the whole function): they hide module-level facts.
     locals: Option<Arc<[crate::ir::Ident]>>,

@@ -344,6 +344,19 @@ impl Context {
         self.debug_depth > 0
     }
 
+    /// Whether the current point runs only while a module is in train mode
+    /// (`if model.training:`, the `else` of `if not self.training:`): an
+    /// evaluation that calls this function skips it.
+    pub fn in_train_mode_arm(&self) -> bool {
+        self.frame().train_mode_depth > 0
+    }
+
+    /// Whether the current point is in an `except` handler: it runs only
+    /// when something failed.
+    pub fn in_exception_handler(&self) -> bool {
+        !self.handlers.is_empty()
+    }
+
     /// Whether the current point is in an `except` handler catching one of
     /// the named exception classes (by last segment; a bare `except:` and
     /// `Exception` catch everything).

@@ -518,7 +518,7 @@ impl Context {
                             || crate::facts::guards::tests_for_nan(test)
                             || crate::facts::guards::tests_an_unset_local(test, &self.frame().unset_locals)),
                 );
-                let rare_else = usize::from(never_else);
+                let rare_else = usize::from(never_else || crate::facts::guards::tests_a_set_local(test, &self.frame().set_locals));
                 self.rare_branch_depth += rare;
                 let once = usize::from(!self.options.summary_only && (crate::facts::guards::is_run_once_guard(test, body) || crate::facts::guards::tests_an_init_mode(test, &|n| self.is_function_param(n))));
                 self.once_depth += once;
@@ -538,8 +538,12 @@ impl Context {
                 // leak into the other).
                 let isolate = !orelse.is_empty() && !self.options.summary_only;
                 let facts_before = if isolate { self.frame_facts() } else { None };
+                let (train_body, train_else) = crate::facts::guards::train_mode_arms(test);
                 self.frame_mut().cond_depth += 1;
+                self.frame_mut().train_mode_depth += train_body;
                 self.walk_body(body, visitor);
+                self.frame_mut().train_mode_depth -= train_body;
+                self.frame_mut().train_mode_depth += train_else;
                 let facts_after_if = if isolate { self.frame_facts() } else { None };
                 if isolate {
                     self.restore_frame_facts(facts_before.as_ref());
@@ -561,6 +565,7 @@ impl Context {
                 self.rare_branch_depth += rare_else;
                 self.walk_body(orelse, visitor);
                 self.rare_branch_depth -= rare_else;
+                self.frame_mut().train_mode_depth -= train_else;
                 self.frame_mut().cond_depth -= 1;
                 // An `if` arm that returns, raises or leaves the loop adds
                 // nothing after the `if`; an `else` arm that does leaves the

@@ -28,6 +28,17 @@ pub(crate) fn training_test_name(test: &Expr) -> Option<&str> {
     if selects { left.as_name() } else { None }
 }
 
+/// For `if <module>.training:`, 1 for the arm that runs in train mode
+/// (the body; the `else` of `if not <module>.training:`), as (body, else).
+pub(crate) fn train_mode_arms(test: &Expr) -> (u32, u32) {
+    let is_mode = |e: &Expr| matches!(&e.kind, ExprKind::Attribute { attr, .. } if attr == "training");
+    match &test.kind {
+        ExprKind::Unary { op: crate::ir::UnaryOp::Not, operand } if is_mode(operand) => (0, 1),
+        _ if is_mode(test) => (1, 0),
+        _ => (0, 0),
+    }
+}
+
 /// Whether `e` is a string literal naming an evaluation mode (`"eval"`,
 /// `"val"`, `"test"`, ...), passed where a function selects training by
 /// its mode ([`training_test_name`]).
@@ -249,29 +260,38 @@ pub fn gpu_arm(test: &Expr) -> Option<bool> {
     (!negated && tests_for_the_device(inner)).then_some(true)
 }
 
-/// The locals a function sets to `None` in its top-level statements
-/// (`custom_shape = None`, a setting left unset in a demo helper) and
-/// binds in no other way: a test of one
-/// (`if custom_shape is not None:`, `if custom_shape:`) is never true. None
-/// when the function has nested functions or classes (a `nonlocal` may
-/// bind the name there).
-pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<String> {
+/// The locals a function sets to a constant in its top-level statements
+/// and binds in no other way, as (unset, set): those only ever `None`
+/// (`custom_shape = None`, a setting left unset in a demo helper: a test
+/// of one, `if custom_shape is not None:`, `if custom_shape:`, is never
+/// true) and those only ever `True` or a non-zero integer (`intra_list =
+/// 1`, then `if intra_list:`: the `else` never runs). Both empty when the
+/// function has nested functions or classes (a `nonlocal` may bind the
+/// name there).
+pub(crate) fn fixed_locals(body: &[Stmt], params: &[crate::ir::Param]) -> (Vec<String>, Vec<String>) {
+    use crate::ir::Literal;
     // The setting is made where the function starts, in its top-level
     // statements: most functions make none, and are not scanned.
-    fn set_to_none(s: &Stmt) -> Option<&str> {
+    fn set_to_constant(s: &Stmt) -> Option<(&str, bool)> {
         match &s.kind {
-            StmtKind::Assign { targets, value, .. } if value.is_none() => {
+            StmtKind::Assign { targets, value, .. } => {
+                let set = match &value.kind {
+                    ExprKind::Literal(Literal::Bool(true)) => true,
+                    ExprKind::Literal(Literal::Int(i)) if *i != 0 => true,
+                    _ if value.is_none() => false,
+                    _ => return None,
+                };
                 match targets.as_slice() {
-                    [t] => t.as_name(),
+                    [t] => Some((t.as_name()?, set)),
                     _ => None,
                 }
             }
             _ => None,
         }
     }
-    let mut unset: Vec<String> = body.iter().filter_map(set_to_none).map(str::to_string).collect();
-    if unset.is_empty() {
-        return Vec::new();
+    let mut fixed: Vec<(String, bool)> = body.iter().filter_map(set_to_constant).map(|(n, v)| (n.to_string(), v)).collect();
+    if fixed.is_empty() {
+        return (Vec::new(), Vec::new());
     }
     let mut bound: HashSet<String> = HashSet::default();
     let mut nested = false;
@@ -283,10 +303,15 @@ pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<St
             false
         });
     }
+    let mut constant: Vec<(&str, bool)> = Vec::new();
     for_each_stmt_in_function(body, &mut |s| {
         match &s.kind {
-            // Bound to `None` again: still unset.
-            StmtKind::Assign { .. } if set_to_none(s).is_some() => {}
+            // Bound to a constant again: still fixed, when always the same one.
+            StmtKind::Assign { .. } if set_to_constant(s).is_some() => {
+                if let Some((n, v)) = set_to_constant(s) {
+                    constant.push((n, v));
+                }
+            }
             StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| names(t, &mut bound)),
             StmtKind::AugAssign { target, .. } => names(target, &mut bound),
             StmtKind::For { target, .. } => names(target, &mut bound),
@@ -308,12 +333,23 @@ pub(crate) fn unset_locals(body: &[Stmt], params: &[crate::ir::Param]) -> Vec<St
         });
     });
     if nested {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
-    unset.retain(|n| !bound.contains(n) && !params.iter().any(|p| p.name == *n));
-    unset.sort_unstable();
-    unset.dedup();
-    unset
+    fixed.retain(|(n, v)| {
+        !bound.contains(n)
+            && !params.iter().any(|p| p.name == *n)
+            && constant.iter().all(|(m, w)| *m != n.as_str() || w == v)
+    });
+    fixed.sort_unstable();
+    fixed.dedup();
+    let (set, unset): (Vec<_>, Vec<_>) = fixed.into_iter().partition(|(_, v)| *v);
+    (unset.into_iter().map(|(n, _)| n).collect(), set.into_iter().map(|(n, _)| n).collect())
+}
+
+/// Whether `if test:` can never run its `else`: it tests one of `set`
+/// (locals only ever bound to `True` or a non-zero integer) alone.
+pub(crate) fn tests_a_set_local(test: &Expr, set: &[String]) -> bool {
+    test.as_name().is_some_and(|n| set.iter().any(|s| s == n))
 }
 
 /// Whether `if test:` can never run its body: it tests one of `unset`

@@ -287,9 +287,9 @@ pub struct CallSite {
     pub in_step_loop: bool,
     /// The site is inside any loop of the caller.
     pub in_loop: bool,
-    /// The site runs only under a logging interval or a logging,
-    /// debugging or profiling condition (`if step % 100 == 0:`, `if
-    /// self.debug_mode:`): what it calls is not run every step.
+    /// The site runs only under a logging interval or condition (`if step
+    /// % 100 == 0:`, `if self.debug_mode:`) or in an `except` handler:
+    /// what it calls is not run every step.
     pub logged: bool,
     /// The site runs once per epoch: the innermost loop around it is an
     /// epoch loop ([`crate::Context::in_epoch_loop_only`]).
