@@ -59,7 +59,9 @@ declare_rule! {
     /// A dataset already in memory as tensors (a tensor itself,
     /// `torch.from_numpy(x)`, `TensorDataset`, torchvision's MNIST, CIFAR,
     /// SVHN or USPS with no transform or one that only converts,
-    /// `Compose([ToTensor(), Normalize(...)])`, also when a function of the
+    /// `Compose([ToTensor(), Normalize(...)])`, also with a reshape
+    /// (`Lambda(lambda x: x.view(-1))`, `lambda x: ToTensor()(x).view(-1)`)
+    /// and when a function of the
     /// file returns it, `transform=get_transform()`: the images are held in
     /// memory and an item is a conversion; on a fast GPU a small model's
     /// step may still outrun that conversion, and two workers would help), a Python

@@ -10,9 +10,13 @@ declare_rule! {
     /// ## What it does
     /// Flags a tensor made by a factory on the host and moved to an
     /// accelerator at once, where that runs again and again: in a loop, or
-    /// in step code (a `forward`, a training or evaluation step):
+    /// in step code (a `forward`, a training or evaluation step, the
+    /// `__init__` of a plain class that step code builds, a mask helper
+    /// such as `TriangularCausalMask(B, L, device=x.device)` in `forward`):
     /// `torch.zeros(n).cuda()`, `torch.randn(b, d).to(device)`,
-    /// `torch.arange(t).to(x.device)`, also when it is shaped or filled on
+    /// `torch.arange(t).to(x.device)`, `torch.FloatTensor(b,
+    /// n).zero_().cuda()` (a legacy constructor given sizes, also read
+    /// from a tensor, `torch.BoolTensor(x.size())`, and filled), also when it is shaped or filled on
     /// the host on the way (`torch.arange(t).unsqueeze(0).repeat(b,
     /// 1).to(device)`, or computed on the host from it, `torch.exp(-log(p) *
     /// torch.arange(h) / h).to(t.device)`, a sinusoidal timestep embedding,
@@ -23,7 +27,8 @@ declare_rule! {
     /// after moves of other names: `if USE_CUDA: x = x.cuda(); outs =
     /// outs.cuda()`) and
     /// rebinds or returns the name (`h = torch.zeros(n)` then `h =
-    /// h.to(device)`, also in a tuple of moves, `X, Z = X.to(device),
+    /// h.to(device)`, also through in-place ops, `onehot =
+    /// onehot.scatter_(1, y, 1).to(device)`, or the old `Variable(z).to(device)`, also in a tuple of moves, `X, Z = X.to(device),
     /// Z.to(device)`, maybe after constants written at fixed places, `h[:,
     /// 0] = 4`, and cast on the way, `.to(device).to(dtype)`; `hidden = torch.zeros(...)`, `cell =
     /// torch.zeros(...)`, then `return hidden.to(device), cell.to(device)`),

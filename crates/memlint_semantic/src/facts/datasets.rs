@@ -508,6 +508,9 @@ fn items_at(items: Items, made: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool 
 const LIGHT_TRANSFORMS: &[&str] =
     &["ToTensor", "Normalize", "ConvertImageDtype", "PILToTensor", "ToDtype", "ToImage", "ToPureTensor"];
 
+/// Tensor methods that only reshape or convert a sample.
+const RESHAPES: &[&str] = &["view", "reshape", "flatten", "squeeze", "unsqueeze", "float", "double", "long", "contiguous"];
+
 /// Whether the transform `t` (a transform, a `Compose([...])` of them, or
 /// a name bound to one in `scope` or the module) only converts or
 /// normalises.
@@ -523,6 +526,24 @@ fn light_transform(t: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
         if let ExprKind::Sequence(items) = &t.kind {
             return items.iter().all(|i| light(i, scope, module, depth - 1));
         }
+        // `lambda x: x.view(-1)`, `lambda x: ToTensor()(x).view(28 ** 2)`:
+        // a conversion and a reshape.
+        if let ExprKind::Closure(c) = &t.kind {
+            let [p] = c.params.as_slice() else { return false };
+            let mut base = &c.body;
+            while let Some((recv, m)) = base.as_method_call() {
+                if !RESHAPES.contains(&m) {
+                    return false;
+                }
+                base = recv;
+            }
+            return base.as_name() == Some(p.name.as_str())
+                || base.as_call().is_some_and(|(f, args, kws)| {
+                    matches!(args, [a] if a.as_name() == Some(p.name.as_str()))
+                        && kws.is_empty()
+                        && light(f, scope, module, depth - 1)
+                });
+        }
         let Some((func, args, _)) = t.as_call() else { return false };
         // `get_transform()`: a function of the file whose every return is light.
         if let Some(helper) = func.as_name().and_then(|n| module_function(module, n)) {
@@ -536,7 +557,7 @@ fn light_transform(t: &Expr, scope: &[Stmt], module: &[Stmt]) -> bool {
         }
         let Some(d) = func.dotted() else { return false };
         match d.as_str().rsplit('.').next().unwrap_or_default() {
-            "Compose" => args.len() == 1 && light(&args[0], scope, module, depth - 1),
+            "Compose" | "Lambda" => args.len() == 1 && light(&args[0], scope, module, depth - 1),
             last => LIGHT_TRANSFORMS.contains(&last),
         }
     }

@@ -189,11 +189,28 @@ impl ProjectIndex {
             summaries.push(f);
         }
         names.functions = names.list.len();
+        // Building an instance of a project class runs its `__init__`: a
+        // mask or buffer helper built in `forward` (`TriangularCausalMask(B,
+        // L, device=...)`) runs every step. Not modules' nor optimizers'
+        // (built once, then called).
+        let constructor = |callee: &str| {
+            let class = self.canonical_str(callee);
+            let plain = self.classes.contains_key(class)
+                && !self.module_classes.contains(class)
+                && !self.optimizer_classes.contains(class);
+            if !plain {
+                return None;
+            }
+            self.functions.get_key_value(format!("{class}.__init__").as_str()).map(|(k, _)| k.as_str())
+        };
         let edges: Vec<Edge> = calls
             .iter()
             .map(|c| Edge {
                 caller: c.caller.as_deref().map(|x| names.intern(x)),
-                callee: names.intern(&c.callee),
+                callee: match constructor(&c.callee) {
+                    Some(init) => names.intern(init),
+                    None => names.intern(&c.callee),
+                },
                 off_here: c.grad_off || c.contexts.iter().any(|x| self.grad_disabling.contains(x)),
             })
             .collect();
@@ -601,7 +618,8 @@ impl ProjectIndex {
         if f.unit_test {
             return Role::Test;
         }
-        if f.init_named || self.applied.contains(qualname) {
+        // An `__init__` run every step: a plain class built in step code.
+        if (f.init_named && !(f.name == "__init__" && self.step_code.contains(qualname))) || self.applied.contains(qualname) {
             return Role::Setup;
         }
         if self.step_code.contains(qualname) {
