@@ -92,8 +92,9 @@ fn json_fix_is_reported() {
 fn deprecated_amp_needs_a_torch_that_deprecates_it() {
     let amp = "import torch\nscaler = torch.cuda.amp.GradScaler()\n";
     let ml401 = |dir: &std::path::Path| stdout(&memlint(dir, &["check", ".", "--format", "concise", "--quiet", "--select", "ML401"]));
-    let cases: [(&str, &str, bool); 7] = [
+    let cases: [(&str, &str, bool); 8] = [
         ("README.md", "# Toy\n\nDeveloped with PyTorch version 1.7.1 and CUDA 11.0.\n", false),
+        ("README.md", "## Requirements\n* python3.6/3.7/3.8\n* pytorch 1.10 (pip package)\n", false),
         ("README.md", "```\nconda install pytorch=1.8.1 torchvision -c pytorch\n```\n", false),
         ("requirements.txt", "torch<2.0\nnumpy\n", false),
         ("util.py", "from torch._six import inf\n", false),
@@ -108,6 +109,20 @@ fn deprecated_amp_needs_a_torch_that_deprecates_it() {
         write(dir.path(), name, text);
         let out = ml401(dir.path());
         assert_eq!(out.contains("train.py:2:10: ML401"), reported, "{name}: {text:?}\n{out}");
+    }
+}
+
+/// ML402 points to native AMP: a project pinned to a torch before it
+/// (1.6) has only apex.
+#[test]
+fn apex_is_reported_where_native_amp_exists() {
+    let apex = "import torch\nfrom apex import amp\n\n\ndef train(model, optimizer, loader):\n    model, optimizer = amp.initialize(model, optimizer, opt_level=\"O1\")\n    for x, y in loader:\n        loss = model(x, y)\n        with amp.scale_loss(loss, optimizer) as scaled:\n            scaled.backward()\n        optimizer.step()\n";
+    for (requirements, reported) in [("torch==1.0\nnumpy\n", false), ("torch>=1.0\n", true), ("torch==1.8.1\n", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "train.py", apex);
+        write(dir.path(), "requirements.txt", requirements);
+        let out = stdout(&memlint(dir.path(), &["check", ".", "--format", "concise", "--quiet", "--select", "ML402"]));
+        assert_eq!(out.contains("train.py:6:24: ML402"), reported, "{requirements:?}\n{out}");
     }
 }
 

@@ -240,7 +240,7 @@ fn lower(a: Option<(u32, u32)>, b: Option<(u32, u32)>) -> Option<(u32, u32)> {
 /// `pytorch==1.8.1` (pip), `pytorch=1.7.1` (conda), or prose naming the
 /// version the code was developed with, `PyTorch version 1.7.1`, or a
 /// release named in full, `Install Python 3.6, PyTorch 1.9.0` (not `PyTorch
-/// 1.9.0 or later`), or a cap, `Pytorch before 0.4`. As an
+/// 1.9.0 or later`), or an item of a list, `* pytorch 1.10`, or a cap, `Pytorch before 0.4`. As an
 /// exclusive bound on (major, minor): `(1, 8)` for 1.7.1, `(0, 4)` for
 /// before 0.4. A minimum
 /// (`torch>=1.8`, `PyTorch 1.8+`) is not a pin.
@@ -296,7 +296,12 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
                     .split_whitespace()
                     .take(2)
                     .any(|t| ["later", "higher", "newer", "above", "greater"].iter().any(|w| t.starts_with(w)));
-                if version.split('.').filter(|p| !p.is_empty()).count() < 3 || minimum {
+                // `* pytorch 1.10 (pip package)`: an item of a list of
+                // requirements names its version, in full or not.
+                let line_start = folded[..start].rfind('\n').map_or(0, |n| n + 1);
+                let item = matches!(folded[line_start..start].trim(), "*" | "-" | "+");
+                let parts = version.split('.').filter(|p| !p.is_empty()).count();
+                if parts < 3 && !(item && parts == 2) || minimum {
                     continue;
                 }
             }
@@ -510,6 +515,9 @@ torch_geometric
         assert_eq!(readme_torch_pin("pip install torch==2.5.0 torchvision==0.20.0"), Some((2, 6)));
         assert_eq!(readme_torch_pin("pip install torchvision==0.8.2"), None);
         assert_eq!(readme_torch_pin("Requires PyTorch version 1.8+ and python 3.8"), None);
+        assert_eq!(readme_torch_pin("## Requirements\n* python3.6/3.7/3.8\n* pytorch 1.10 (pip package)\n"), Some((1, 11)));
+        assert_eq!(readme_torch_pin("- PyTorch 1.8 or later\n"), None);
+        assert_eq!(readme_torch_pin("We use PyTorch 1.8 for this.\n"), None);
         assert_eq!(readme_torch_pin("pip install torch>=1.8"), None);
         assert_eq!(readme_torch_pin(" - [Pytorch](http://pytorch.org/) before 0.4 (for newer vesion, see #3)"), Some((0, 4)));
         assert_eq!(readme_torch_pin("Requires Pytorch before 0.4"), Some((0, 4)));

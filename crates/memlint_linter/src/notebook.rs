@@ -683,8 +683,13 @@ fn blank_at(source: &str, message: &str, at: usize, before: &str, line_start: us
     let end = source[at..].find(['\n', '\r']).map_or(source.len(), |i| at + i);
     let here = &source[line_start..end];
     let previous = before[..line_start].lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    // `???` alone on a line: the arguments of a call left to the student.
+    let only_questions = |l: &str| {
+        let t = l.split('#').next().unwrap_or("").trim().trim_end_matches(',');
+        !t.is_empty() && t.bytes().all(|b| b == b'?')
+    };
     [here, previous].iter().any(|l| has_placeholder(l) || marks_a_blank(l))
-        || any_empty_block && (has_question_blank(code) || has_empty_argument(code) || has_dots_blank(code))
+        || any_empty_block && (has_question_blank(code) || has_empty_argument(code) || has_dots_blank(code) || only_questions(here))
 }
 
 /// Four dots or more where a value starts (`emb = ....`, `f(x, ....)`):
@@ -724,7 +729,7 @@ fn has_question_blank(code: &str) -> bool {
             head.strip_suffix(k).is_some_and(|h| h.is_empty() || h.ends_with(char::is_whitespace))
         }) && after == Some(':');
         condition
-            || matches!(before, Some('(' | ',' | '=' | '[' | ':')) && matches!(after, None | Some(',' | ')' | ']'))
+            || matches!(before, Some('(' | ',' | '=' | '[' | ':' | '{')) && matches!(after, None | Some(',' | ')' | ']' | '}'))
     })
 }
 
@@ -1336,6 +1341,8 @@ mod tests {
         // parser saw no header), and four dots for a value.
         assert!(blank("for i in range(9):\n    # TODO: stop once satisfied\n    if ?:\n        break\n"));
         assert!(blank("while ?:\n    x = 1\n"));
+        assert!(blank("model = Model(\n    ???\n)\nclasses = {???}\n"));
+        assert!(!blank("model = Model(\n    ?? x\n)\n"));
         assert!(blank("# L2-normalize embeddings\nemb_norm = ....\n"));
         assert!(blank("y = f(x, ....)\n"));
         assert!(!blank("y = ....real +\n"));

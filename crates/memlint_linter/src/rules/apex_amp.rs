@@ -16,7 +16,9 @@ declare_rule! {
     /// precision is apex is reported whatever its flag is named (`if
     /// args.fp16:`, `if args.using_apex:`), also when apex is imported only
     /// if installed (`try: from apex import amp` / `except ImportError: amp =
-    /// None`): that is the code that moved to native AMP.
+    /// None`): that is the code that moved to native AMP. Not in a project
+    /// whose declarations keep torch below 1.6 (`torch==1.0` in its
+    /// requirements), which has no native AMP.
     ///
     /// ## Why is this bad?
     /// apex's `amp` is deprecated and unmaintained; NVIDIA recommends
@@ -93,7 +95,9 @@ impl Rule for ApexAmp {
         }
         let Some(q) = cx.callee_name(expr) else { return };
         let Some((what, help)) = amp::apex_replacement(q.as_str()) else { return };
-        if apex_is_an_option(checker) {
+        // A project pinned to a torch before native AMP: apex is its only
+        // mixed precision.
+        if apex_is_an_option(checker) || cx.torch_below().is_some_and(|below| below <= amp::NATIVE_AMP_SINCE) {
             return;
         }
         checker.report(

@@ -1,5 +1,5 @@
 use memlint_semantic::api::{classify, Callee, Event, Receiver, OOM_EXCEPTIONS};
-use memlint_semantic::ir::{Expr, ExprKind};
+use memlint_semantic::ir::{for_each_stmt_in_function, Expr, ExprKind, StmtKind};
 
 use crate::{declare_rule, Checker, Rule, RuleMeta};
 
@@ -12,7 +12,10 @@ declare_rule! {
     /// helper the step loop calls, a model's `forward` and what it calls:
     /// also in such a function's own loop over the batch's items, `for i
     /// in range(outputs.shape[0]):` in a loss helper). An epoch loop around the step loop is not
-    /// a step: once per epoch is harmless. Not when it only runs in
+    /// a step: once per epoch is harmless; nor is a loop over evaluation
+    /// passes around the loop over batches (`for valid_data in passes:`,
+    /// the call after `for batch in valid_data: model(batch)`; after a
+    /// decoder's loop over time steps, a `range`, it runs once per batch). Not when it only runs in
     /// an out-of-memory handler (`except torch.cuda.OutOfMemoryError:`,
     /// `except RuntimeError:`) or in a helper the step calls only from an
     /// `except` handler (a cleanup after a failed step), under an interval guard
@@ -106,6 +109,7 @@ impl Rule for EmptyCacheInLoop {
             || cx.in_handler_catching(OOM_EXCEPTIONS)
             || cx.in_loop_over_files()
             || offloads_beside(checker)
+            || after_an_inner_batch_loop(checker)
         {
             return;
         }
@@ -125,6 +129,42 @@ impl Rule for EmptyCacheInLoop {
 /// Whether the block holding the current statement also moves a tensor to
 /// the host (`x.cpu()`, `x.to("cpu")`): an offload path, which empties the
 /// cache on purpose once the tensors have left the device.
+/// Whether the loop around the call holds a loop of its own over a
+/// collection (not a `range`: a decoder's time steps) that runs a model
+/// (`for valid_data in passes:` around `for idx in clusters:
+/// model(...)`): that inner loop is the one over batches, and the call,
+/// outside it, runs once per pass.
+fn after_an_inner_batch_loop(checker: &Checker<'_>) -> bool {
+    let module = checker.module();
+    let cx = checker.cx;
+    let Some(lp) = module.tree.enclosing_loop(cx.current_stmt_id()).and_then(|id| module.stmt(id)) else { return false };
+    let body = match &lp.kind {
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } => body,
+        _ => return false,
+    };
+    let runs_a_model = |e: &Expr| {
+        e.any(&mut |x| match &x.kind {
+            ExprKind::Call { func, .. } => {
+                cx.is_model(func) || matches!(&func.kind, ExprKind::Attribute { value, .. } if cx.is_model(value))
+            }
+            _ => false,
+        })
+    };
+    let mut found = false;
+    for_each_stmt_in_function(body, &mut |s| {
+        let StmtKind::For { body: inner, iter, .. } = &s.kind else { return };
+        let counted = iter.as_call().and_then(|(f, _, _)| f.as_name()).is_some_and(|n| n == "range");
+        if !counted {
+            for_each_stmt_in_function(inner, &mut |t| {
+                if !found {
+                    t.for_each_expr(|e| found = found || runs_a_model(e));
+                }
+            });
+        }
+    });
+    found
+}
+
 fn offloads_beside(checker: &Checker<'_>) -> bool {
     let module = checker.module();
     let id = checker.cx.current_stmt_id();

@@ -1,3 +1,4 @@
+use memlint_semantic::facts::datasets::Samples;
 use memlint_semantic::facts::pipeline::LoaderSite;
 use memlint_semantic::ir::{Module, StmtKind};
 
@@ -41,7 +42,10 @@ declare_rule! {
     /// another file are not reported; neither is a copy next to a blocking
     /// copy of another part of the same batch in the same iteration
     /// (`inputs.cuda(), targets.cuda(non_blocking=True)`): the stream
-    /// waits at that one, and pinning alone would not change it. Off by
+    /// waits at that one, and pinning alone would not change it. Nor, as
+    /// for ML303, a loader of small samples (MNIST or CIFAR, a table,
+    /// token ids) or one whose every loop reads a value back each step
+    /// (`loss.item()`): a pinned copy would overlap nothing that matters. Off by
     /// default.
     ///
     /// ## References
@@ -93,6 +97,12 @@ impl Rule for NonBlockingFromUnpinned {
             }
             let found = sites_of(loader, &sites, module);
             if found.is_empty() || !found.iter().all(|s| s.pin_memory.absent_or(false)) {
+                continue;
+            }
+            // As for ML303: where the step reads a value back every step,
+            // or the batches are small (MNIST, a table, token ids), a
+            // pinned copy would overlap nothing that matters.
+            if found.iter().any(|s| pipeline.moves_only_in_synced_loops(s) || checker.loader_samples(module, s) == Samples::Small) {
                 continue;
             }
             let line = checker.line_of(found[0].span.start);

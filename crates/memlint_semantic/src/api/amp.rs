@@ -15,6 +15,10 @@ pub const TORCH: &str = "torch";
 /// on each call from then on).
 pub const DEPRECATED_IN: (u32, u32) = (2, 4);
 
+/// The release that brought native mixed precision (`torch.cuda.amp`):
+/// before it, apex was the only one.
+pub const NATIVE_AMP_SINCE: (u32, u32) = (1, 6);
+
 /// Modules torch has removed, with the release that removed them: code
 /// that imports one runs only on a torch before it (`torch._six`, 2.0).
 pub const REMOVED_MODULES: &[(&str, (u32, u32))] = &[("torch._six", (2, 0))];
