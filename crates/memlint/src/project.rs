@@ -248,7 +248,7 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
     let folded = text.to_ascii_lowercase();
     let mut best: Option<(u32, u32)> = None;
     for (word, seps) in
-        [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..]), ("pytorch ", &[""][..])]
+        [("torch==", &[""][..]), ("pytorch=", &[""][..]), ("pytorch version", &[" ", " is ", " of "][..]), ("pytorch ", &[""][..]), ("pytorch", &[""][..])]
     {
         let mut i = 0;
         while let Some(pos) = folded[i..].find(word) {
@@ -260,6 +260,11 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
                 continue;
             }
             let rest = &folded[i..];
+            // `* pytorch1.2.0`: glued to its version, in a list item only
+            // (the other spellings are read by the words above).
+            if word == "pytorch" && !rest.starts_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
             let rest = rest.strip_prefix('=').unwrap_or(rest);
             let Some(rest) = seps.iter().find_map(|s| rest.strip_prefix(s)) else { continue };
             let mut version: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
@@ -290,7 +295,7 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
             }
             // `PyTorch 1.9.0`: a release named in full, and not as a
             // minimum (`PyTorch 1.9.0 or later`); `PyTorch 2` is a name.
-            if word == "pytorch " {
+            if word == "pytorch " || word == "pytorch" {
                 let tail = rest[version.len()..].trim_start_matches([' ', ',', ')']);
                 let minimum = tail
                     .split_whitespace()
@@ -301,7 +306,7 @@ pub fn readme_torch_pin(text: &str) -> Option<(u32, u32)> {
                 let line_start = folded[..start].rfind('\n').map_or(0, |n| n + 1);
                 let item = matches!(folded[line_start..start].trim(), "*" | "-" | "+");
                 let parts = version.split('.').filter(|p| !p.is_empty()).count();
-                if parts < 3 && !(item && parts == 2) || minimum {
+                if parts < 3 && !(item && parts == 2) || minimum || (word == "pytorch" && !item) {
                     continue;
                 }
             }
@@ -517,6 +522,8 @@ torch_geometric
         assert_eq!(readme_torch_pin("Requires PyTorch version 1.8+ and python 3.8"), None);
         assert_eq!(readme_torch_pin("## Requirements\n* python3.6/3.7/3.8\n* pytorch 1.10 (pip package)\n"), Some((1, 11)));
         assert_eq!(readme_torch_pin("- PyTorch 1.8 or later\n"), None);
+        assert_eq!(readme_torch_pin("## Environment\n* python3.6\n* pytorch1.2.0\n* apex\n"), Some((1, 3)));
+        assert_eq!(readme_torch_pin("Trained with pytorch1.2.0 on 8 GPUs.\n"), None);
         assert_eq!(readme_torch_pin("We use PyTorch 1.8 for this.\n"), None);
         assert_eq!(readme_torch_pin("pip install torch>=1.8"), None);
         assert_eq!(readme_torch_pin(" - [Pytorch](http://pytorch.org/) before 0.4 (for newer vesion, see #3)"), Some((0, 4)));

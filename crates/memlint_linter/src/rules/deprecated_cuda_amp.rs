@@ -67,7 +67,8 @@ declare_rule! {
     /// in its requirements, a pin in a conda `environment.yml`, or a pin in
     /// its README's install commands,
     /// `pip install torch==1.8.1`, "PyTorch version 1.7.1", the newest of
-    /// a list of tested versions, "tested on Pytorch 0.4.0/1.0.0"; not
+    /// a list of tested versions, "tested on Pytorch 0.4.0/1.0.0", an item
+    /// of a list of requirements, `* pytorch 1.10`, `* pytorch1.2.0`; not
     /// one the README says other versions work beside, "should work with
     /// other versions", nor one it names a newer torch after, "update your
     /// pytorch to 2.0"), or whose code

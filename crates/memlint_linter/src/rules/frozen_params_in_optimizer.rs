@@ -13,7 +13,7 @@ declare_rule! {
     /// was frozen and a part given back grad (`for p in
     /// model.head.parameters(): p.requires_grad = True`, also of an item,
     /// `model.blocks[-1].parameters()`; `model.head.requires_grad_(True)`;
-    /// a fresh `model.head = nn.Linear(...)`; or, by name, `for name, p in
+    /// a fresh `model.head = nn.Linear(...)` or `model.classifier[6] = ...`; or, by name, `for name, p in
     /// model.named_parameters(): if name not in ["fc.weight", "fc.bias"]:
     /// p.requires_grad = False`), as fine-tuning code does.
     ///

@@ -360,6 +360,14 @@ impl Context {
                     f.requires_grad.insert(d.into());
                 }
             }
+            // `model.classifier[6] = nn.Linear(...)` on a frozen model: a
+            // trainable part, as `model.fc = ...` is.
+            ExprKind::Subscript { value: base, index } if !self.options.summary_only => {
+                let fresh = value.is_some_and(|v| self.kind_of(v) == Some(ValueKind::Module));
+                if let (true, Some(d), ExprKind::Literal(crate::ir::Literal::Int(i))) = (fresh, base.dotted(), &index.kind) {
+                    self.note_unfrozen(&format!("{d}[{i}]"));
+                }
+            }
             _ => {}
         }
     }

@@ -379,12 +379,18 @@ impl Context {
         // the names are looked for only once a conversion is seen.
         let tensors = std::cell::OnceCell::new();
         let python = self.language() == Language::Python;
+        // Also `math.isnan(loss)` of a loss the function is given (a NaN
+        // check in a helper the step calls): a loss is a tensor.
         let converts_a_tensor = |x: &Expr, before: u32| {
             x.as_call().is_some_and(|(func, args, _)| {
+                let math = matches!(&func.kind, ExprKind::Attribute { value, attr, .. }
+                    if value.as_name() == Some("math") && matches!(attr.as_str(), "isnan" | "isinf" | "isfinite"));
                 python
-                    && matches!(func.as_name(), Some("float" | "int" | "bool"))
+                    && (math || matches!(func.as_name(), Some("float" | "int" | "bool")))
                     && args.first().and_then(Expr::as_name).is_some_and(|n| {
-                        tensors.get_or_init(|| self.tensor_names(body)).iter().any(|(t, at): &(String, u32)| t == n && *at < before)
+                        let bound = tensors.get_or_init(|| self.tensor_names(body));
+                        bound.iter().any(|(t, at): &(String, u32)| t == n && *at < before)
+                            || (math && !bound.iter().any(|(t, _)| t == n) && crate::resolve::words(n).iter().any(|w| w == "loss"))
                     })
             })
         };
@@ -604,7 +610,12 @@ impl Context {
                     && !self.is_model(func)
                     && !self.is_loss_module(func)
                     && self.project_callee(e).is_none_or(|f| !f.returns_graph)
+                    // `torch.cat([g.y for g in data])`: the items joined on the host.
+                    || args.first().is_some_and(|a| matches!(a.kind, ExprKind::Comprehension(_)) && part(a))
+                        && self.qualified_name(func).is_some_and(|q| q.as_str().starts_with("torch."))
             }
+            // `[g.y for g in data]` over the drawn batch.
+            ExprKind::Comprehension(c) => c.key.is_none() && c.generators.first().is_some_and(|g| is_drawn(&g.iter, drawn)),
             _ => false,
         }
     }

@@ -37,10 +37,12 @@ impl QualifiedName {
 
 /// Words that name evaluation code in a function name (`validate`,
 /// `eval_split`, `run_test`).
-const EVAL_FUNCTION_WORDS: &[&str] = &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference"];
+const EVAL_FUNCTION_WORDS: &[&str] =
+    &["validate", "validation", "evaluate", "evaluation", "eval", "test", "predict", "inference", "accuracy"];
 
 /// Whether a function's name says it evaluates (a word of it is one of
-/// `validate`, `evaluate`, `eval`, `test`, `predict`, `inference`...).
+/// `validate`, `evaluate`, `eval`, `test`, `predict`, `inference`,
+/// `accuracy`: `compute_accuracy(model, loader)`).
 pub fn names_evaluation(function: &str) -> bool {
     word_slices(function).any(|w| EVAL_FUNCTION_WORDS.iter().any(|e| w.eq_ignore_ascii_case(e)))
 }
