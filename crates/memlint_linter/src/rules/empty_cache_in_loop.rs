@@ -126,9 +126,6 @@ impl Rule for EmptyCacheInLoop {
     }
 }
 
-/// Whether the block holding the current statement also moves a tensor to
-/// the host (`x.cpu()`, `x.to("cpu")`): an offload path, which empties the
-/// cache on purpose once the tensors have left the device.
 /// Whether the loop around the call holds a loop of its own over a
 /// collection (not a `range`: a decoder's time steps) that runs a model
 /// (`for valid_data in passes:` around `for idx in clusters:
@@ -142,14 +139,6 @@ fn after_an_inner_batch_loop(checker: &Checker<'_>) -> bool {
         StmtKind::For { body, .. } | StmtKind::While { body, .. } => body,
         _ => return false,
     };
-    let runs_a_model = |e: &Expr| {
-        e.any(&mut |x| match &x.kind {
-            ExprKind::Call { func, .. } => {
-                cx.is_model(func) || matches!(&func.kind, ExprKind::Attribute { value, .. } if cx.is_model(value))
-            }
-            _ => false,
-        })
-    };
     let mut found = false;
     for_each_stmt_in_function(body, &mut |s| {
         let StmtKind::For { body: inner, iter, .. } = &s.kind else { return };
@@ -157,7 +146,7 @@ fn after_an_inner_batch_loop(checker: &Checker<'_>) -> bool {
         if !counted {
             for_each_stmt_in_function(inner, &mut |t| {
                 if !found {
-                    t.for_each_expr(|e| found = found || runs_a_model(e));
+                    t.for_each_expr(|e| found = found || cx.calls_a_model(e));
                 }
             });
         }
@@ -165,6 +154,9 @@ fn after_an_inner_batch_loop(checker: &Checker<'_>) -> bool {
     found
 }
 
+/// Whether the block holding the current statement also moves a tensor to
+/// the host (`x.cpu()`, `x.to("cpu")`): an offload path, which empties the
+/// cache on purpose once the tensors have left the device.
 fn offloads_beside(checker: &Checker<'_>) -> bool {
     let module = checker.module();
     let id = checker.cx.current_stmt_id();

@@ -87,6 +87,7 @@ impl Rule for NonBlockingFromUnpinned {
             let line = checker.line_of(mv.span.start);
             // The loop around a move (an evaluation loop has no step loop).
             let loop_of = |span: memlint_diagnostics::Span| module.stmt_at(span.start).and_then(|id| module.tree.enclosing_loop(id));
+            let mv_loop = loop_of(mv.span);
             let blocking_sibling = pipeline.moves.iter().any(|o| {
                 o.loader.as_deref() == Some(loader.as_str())
                     && o.function == mv.function
@@ -94,7 +95,7 @@ impl Rule for NonBlockingFromUnpinned {
                     && !o.pinned
                     && (o.step_loop.is_some() && o.step_loop == mv.step_loop
                         || checker.line_of(o.span.start) == line
-                        || loop_of(o.span).is_some_and(|l| Some(l) == loop_of(mv.span)))
+                        || mv_loop.is_some() && loop_of(o.span) == mv_loop)
             });
             if blocking_sibling {
                 continue;

@@ -602,14 +602,6 @@ fn under_a_first_time_guard(expr: &Expr, checker: &Checker<'_>) -> bool {
 fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool) -> bool {
     let module = checker.module();
     let Some(id) = module.stmt_at(expr.span.start) else { return false };
-    let runs_a_model = |e: &Expr| {
-        e.any(&mut |x| match &x.kind {
-            ExprKind::Call { func, .. } => {
-                checker.cx.is_model(func) || matches!(&func.kind, ExprKind::Attribute { value, .. } if checker.cx.is_model(value))
-            }
-            _ => false,
-        })
-    };
     let mut at = module.tree.enclosing_loop(id);
     while let Some(l) = at {
         let Some(stmt) = module.stmt(l) else { return false };
@@ -638,7 +630,7 @@ fn a_loop_around_runs_a_model(expr: &Expr, checker: &Checker<'_>, counted: bool)
         let mut found = false;
         memlint_semantic::ir::for_each_stmt_in_function(body, &mut |s| {
             if !found {
-                s.for_each_expr(|e| found = found || runs_a_model(e));
+                s.for_each_expr(|e| found = found || checker.cx.calls_a_model(e));
             }
         });
         if found {
@@ -732,11 +724,8 @@ fn tests_for_missing_state(test: &Expr, checker: &Checker<'_>) -> bool {
         ExprKind::BoolOp { op: BoolOpKind::And, values } => values.iter().any(|v| tests_for_missing_state(v, checker)),
         // `if not self.cache or self.in_norm == None:`: built once unless
         // an option of the object turns the cache off.
-        ExprKind::BoolOp { op: BoolOpKind::Or, values } => {
-            let cache_off = |v: &Expr| matches!(&v.kind, ExprKind::Unary { op: UnaryOp::Not, operand } if is_state(operand));
-            values.iter().any(|v| tests_for_missing_state(v, checker))
-                && values.iter().all(|v| cache_off(v) || tests_for_missing_state(v, checker))
-        }
+        // (`not self.cache` reads as missing state itself.)
+        ExprKind::BoolOp { op: BoolOpKind::Or, values } => values.iter().all(|v| tests_for_missing_state(v, checker)),
         ExprKind::Compare { left, ops, comparators } if ops.len() == 1 => {
             let zero = matches!(comparators[0].kind, ExprKind::Literal(Literal::Int(0)));
             let len_of = matches!(&left.kind, ExprKind::Call { func, .. } if func.dotted().is_some_and(|d| d.as_str() == "len"));

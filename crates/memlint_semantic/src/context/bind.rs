@@ -363,8 +363,8 @@ impl Context {
             // `model.classifier[6] = nn.Linear(...)` on a frozen model: a
             // trainable part, as `model.fc = ...` is.
             ExprKind::Subscript { value: base, index } if !self.options.summary_only => {
-                let fresh = value.is_some_and(|v| self.kind_of(v) == Some(ValueKind::Module));
-                if let (true, Some(d), ExprKind::Literal(crate::ir::Literal::Int(i))) = (fresh, base.dotted(), &index.kind) {
+                let (Some(v), ExprKind::Literal(crate::ir::Literal::Int(i))) = (value, &index.kind) else { return };
+                if let Some(d) = base.dotted().filter(|_| self.kind_of(v) == Some(ValueKind::Module)) {
                     self.note_unfrozen(&format!("{d}[{i}]"));
                 }
             }

@@ -344,6 +344,17 @@ impl Context {
         self.debug_depth > 0
     }
 
+    /// Whether `e` calls a model somewhere in it, or a method of one
+    /// (`model(x)`, `self.G(z)`, `policy.act(obs)` on a model).
+    pub fn calls_a_model(&self, e: &Expr) -> bool {
+        e.any(&mut |x| match &x.kind {
+            ExprKind::Call { func, .. } => {
+                self.is_model(func) || matches!(&func.kind, ExprKind::Attribute { value, .. } if self.is_model(value))
+            }
+            _ => false,
+        })
+    }
+
     /// Whether the current point runs only while a module is in train mode
     /// (`if model.training:`, the `else` of `if not self.training:`): an
     /// evaluation that calls this function skips it.

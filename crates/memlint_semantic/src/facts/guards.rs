@@ -305,13 +305,12 @@ pub(crate) fn fixed_locals(body: &[Stmt], params: &[crate::ir::Param]) -> (Vec<S
     }
     let mut constant: Vec<(&str, bool)> = Vec::new();
     for_each_stmt_in_function(body, &mut |s| {
+        // Bound to a constant again: still fixed, when always the same one.
+        if let Some(c) = set_to_constant(s) {
+            constant.push(c);
+            return;
+        }
         match &s.kind {
-            // Bound to a constant again: still fixed, when always the same one.
-            StmtKind::Assign { .. } if set_to_constant(s).is_some() => {
-                if let Some((n, v)) = set_to_constant(s) {
-                    constant.push((n, v));
-                }
-            }
             StmtKind::Assign { targets, .. } => targets.iter().for_each(|t| names(t, &mut bound)),
             StmtKind::AugAssign { target, .. } => names(target, &mut bound),
             StmtKind::For { target, .. } => names(target, &mut bound),
